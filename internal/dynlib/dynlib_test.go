@@ -1,0 +1,64 @@
+package dynlib
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCandidatesOrderAndMissingDirs(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	got := Candidates([]string{"libx.so.1", "libx.so.2"}, []string{a, filepath.Join(a, "missing"), b, a})
+	require.Equal(t, []string{
+		"libx.so.1", "libx.so.2",
+		filepath.Join(a, "libx.so.1"), filepath.Join(a, "libx.so.2"),
+		filepath.Join(b, "libx.so.1"), filepath.Join(b, "libx.so.2"),
+	}, got)
+}
+
+func TestOpenListsEveryFailedCandidate(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "libfake.so.1")
+	require.NoError(t, os.WriteFile(fake, []byte("not an ELF file"), 0o644))
+	_, err := Open("fake library", []string{"libdetgemm-does-not-exist.so.7", fake}, nil)
+	require.Error(t, err)
+	require.True(t, errors.Is(err, ErrNotFound))
+	var nf *NotFoundError
+	require.True(t, errors.As(err, &nf))
+	require.Len(t, nf.Attempts, 2)
+	require.Contains(t, err.Error(), "libdetgemm-does-not-exist.so.7")
+	require.Contains(t, err.Error(), fake)
+	require.True(t, strings.HasPrefix(err.Error(), "fake library not found; tried 2 candidate(s):"))
+}
+
+func TestOpenCheckRejectsAndRecordsReason(t *testing.T) {
+	libc := findLibc(t)
+	reject := errors.New("stub library")
+	_, err := Open("libc", []string{libc}, func(*Library) error { return reject })
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), "stub library")
+
+	lib, err := Open("libc", []string{"libdetgemm-nope.so", libc}, nil)
+	require.NoError(t, err)
+	require.Equal(t, libc, lib.Path)
+	p, err := lib.Lookup("strlen")
+	require.NoError(t, err)
+	require.NotZero(t, p)
+	_, err = lib.Lookup("detgemm_no_such_symbol")
+	require.ErrorIs(t, err, ErrSymbolNotFound)
+	require.Contains(t, err.Error(), "detgemm_no_such_symbol")
+}
+
+func findLibc(t *testing.T) string {
+	for _, p := range []string{"libc.so.6", "/usr/lib/libSystem.B.dylib"} {
+		if _, err := open(p); err == nil {
+			return p
+		}
+	}
+	t.Skip("no libc to open on this system")
+	return ""
+}
