@@ -1,0 +1,52 @@
+# detgemm — build, test and GPU workflow. Every target builds with CGO_ENABLED=0:
+# the CUDA driver and NVRTC are loaded at run time through purego.
+export CGO_ENABLED := 0
+GO ?= go
+PKGS := ./...
+# Packages whose tests get a binary for the GPU machine (see gpu-bin).
+GPU_TEST_PKGS := $(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... 2>/dev/null)
+MODULE := github.com/detgemm/detgemm
+
+.PHONY: all build test vet fmt-check cross gpu-bin bench clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+
+## test: formatting, vet, then every test (GPU tests skip with a reason where no GPU is found).
+test: fmt-check vet
+	$(GO) test -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+## cross: the module cross-compiles with CGO_ENABLED=0 for every supported target.
+cross:
+	GOOS=linux GOARCH=amd64 $(GO) build $(PKGS)
+	GOOS=linux GOARCH=arm64 $(GO) build $(PKGS)
+	GOOS=windows GOARCH=amd64 $(GO) build $(PKGS)
+
+## gpu-bin: test binaries and the bench for the GPU machine (no Go there), in .gpu/ with run.sh.
+gpu-bin:
+	@rm -rf .gpu && mkdir -p .gpu
+	@set -e; for p in $(GPU_TEST_PKGS); do \
+		rel=$${p#$(MODULE)}; rel=$${rel#/}; name=$$(echo "$$rel" | tr '/' '_'); \
+		echo "go test -c $$rel -> .gpu/$$name.test"; \
+		GOOS=linux GOARCH=amd64 $(GO) test -c -trimpath -ldflags="-s -w" -o .gpu/$$name.test ./$$rel; \
+		echo "$$rel $$name" >> .gpu/packages.txt; \
+	done
+	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/bench ./bench
+	cp scripts/gpu-run.sh .gpu/run.sh && chmod +x .gpu/run.sh
+	@du -sh .gpu
+
+## bench: the measuring stick (needs a GPU).
+bench:
+	$(GO) run ./bench
+
+clean:
+	rm -rf .gpu bench-results.json

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// reportSchema names the JSON layout; bump it when a field changes meaning.
+const reportSchema = "detgemm-bench/1"
+
+// Report is everything one run measured; it is written as JSON (--json).
+type Report struct {
+	Schema  string        `json:"schema"`
+	Date    string        `json:"date"` // UTC, RFC 3339
+	GPU     GPUInfo       `json:"gpu"`
+	Driver  LibraryInfo   `json:"driver"`
+	CUBLAS  LibraryInfo   `json:"cublas"`
+	Config  RunConfig     `json:"config"`
+	Inputs  string        `json:"inputs"` // how the operands were made
+	Copy    CopyBandwidth `json:"copy_bandwidth"`
+	Peaks   *Peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
+	Startup Startup       `json:"startup"`
+	Rows    []Row         `json:"rows"`
+}
+
+// GPUInfo describes the device measured.
+type GPUInfo struct {
+	Name              string `json:"name"`
+	Ordinal           int    `json:"ordinal"`
+	ComputeCapability string `json:"compute_capability"` // "9.0"
+	SMs               int    `json:"sms"`
+	L2Bytes           int    `json:"l2_bytes"`
+	MemoryBytes       uint64 `json:"memory_bytes"`
+}
+
+// LibraryInfo names a loaded library and its version.
+type LibraryInfo struct {
+	Version string `json:"version"`           // "13.0" (driver API), "13.1.0" (cuBLAS)
+	Code    int    `json:"version_code"`      // as the library reports it: 13000, 130100
+	Release string `json:"release,omitempty"` // driver only: the NVIDIA driver release, e.g. "580.159" (Linux)
+	Path    string `json:"path,omitempty"`    // the file or soname that loaded
+	Comment string `json:"comment,omitempty"` // anything else worth knowing
+}
+
+// RunConfig records the settings the figures depend on.
+type RunConfig struct {
+	Shapes       []Shape  `json:"shapes"`
+	ShapesSource string   `json:"shapes_source"`
+	DTypes       []DType  `json:"dtypes"`
+	Modes        []string `json:"modes"`
+	Repeats      int      `json:"repeats"`
+	MinTimeUS    float64  `json:"min_time_per_measurement_us"`
+	Seed         uint64   `json:"seed"`
+	MemoryBudget int64    `json:"input_memory_budget_bytes"`
+}
+
+// Row is one measured problem on one backend.
+type Row struct {
+	Shape     Shape     `json:"shape"`
+	DType     DType     `json:"dtype"`
+	Backend   string    `json:"backend"`
+	Mode      string    `json:"mode"`
+	MedianUS  float64   `json:"median_us"`
+	MinUS     float64   `json:"min_us"`
+	MaxUS     float64   `json:"max_us"`
+	SamplesUS []float64 `json:"samples_us"` // per launch, one per repeat
+	TFLOPS    float64   `json:"tflops"`     // 2·M·N·K / median
+	// PeakName and PeakTFLOPS are the datasheet ceiling applied (empty, 0
+	// when the GPU has none in the table).
+	PeakName   string   `json:"peak_name,omitempty"`
+	PeakTFLOPS float64  `json:"peak_tflops,omitempty"`
+	Roofline   Roofline `json:"roofline"`
+	// VsCUBLAS is cuBLAS's median (same shape and type, default math)
+	// divided by this row's: above 1 is faster than cuBLAS. Absent on
+	// cuBLAS's own rows.
+	VsCUBLAS float64 `json:"vs_cublas,omitempty"`
+	Launches int     `json:"launches_per_measurement"`
+	Sets     int     `json:"input_sets"`
+	SetBytes int64   `json:"bytes_per_set"`
+	Error    string  `json:"error,omitempty"` // the row could not be measured
+}
+
+// fillRatios sets VsCUBLAS on every row of another backend that has a
+// measured cuBLAS default-math row for the same shape and type.
+func fillRatios(rows []Row) {
+	type key struct {
+		s Shape
+		d DType
+	}
+	ref := map[key]float64{}
+	for _, r := range rows {
+		if r.Backend == referenceBackend && r.Mode == modeDefault && r.Error == "" && r.MedianUS > 0 {
+			ref[key{r.Shape, r.DType}] = r.MedianUS
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if m, ok := ref[key{r.Shape, r.DType}]; ok && r.Backend != referenceBackend && r.Error == "" && r.MedianUS > 0 {
+			r.VsCUBLAS = m / r.MedianUS
+		}
+	}
+}
+
+// writeJSON writes the report to path, indented.
+func writeJSON(path string, rep *Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// printReport writes the header and the table.
+func printReport(w io.Writer, rep *Report) {
+	g := rep.GPU
+	fmt.Fprintf(w, "detgemm bench  %s\n", rep.Date)
+	fmt.Fprintf(w, "gpu      %s (device %d, CC %s, %d SMs, L2 %.0f MiB, %.0f GiB)\n",
+		g.Name, g.Ordinal, g.ComputeCapability, g.SMs, float64(g.L2Bytes)/(1<<20), float64(g.MemoryBytes)/(1<<30))
+	fmt.Fprintf(w, "driver   CUDA %s", rep.Driver.Version)
+	if rep.Driver.Release != "" {
+		fmt.Fprintf(w, ", release %s", rep.Driver.Release)
+	}
+	fmt.Fprintf(w, " (%s)\n", rep.Driver.Path)
+	fmt.Fprintf(w, "cuBLAS   %s (%s)\n", rep.CUBLAS.Version, rep.CUBLAS.Path)
+	c := rep.Copy
+	fmt.Fprintf(w, "memory   %.2f TB/s device-to-device copy, read + written (median of %d; %.0f MiB copies, %d per measurement)\n",
+		c.BytesPerSec/1e12, c.TimeUS.N, float64(c.Bytes)/(1<<20), c.Launches)
+	if p := rep.Peaks; p != nil {
+		fmt.Fprintf(w, "peaks    datasheet %s, dense: bf16 %g, f16 %g, tf32 %g, f32 FMA %g TFLOP/s\n", p.GPU, p.BF16, p.F16, p.TF32, p.F32)
+	} else {
+		fmt.Fprintf(w, "peaks    none on file for this GPU: %%roof uses the memory roofline only\n")
+	}
+	printStartup(w, &rep.Startup)
+	fmt.Fprintf(w, "inputs   %s\n", rep.Inputs)
+	fmt.Fprintf(w, "timing   median of %d measurements, each ≥ %.1f ms of back-to-back launches over rotating input sets\n",
+		rep.Config.Repeats, rep.Config.MinTimeUS/1e3)
+	fmt.Fprintf(w, "shapes   %s\n\n", rep.Config.ShapesSource)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "shape MxKxN\tdtype\tbackend\tmath\tµs\tTFLOP/s\t%roof\tbound\tvs-cuBLAS\t")
+	for _, r := range rep.Rows {
+		if r.Error != "" {
+			// The message trails the last cell, so it does not widen a column.
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t  error: %s\n", r.Shape, r.DType, r.Backend, r.Mode, r.Error)
+			continue
+		}
+		vs := "-"
+		if r.VsCUBLAS > 0 {
+			vs = fmt.Sprintf("%.2f×", r.VsCUBLAS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%.0f%%\t%s\t%s\t\n", r.Shape, r.DType, r.Backend, r.Mode,
+			formatUS(r.MedianUS), r.TFLOPS, 100*r.Roofline.Fraction, r.Roofline.Bound, vs)
+	}
+	_ = tw.Flush()
+}
+
+func printStartup(w io.Writer, st *Startup) {
+	if st.BuildError != "" {
+		fmt.Fprintf(w, "kernels  build failed: %s\n", st.BuildError)
+		return
+	}
+	if st.Skipped {
+		fmt.Fprintf(w, "kernels  %d families for %s (NVRTC %s), start-up not timed (--startup=false)\n", st.Families, st.Arch, st.NVRTC)
+		return
+	}
+	fmt.Fprintf(w, "kernels  cold build %.0f ms (%d families for %s, NVRTC %s)", st.ColdBuildMS, st.Families, st.Arch, st.NVRTC)
+	if ws := st.Warm; ws != nil {
+		fmt.Fprintf(w, "; warm start %.0f ms in a %s: driver %.1f, context %.1f, build from cache %.1f (%d hits), module load %.1f ms",
+			ws.TotalMS, st.WarmMethod, ws.DriverMS, ws.ContextMS, ws.BuildMS, ws.Hits, ws.LoadMS)
+	} else if st.WarmError != "" {
+		fmt.Fprintf(w, "; warm start not measured: %s", st.WarmError)
+	}
+	fmt.Fprintln(w)
+}
+
+// formatUS prints times with about four significant digits.
+func formatUS(us float64) string {
+	switch {
+	case us >= 1000:
+		return fmt.Sprintf("%.0f", us)
+	case us >= 100:
+		return fmt.Sprintf("%.1f", us)
+	default:
+		return fmt.Sprintf("%.2f", us)
+	}
+}
+
+// progress writes a one-line status to w, rewriting it in place.
+type progress struct {
+	w     io.Writer
+	total int
+	done  int
+	width int
+}
+
+// step announces the next item.
+func (p *progress) step(label string) {
+	p.done++
+	s := fmt.Sprintf("[%d/%d] %s", p.done, p.total, label)
+	pad := ""
+	if n := p.width - len(s); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	p.width = len(s)
+	fmt.Fprintf(p.w, "\r%s%s", s, pad)
+}
+
+// finish ends the line.
+func (p *progress) finish() {
+	if p.done > 0 {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Shape is one GEMM: C[M,N] = A[M,K]·B[K,N], row-major.
+type Shape struct {
+	M int `json:"m"`
+	K int `json:"k"`
+	N int `json:"n"`
+}
+
+// String is the MxKxN form used by --shapes and the table.
+func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.M, s.K, s.N) }
+
+// FLOPs counts one multiply and one add per product: 2·M·N·K.
+func (s Shape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.N) * float64(s.K) }
+
+// standardShapes is the built-in copy of testdata/bench_shapes.txt, used when
+// the file cannot be found (a binary run outside the repository).
+// TestBuiltinShapesEqualFile keeps the two equal.
+var standardShapes = []Shape{
+	{1, 4096, 4096},
+	{16, 4096, 4096},
+	{128, 4096, 11008},
+	{2048, 768, 3072},
+	{4096, 1536, 3072},
+	{2048, 768, 512},
+	{4096, 4096, 4096},
+	{8192, 8192, 8192},
+}
+
+// shapesFileRel is the shapes file's path under the module root.
+var shapesFileRel = filepath.Join("testdata", "bench_shapes.txt")
+
+// ErrShape is matched (errors.Is) by every *ShapeError.
+var ErrShape = errors.New("bad shape")
+
+// ShapeError locates a shape that does not parse: the file and line for
+// shapes files, the list item for --shapes.
+type ShapeError struct {
+	Source string // file name, or "--shapes"
+	Line   int    // 1-based line (files) or item (--shapes)
+	Text   string // the offending text
+	Reason string
+}
+
+// Error reads "file:line: \"text\": reason".
+func (e *ShapeError) Error() string {
+	return fmt.Sprintf("%s:%d: %q: %s", e.Source, e.Line, e.Text, e.Reason)
+}
+
+// Is reports ErrShape.
+func (e *ShapeError) Is(target error) bool { return target == ErrShape }
+
+// parseShapesFile reads "M K N" lines; '#' starts a comment, blank lines are
+// skipped. name labels errors.
+func parseShapesFile(r io.Reader, name string) ([]Shape, error) {
+	var out []Shape
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		body, _, _ := strings.Cut(text, "#")
+		f := strings.Fields(body)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return nil, &ShapeError{name, line, strings.TrimSpace(text), fmt.Sprintf("want 3 numbers M K N, got %d fields", len(f))}
+		}
+		s, reason := shapeOf(f[0], f[1], f[2])
+		if reason != "" {
+			return nil, &ShapeError{name, line, strings.TrimSpace(text), reason}
+		}
+		out = append(out, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(out) == 0 {
+		return nil, &ShapeError{name, 0, "", "no shapes"}
+	}
+	return out, nil
+}
+
+// parseShapeList reads the --shapes form: comma-separated MxKxN.
+func parseShapeList(list string) ([]Shape, error) {
+	var out []Shape
+	for i, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		f := strings.FieldsFunc(strings.ToLower(item), func(r rune) bool { return r == 'x' || r == '×' })
+		if len(f) != 3 {
+			return nil, &ShapeError{"--shapes", i + 1, item, "want MxKxN"}
+		}
+		s, reason := shapeOf(f[0], f[1], f[2])
+		if reason != "" {
+			return nil, &ShapeError{"--shapes", i + 1, item, reason}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// shapeOf parses three dimensions; each must be a positive C int, which is
+// what cuBLAS and the engine take.
+func shapeOf(m, k, n string) (Shape, string) {
+	var d [3]int
+	for i, s := range [3]string{m, k, n} {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return Shape{}, fmt.Sprintf("%q is not an integer", s)
+		}
+		if v < 1 || v > math.MaxInt32 {
+			return Shape{}, fmt.Sprintf("%d is outside 1..%d", v, math.MaxInt32)
+		}
+		d[i] = int(v)
+	}
+	return Shape{M: d[0], K: d[1], N: d[2]}, ""
+}
+
+// findShapesFile walks up from dir to the first directory holding go.mod and
+// returns its testdata/bench_shapes.txt when that file exists.
+func findShapesFile(dir string) (string, bool) {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, shapesFileRel)
+			if _, err := os.Stat(p); err == nil {
+				return p, true
+			}
+			return "", false
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// loadShapes applies the precedence: --shapes, then --shapes-file, then the
+// repository's file, then the built-in list. source says which was used.
+func loadShapes(list, file string) (shapes []Shape, source string, err error) {
+	if list != "" {
+		s, err := parseShapeList(list)
+		return s, "--shapes", err
+	}
+	if file == "" {
+		wd, err := os.Getwd()
+		if err == nil {
+			file, _ = findShapesFile(wd)
+		}
+	}
+	if file == "" {
+		return append([]Shape(nil), standardShapes...), "built-in list (" + shapesFileRel + " not found)", nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, file, err
+	}
+	defer f.Close()
+	s, err := parseShapesFile(f, file)
+	return s, file, err
+}

@@ -1,0 +1,51 @@
+package ref_test
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/detgemm/detgemm/gemm/ref"
+)
+
+func ExampleForward() {
+	// Y[2,2] = X[2,3] @ W[3,2] + bias.
+	x := []float32{1, 2, 3, 4, 5, 6}
+	w := []float32{1, 0, 0, 1, 1, 1}
+	bias := []float32{0.5, -0.5}
+	y := make([]float32, 4)
+	if err := ref.Forward(y, x, w, bias, 2, 3, 2); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(y)
+	// Output: [4.5 4.5 10.5 10.5]
+}
+
+func ExampleFMA32() {
+	// (1+2^-12)^2 - 1 = 2^-11 + 2^-24 exactly: one rounding keeps the last
+	// bit that a separate multiply would have rounded away. (The float32
+	// conversion stops Go from fusing a*a-1 into an FMA itself.)
+	a := float32(1 + 0x1p-12)
+	fmt.Println(ref.FMA32(a, a, -1) == 0x1p-11+0x1p-24, float32(a*a)-1 == 0x1p-11)
+	// Output: true true
+}
+
+func ExampleForwardTyped() {
+	// bf16 inputs, float32 bias, bf16 output rounded once at the store.
+	x := []uint16{ref.BF16FromF32(1.5), ref.BF16FromF32(2)}
+	w := []uint16{ref.BF16FromF32(3), ref.BF16FromF32(0.25)}
+	y := make([]uint16, 1)
+	if err := ref.ForwardTyped(ref.BF16, y, x, w, []float32{0.001}, 1, 2, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// 1.5*3 + 2*0.25 + 0.001 = 5.001 in float32, 5 in bf16.
+	fmt.Printf("%#04x = %v\n", y[0], ref.F32FromBF16(y[0]))
+	// Output: 0x40a0 = 5
+}
+
+func ExampleDigest() {
+	// SHA-256 of the bytes 00 00 00 80: the float32 -0, little-endian.
+	fmt.Println(ref.Digest([]float32{float32(math.Copysign(0, -1))})[:16])
+	// Output: 6d58692645c9d1cf
+}

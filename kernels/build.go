@@ -1,0 +1,225 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/detgemm/detgemm/nvrtc"
+)
+
+// ErrAppendFlags is matched when NVRTC_APPEND_FLAGS is set: NVRTC would add
+// those options to every compile, behind Flags' back (it could turn FMA
+// contraction on), so Build refuses rather than break the contract quietly.
+var ErrAppendFlags = errors.New("kernels: NVRTC_APPEND_FLAGS is set; unset it: " +
+	"detgemm compiles with a fixed set of flags and cannot allow NVRTC to add others")
+
+// envAppendFlags is read by libnvrtc itself on every compile.
+const envAppendFlags = "NVRTC_APPEND_FLAGS"
+
+// Module is one kernel family compiled for one architecture.
+type Module struct {
+	Family    string
+	CUBIN     []byte
+	Log       string     // the NVRTC log, including the ptxas report
+	Resources []Resource // parsed from Log, sorted by kernel name
+	Cached    bool       // loaded from the disk cache rather than compiled
+}
+
+// Resource returns the report for one kernel.
+func (m *Module) Resource(kernel string) (Resource, bool) {
+	for _, r := range m.Resources {
+		if r.Kernel == kernel {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
+// Bundle is every kernel family compiled for one architecture.
+type Bundle struct {
+	Arch         Arch
+	NVRTCVersion string             // "12.4"
+	Modules      map[string]*Module // by family
+	Hits, Misses int                // cache entries used / compiled
+	Elapsed      time.Duration      // wall time of the whole build
+	CacheDir     string             // the cache used; empty when disabled
+	Warnings     []string           // cache problems; the build still succeeded
+}
+
+// BuildOption configures Build and NewBuilder.
+type BuildOption func(*buildConfig)
+
+type buildConfig struct {
+	compiler *nvrtc.Compiler
+	cacheDir string
+	cacheSet bool // WithCache was given
+	cacheOn  bool
+}
+
+// WithCompiler makes Build use this NVRTC instead of nvrtc.Open().
+func WithCompiler(c *nvrtc.Compiler) BuildOption {
+	return func(b *buildConfig) { b.compiler = c }
+}
+
+// WithCacheDir puts the cache in dir, overriding DETGEMM_CACHE_DIR.
+func WithCacheDir(dir string) BuildOption {
+	return func(b *buildConfig) { b.cacheDir = dir }
+}
+
+// WithCache turns the disk cache on or off, overriding DETGEMM_CACHE.
+func WithCache(enabled bool) BuildOption {
+	return func(b *buildConfig) { b.cacheSet, b.cacheOn = true, enabled }
+}
+
+// Builder compiles the kernel families with one NVRTC. It is safe for
+// concurrent use.
+type Builder struct {
+	compiler *nvrtc.Compiler
+	cfg      buildConfig
+}
+
+// NewBuilder returns a Builder using compiler; a WithCompiler option is
+// ignored in favour of the argument.
+func NewBuilder(compiler *nvrtc.Compiler, opts ...BuildOption) *Builder {
+	var cfg buildConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return &Builder{compiler: compiler, cfg: cfg}
+}
+
+// Build compiles every family for arch with the NVRTC from WithCompiler, or
+// else nvrtc.Open().
+func Build(arch Arch, opts ...BuildOption) (*Bundle, error) {
+	if err := arch.check(); err != nil {
+		return nil, err // before looking for NVRTC: the answer does not depend on it
+	}
+	b := NewBuilder(nil, opts...)
+	b.compiler = b.cfg.compiler
+	if b.compiler == nil {
+		c, err := nvrtc.Open()
+		if err != nil {
+			return nil, fmt.Errorf("kernels: %w", err)
+		}
+		b.compiler = c
+	}
+	return b.Build(arch)
+}
+
+// Build compiles every family for arch, concurrently, each from the cache
+// when a valid entry exists. It fails only when a family cannot be
+// compiled; cache problems become Bundle.Warnings.
+func (b *Builder) Build(arch Arch) (*Bundle, error) {
+	start := time.Now()
+	if err := arch.check(); err != nil {
+		return nil, err
+	}
+	if b.compiler == nil {
+		return nil, errors.New("kernels: Builder has no NVRTC compiler")
+	}
+	if os.Getenv(envAppendFlags) != "" {
+		return nil, ErrAppendFlags
+	}
+	major, minor := b.compiler.Version()
+	if err := checkNVRTCArch(b.compiler, arch); err != nil {
+		return nil, err
+	}
+
+	dir, warning := cacheDirFor(b.cfg, os.Getenv)
+	bundle := &Bundle{
+		Arch:         arch,
+		NVRTCVersion: fmt.Sprintf("%d.%d", major, minor),
+		Modules:      map[string]*Module{},
+		CacheDir:     dir,
+	}
+	if warning != "" {
+		bundle.Warnings = append(bundle.Warnings, warning)
+	}
+	cache := diskCache{dir: dir}
+
+	families := Families()
+	results := make([]familyResult, len(families))
+	var wg sync.WaitGroup
+	for i, f := range families {
+		wg.Go(func() {
+			results[i] = b.buildFamily(f, arch, bundle.NVRTCVersion, cache)
+		})
+	}
+	wg.Wait()
+
+	for i, r := range results {
+		if r.err != nil {
+			return nil, fmt.Errorf("kernels: building %s for %s: %w", families[i], arch, r.err)
+		}
+		bundle.Modules[r.module.Family] = r.module
+		if r.module.Cached {
+			bundle.Hits++
+		} else {
+			bundle.Misses++
+		}
+		bundle.Warnings = append(bundle.Warnings, r.warnings...)
+	}
+	bundle.Elapsed = time.Since(start)
+	return bundle, nil
+}
+
+type familyResult struct {
+	module   *Module
+	warnings []string
+	err      error
+}
+
+func (b *Builder) buildFamily(family string, arch Arch, nvrtcVersion string, cache diskCache) familyResult {
+	src, err := Source(family)
+	if err != nil {
+		return familyResult{err: err}
+	}
+	hdrs := headers()
+	flags := Flags(arch)
+	key := cacheKey(family, src, hdrs, flags, arch, nvrtcVersion)
+	name := entryName(family, arch, key)
+
+	var res familyResult
+	cubin, log, ok, warning := cache.load(name, key)
+	if warning != "" {
+		res.warnings = append(res.warnings, warning)
+	}
+	if ok {
+		res.module = &Module{Family: family, CUBIN: cubin, Log: log, Resources: ParseResources(log), Cached: true}
+		return res
+	}
+	out, err := b.compiler.Compile(src, family+familySuffix, flags, hdrs...)
+	if err != nil {
+		return familyResult{err: err}
+	}
+	if w := cache.store(name, key, out.CUBIN, out.Log); w != "" {
+		res.warnings = append(res.warnings, w)
+	}
+	res.module = &Module{Family: family, CUBIN: out.CUBIN, Log: out.Log, Resources: ParseResources(out.Log)}
+	return res
+}
+
+// checkNVRTCArch reports an architecture this NVRTC cannot target with an
+// error naming what it can, instead of NVRTC's bare "invalid option".
+func checkNVRTCArch(c *nvrtc.Compiler, arch Arch) error {
+	major, minor := c.Version()
+	if arch.Specific && major < 12 {
+		return fmt.Errorf("%w: %s needs NVRTC 12 or newer, have %d.%d", ErrArchNotInNVRTC, arch, major, minor)
+	}
+	archs, err := c.SupportedArchs()
+	if err != nil || len(archs) == 0 {
+		return nil // cannot tell; let NVRTC decide
+	}
+	for _, n := range archs {
+		if n == arch.number() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: NVRTC %d.%d cannot target %s (it supports sm_%d to sm_%d); use a newer NVRTC",
+		ErrArchNotInNVRTC, major, minor, arch, archs[0], archs[len(archs)-1])
+}

@@ -1,0 +1,33 @@
+// Package kernels holds detgemm's CUDA C sources and turns them into CUBIN.
+//
+// The sources live in cuda/ and are embedded in the binary: one .cu file per
+// kernel family (Families lists them) and a shared prelude, prelude.cuh,
+// that every family includes. Build compiles every family for one GPU
+// architecture with NVRTC, using the one fixed set of options from Flags,
+// and returns a Bundle of modules, each with its CUBIN, the NVRTC log and
+// the ptxas resource report parsed from it.
+//
+// # Cache
+//
+// Compiled modules are kept on disk under os.UserCacheDir()/detgemm
+// (DETGEMM_CACHE_DIR overrides it; DETGEMM_CACHE=off disables it; the
+// options WithCacheDir and WithCache win over both). An entry's key is the
+// SHA-256 of everything that determines the CUBIN: the family's source, the
+// prelude, the flags, the architecture, the NVRTC version and the entry
+// format's version. NVRTC reports only its major.minor version, so two
+// patch releases of one minor version share entries; delete the directory
+// after such an update if a rebuild is wanted. Every entry carries a checksum of its payload; one that
+// is truncated or corrupt is never loaded but rebuilt and replaced. Writes go
+// to a temporary file in the same directory that is then renamed over the
+// entry, so readers in other processes see the old entry or the new one,
+// never half of one. A cache that cannot be read or written costs a
+// rebuild and a warning in Bundle.Warnings, never a failed build.
+//
+// # Numerics
+//
+// The flags keep IEEE semantics explicit (no FMA contraction, no
+// flush-to-zero, IEEE division and square root) because the numerical
+// contract requires every rounding in a kernel to be one the source spells
+// out. NVRTC_APPEND_FLAGS, which makes NVRTC add options behind the
+// caller's back, is refused for the same reason.
+package kernels

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root, over binaries built here by
+# `make gpu-bin`: every package's tests, the sanitizer over a reduced set, then
+# the bench. Full logs go to $OUT when it is set; a short summary prints last.
+#   GPU_TESTS=0      skip the tests          GPU_SANITIZE=0   skip compute-sanitizer
+#   GPU_BENCH=0      skip the bench          BENCH_ARGS=...   extra bench flags
+#   TEST_ARGS=...    extra go test flags, e.g. -test.run=TestX
+set -u
+# On the GPU machine a missing GPU is a failure, never a skip.
+export DETGEMM_REQUIRE_GPU=1
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=${OUT:-$root/.gpu/out}
+mkdir -p "$out"
+summary=()
+status=0
+
+summary+=("gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 | head -1)")
+rm -f "$out/tests.log" "$out/sanitize.log"
+
+if [ "${GPU_TESTS:-1}" != 0 ]; then
+  while read -r rel name; do
+    bin="$root/.gpu/$name.test"
+    log="$out/.test_$name.log"
+    ( cd "$root/$rel" && "$bin" -test.count=1 -test.v ${TEST_ARGS:-} ) > "$log" 2>&1
+    rc=$?
+    { echo "===== $rel (rc=$rc)"; cat "$log"; } >> "$out/tests.log"
+    pass=$(grep -c -- '^--- PASS' "$log"); fail=$(grep -c -- '--- FAIL' "$log"); skip=$(grep -c -- '--- SKIP' "$log")
+    summary+=("test $rel: rc=$rc pass=$pass fail=$fail skip=$skip")
+    if [ $rc -ne 0 ]; then status=1; grep -B2 -A20 -- '--- FAIL' "$log" | head -60; fi
+    rm -f "$log"
+  done < "$root/.gpu/packages.txt"
+fi
+
+if [ "${GPU_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
+  for name in $(awk '{print $2}' "$root/.gpu/packages.txt"); do
+    case "$name" in cudaload|gemm|triad) ;; *) continue ;; esac
+    rel=$(awk -v n="$name" '$2==n{print $1}' "$root/.gpu/packages.txt")
+    log="$out/.sanitize_$name.log"
+    ( cd "$root/$rel" && compute-sanitizer --tool memcheck --error-exitcode 3 "$root/.gpu/$name.test" -test.count=1 -test.short -test.run "${SANITIZE_RUN:-GPU}" ) > "$log" 2>&1
+    rc=$?
+    { echo "===== $rel (rc=$rc)"; cat "$log"; } >> "$out/sanitize.log"; rm -f "$log"
+    summary+=("memcheck $rel: rc=$rc $(grep -E 'ERROR SUMMARY' "$log" | tail -1)")
+    [ $rc -ne 0 ] && status=1
+  done
+fi
+
+if [ "${GPU_BENCH:-1}" != 0 ]; then
+  "$root/.gpu/bench" --json "$out/bench.json" ${BENCH_ARGS:-} > "$out/bench.txt" 2> "$out/bench.err"
+  rc=$?
+  summary+=("bench: rc=$rc (table in bench.txt, figures in bench.json)")
+  [ $rc -ne 0 ] && status=1
+  cat "$out/bench.txt"; tail -5 "$out/bench.err"
+fi
+
+echo
+echo "== summary =="
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+exit $status
