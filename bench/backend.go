@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -32,6 +33,17 @@ const (
 	modeTF32     = "tf32"
 )
 
+// The engine's modes: its IEEE tier (f32 for f32 inputs, typed for bf16 and
+// f16) and which product of the triad runs on the shape's operands.
+const (
+	modeFwd = "fwd"
+	modeDX  = "dx"
+	modeDW  = "dw"
+)
+
+// allModes is every mode --modes accepts, in table order.
+var allModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW}
+
 // parseDTypes reads --dtypes.
 func parseDTypes(list string) ([]DType, error) {
 	var out []DType
@@ -52,12 +64,10 @@ func parseModes(list string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(list, ",") {
 		m := strings.ToLower(strings.TrimSpace(f))
-		switch m {
-		case modeDefault, modePedantic, modeTF32:
-			out = append(out, m)
-		default:
-			return nil, fmt.Errorf("--modes: unknown mode %q (want default, pedantic, tf32)", f)
+		if !slices.Contains(allModes, m) {
+			return nil, fmt.Errorf("--modes: unknown mode %q (want %s)", f, strings.Join(allModes, ", "))
 		}
+		out = append(out, m)
 	}
 	return out, nil
 }

@@ -31,7 +31,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	c, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, []DType{BF16, F16, F32}, c.dtypes)
-	require.Equal(t, []string{modeDefault, modePedantic, modeTF32}, c.modes)
+	require.Equal(t, []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW}, c.modes)
 	require.Equal(t, 15, c.repeats)
 	require.Equal(t, 2*time.Millisecond, c.minTime)
 	require.Equal(t, "bench-results.json", c.jsonPath)
@@ -105,7 +105,7 @@ func TestRunQuickOnGPU(t *testing.T) {
 	require.NoError(t, err)
 	var rep Report
 	require.NoError(t, json.Unmarshal(b, &rep))
-	require.Len(t, rep.Rows, 2*7, "2 shapes × (bf16, f16: default, pedantic; f32: default, pedantic, tf32)")
+	require.Len(t, rep.Rows, 2*(7+9), "2 shapes × (cuBLAS bf16, f16: default, pedantic; f32: default, pedantic, tf32) + (detgemm fwd, dx, dw × 3 types)")
 	require.Greater(t, rep.Copy.BytesPerSec, 1e11)
 	require.Empty(t, rep.Startup.BuildError, "kernels.Build failed")
 	require.NotNil(t, rep.Startup.Warm, "warm start: %s", rep.Startup.WarmError)

@@ -53,6 +53,10 @@ next:
 // otherwise (IEEE f32 never runs on tensor cores). 0 means unknown.
 func (p Peaks) peakFor(dt DType, mode string) (tflops float64, unit string) {
 	switch {
+	case mode == modeFwd || mode == modeDX || mode == modeDW:
+		// The engine's IEEE tiers run f32 FMAs on CUDA cores whatever the
+		// input type.
+		return p.F32, "f32 FMA"
 	case dt == BF16:
 		return p.BF16, "bf16 tensor"
 	case dt == F16:

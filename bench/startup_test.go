@@ -33,7 +33,7 @@ func TestColdBuildFillsCacheForWarmStart(t *testing.T) {
 	require.NotEmpty(t, util.CUBIN)
 	for _, k := range []string{kernToBF16, kernToF16} {
 		_, ok := util.Resource(k)
-		require.True(t, ok, "util has %s", k)
+		require.True(t, ok, "util has %s; the log:\n%s", k, util.Log)
 	}
 
 	warm, err := kernels.Build(b.Arch, kernels.WithCacheDir(dir), kernels.WithCache(true))

@@ -61,6 +61,11 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		return err
 	}
 	backends := []Backend{cb}
+	eb, err := newEngineBackend(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("detgemm engine: %w", err)
+	}
+	backends = append(backends, eb)
 	defer func() {
 		for _, b := range backends {
 			_ = b.Close()

@@ -81,7 +81,7 @@ func TestEveryFamilyCompilesWithoutSpillsOrStack(t *testing.T) {
 				require.Contains(t, m.Log, "for '"+arch.String()+"'", "%s: the log reports the requested target", fam)
 				for _, k := range kernelNames(t, fam) {
 					_, ok := m.Resource(k)
-					require.True(t, ok, "%s: ptxas reported kernel %s", fam, k)
+					require.True(t, ok, "%s: ptxas reported kernel %s; the log:\n%s", fam, k, m.Log)
 				}
 				for _, r := range m.Resources {
 					require.Zero(t, r.SpillStores, "%s/%s spills (stores)", fam, r.Kernel)

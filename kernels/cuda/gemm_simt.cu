@@ -77,8 +77,8 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
     float* tot = smem + SMEM_TILES / 4 + threadIdx.x;  // tot[e * THREADS]
 
     const int t = threadIdx.x;
-    const dg_i64 i0 = (dg_i64)blockIdx.y * BM;
-    const dg_i64 j0 = (dg_i64)blockIdx.x * BN;
+    const dg_i64 i0 = (dg_i64)blockIdx.x * BM;  // x: row tiles (up to 2^31-1 of them)
+    const dg_i64 j0 = (dg_i64)blockIdx.y * BN;  // y: column tiles (up to 65535)
 
     // Staging assignment: each thread moves 8 elements of A and 8 of B per
     // k-tile, along whichever axis is contiguous in memory.
@@ -89,15 +89,30 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 
     float ra[8], rb[8];
 
+    // Each thread's 8 staged elements run along the contiguous axis, so they
+    // sit at consecutive offsets from one base; moving to the next k-tile
+    // moves the base by BK along r. Bounds are checked against limits
+    // computed once, which keeps 64-bit index math (and registers) low.
+    const dg_i64 a_first = i0 + a_lin;
+    const dg_i64 b_first = j0 + b_lin;
+    const dg_i64 a_base = A_RC ? a_first * lda + a_red : (dg_i64)a_red * lda + a_first;
+    const dg_i64 b_base = B_JC ? (dg_i64)b_red * ldb + b_first : b_first * ldb + b_red;
+    const dg_i64 a_rstride = A_RC ? 1 : lda;
+    const dg_i64 b_rstride = B_JC ? ldb : 1;
+    const dg_i64 a_lin_left = M - a_first;  // staged i must be < this (relative)
+    const dg_i64 b_lin_left = N - b_first;
+    const dg_i64 a_red_left = R - a_red;    // k0 + r offset must be < this
+    const dg_i64 b_red_left = R - b_red;
+
     auto fetch = [&](dg_i64 k0) {
+        const void* pa = static_cast<const char*>(A) + (a_base + k0 * a_rstride) * (DTIN == F32 ? 4 : 2);
+        const void* pb = static_cast<const char*>(B) + (b_base + k0 * b_rstride) * (DTIN == F32 ? 4 : 2);
 #pragma unroll
         for (int q = 0; q < 8; ++q) {
-            const dg_i64 ai = i0 + a_lin + (A_RC ? 0 : q);
-            const dg_i64 ar = k0 + a_red + (A_RC ? q : 0);
-            ra[q] = (ai < M && ar < R) ? load_f32<DTIN>(A, A_RC ? ai * lda + ar : ar * lda + ai) : 0.0f;
-            const dg_i64 bj = j0 + b_lin + (B_JC ? q : 0);
-            const dg_i64 br = k0 + b_red + (B_JC ? 0 : q);
-            rb[q] = (bj < N && br < R) ? load_f32<DTIN>(B, B_JC ? br * ldb + bj : bj * ldb + br) : 0.0f;
+            const bool a_ok = A_RC ? (a_lin_left > 0 && k0 + q < a_red_left) : (q < a_lin_left && k0 < a_red_left);
+            const bool b_ok = B_JC ? (q < b_lin_left && k0 < b_red_left) : (b_lin_left > 0 && k0 + q < b_red_left);
+            ra[q] = a_ok ? load_f32<DTIN>(pa, q) : 0.0f;
+            rb[q] = b_ok ? load_f32<DTIN>(pb, q) : 0.0f;
         }
     };
     auto stage = [&](int buf) {
@@ -119,6 +134,19 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 
     const dg_i64 tiles = (R + BK - 1) / BK;
     bool first = true;
+
+    // dW folds every slab onto the value already in the master buffer.
+    if (FOLD == FOLD_ACCUMULATE) {
+#pragma unroll
+        for (int m = 0; m < TM; ++m) {
+            const dg_i64 i = i0 + (m < 4 ? ty * 4 + m : 64 + ty * 4 + m - 4);
+#pragma unroll
+            for (int n = 0; n < TN; ++n) {
+                const dg_i64 j = j0 + (n < 4 ? tx * 4 + n : 64 + tx * 4 + n - 4);
+                tot[(m * TN + n) * THREADS] = (i < M && j < N) ? static_cast<const float*>(C)[i * ldc + j] : 0.0f;
+            }
+        }
+    }
 
     fetch(0);
     stage(0);
@@ -154,20 +182,11 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 
         // Close a slab at every SLAB boundary and at the end of the range.
         if (!more || ((kt + 1) * BK) % SLAB == 0) {
-            if (first) {
+            if (FOLD == FOLD_STORE && first) {
 #pragma unroll
                 for (int m = 0; m < TM; ++m)
 #pragma unroll
-                    for (int n = 0; n < TN; ++n) {
-                        if (FOLD == FOLD_ACCUMULATE) {
-                            const dg_i64 i = i0 + (m < 4 ? ty * 4 + m : 64 + ty * 4 + m - 4);
-                            const dg_i64 j = j0 + (n < 4 ? tx * 4 + n : 64 + tx * 4 + n - 4);
-                            const float old = (i < M && j < N) ? static_cast<const float*>(C)[i * ldc + j] : 0.0f;
-                            tot[(m * TN + n) * THREADS] = __fadd_rn(old, acc[m][n]);
-                        } else {
-                            tot[(m * TN + n) * THREADS] = acc[m][n];
-                        }
-                    }
+                    for (int n = 0; n < TN; ++n) tot[(m * TN + n) * THREADS] = acc[m][n];
                 first = false;
             } else {
 #pragma unroll
@@ -207,7 +226,7 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 // lda, ldb, ldc — the tile problem C[M,N] = A[M,R] B[R,N] in the layout the
 // name gives: nn = forward (X @ W), nt = dX (dY @ Wᵀ), tn = dW (Xᵀ @ dY).
 #define DETGEMM_SIMT_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD)                                     \
-    DETGEMM_KERNEL void __launch_bounds__(simt::THREADS, 2)                                         \
+    DETGEMM_KERNEL void __launch_bounds__(simt::THREADS, 2)                                       \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N,         \
              dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                       \
         simt::gemm_tile<DTIN, DTOUT, ARC, BJC, FOLD>(A, B, C, bias, M, N, R, lda, ldb, ldc);       \

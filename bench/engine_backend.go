@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm"
+)
+
+// engineBackend measures detgemm's own IEEE tiers: the f32 tier for f32
+// inputs and the typed tier for bf16/f16, each product of the triad on the
+// shape's operands (same FLOP count: 2·M·N·K).
+type engineBackend struct {
+	eng *gemm.Engine
+}
+
+func newEngineBackend(ctx *cudaload.Context, stream *cudaload.Stream) (*engineBackend, error) {
+	eng, err := gemm.New(ctx, gemm.WithStream(stream))
+	if err != nil {
+		return nil, err
+	}
+	return &engineBackend{eng: eng}, nil
+}
+
+// Name implements Backend.
+func (b *engineBackend) Name() string { return "detgemm" }
+
+// Modes implements Backend.
+func (b *engineBackend) Modes(DType) []string { return []string{modeFwd, modeDX, modeDW} }
+
+// Close implements Backend.
+func (b *engineBackend) Close() error { return b.eng.Close() }
+
+func engineDType(d DType) (gemm.DType, gemm.Tier) {
+	switch d {
+	case BF16:
+		return gemm.BF16, gemm.TierTyped
+	case F16:
+		return gemm.F16, gemm.TierTyped
+	}
+	return gemm.F32, gemm.TierF32
+}
+
+// Prepare implements Backend. Forward reads A and B and writes C. DX reads
+// C as dY[M,N] and B as W[K,N] and writes A as dX[M,K]. DW reads A as X and
+// C as dY and accumulates into one f32 [K,N] buffer made here.
+func (b *engineBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p Problem, sets []InputSet) (Runner, error) {
+	d, tier := engineDType(p.DType)
+	M, K, N := p.Shape.M, p.Shape.K, p.Shape.N
+	r := &engineRunner{b: b, ctx: ctx, mode: p.Mode, sets: sets}
+	switch p.Mode {
+	case modeFwd:
+		r.fwd = gemm.ForwardArgs{Tier: tier, M: M, K: K, N: N, In: d, Out: d}
+	case modeDX:
+		r.dx = gemm.DXArgs{Tier: tier, M: M, N: N, K: K, In: d, Out: d}
+	case modeDW:
+		bytes := uint64(K) * uint64(N) * 4
+		dw, err := ctx.MemAlloc(bytes)
+		if err != nil {
+			return nil, fmt.Errorf("dW buffer: %w", err)
+		}
+		r.dwBuf = dw
+		if err := ctx.MemsetD32(dw, math.Float32bits(0.5), bytes/4); err != nil {
+			_ = r.Close()
+			return nil, err
+		}
+		r.dw = gemm.DWArgs{Tier: tier, M: M, K: K, N: N, DW: dw, In: d}
+	default:
+		return nil, fmt.Errorf("detgemm has no mode %q", p.Mode)
+	}
+	return r, nil
+}
+
+type engineRunner struct {
+	b     *engineBackend
+	ctx   *cudaload.Context
+	mode  string
+	sets  []InputSet
+	fwd   gemm.ForwardArgs
+	dx    gemm.DXArgs
+	dw    gemm.DWArgs
+	dwBuf cudaload.DevicePtr
+}
+
+// Launch implements Runner.
+func (r *engineRunner) Launch(i int) error {
+	s := r.sets[i]
+	switch r.mode {
+	case modeFwd:
+		r.fwd.X, r.fwd.W, r.fwd.Y = s.A, s.B, s.C
+		return r.b.eng.Forward(r.fwd)
+	case modeDX:
+		r.dx.DY, r.dx.W, r.dx.DX = s.C, s.B, s.A
+		return r.b.eng.DX(r.dx)
+	default:
+		r.dw.X, r.dw.DY = s.A, s.C
+		return r.b.eng.DW(r.dw)
+	}
+}
+
+// Close implements Runner.
+func (r *engineRunner) Close() error {
+	if r.dwBuf != 0 {
+		err := r.ctx.MemFree(r.dwBuf)
+		r.dwBuf = 0
+		return err
+	}
+	return nil
+}

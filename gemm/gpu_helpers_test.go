@@ -1,0 +1,155 @@
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/detgemm/detgemm/internal/gputest"
+	"github.com/stretchr/testify/require"
+)
+
+var shared struct {
+	once sync.Once
+	eng  *Engine
+	err  error
+}
+
+// gpuEngine returns the process's engine on device 0, or skips t.
+func gpuEngine(t *testing.T) (*Engine, *cudaload.Context) {
+	t.Helper()
+	ctx := gputest.Context(t)
+	shared.once.Do(func() { shared.eng, shared.err = New(ctx) })
+	require.NoError(t, shared.err)
+	return shared.eng, ctx
+}
+
+// newRand draws fresh inputs on every run; the seed is logged so a failure
+// can be replayed.
+func newRand(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+}
+
+// operand is a matrix as the kernels see it: its exact f32 values (for the
+// reference) and its bits in the element type (for the device).
+type operand struct {
+	d      DType
+	values []float32
+	half   []uint16 // the bits when d is BF16 or F16
+}
+
+// randomOperand draws values in [-1, 1) with a spread of magnitudes, never
+// zeros, and rounds them to d so values are exactly what the device reads.
+func randomOperand(r *rand.Rand, d DType, n int) operand {
+	v := make([]float32, n)
+	for i := range v {
+		x := float32(r.Float64()*2 - 1)
+		if i%7 == 3 {
+			x *= float32(math.Ldexp(1, r.IntN(20)-10)) // a few binades of spread
+		}
+		if x == 0 {
+			x = 0.5
+		}
+		v[i] = x
+	}
+	return fromValues(d, v)
+}
+
+func fromValues(d DType, v []float32) operand {
+	op := operand{d: d, values: v}
+	if d.Half() {
+		op.half = make([]uint16, len(v))
+		if err := ref.Round(d, op.half, v); err != nil {
+			panic(err)
+		}
+		if err := ref.Upcast(d, op.values, op.half); err != nil {
+			panic(err)
+		}
+	}
+	return op
+}
+
+// upload copies o to a fresh device buffer freed at the end of the test.
+func upload(t *testing.T, ctx *cudaload.Context, o operand) cudaload.DevicePtr {
+	t.Helper()
+	p := alloc(t, ctx, uint64(len(o.values)*o.d.Size()))
+	if o.d.Half() {
+		require.NoError(t, cudaload.CopyToDevice(ctx, p, o.half))
+	} else {
+		require.NoError(t, cudaload.CopyToDevice(ctx, p, o.values))
+	}
+	return p
+}
+
+func alloc(t *testing.T, ctx *cudaload.Context, bytes uint64) cudaload.DevicePtr {
+	t.Helper()
+	p, err := ctx.MemAlloc(bytes)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ctx.MemFree(p) })
+	return p
+}
+
+// poisoned allocates an output filled with 0xFF bytes: NaN in f32, bf16 and
+// f16 alike, so an element the kernel never writes cannot pass.
+func poisoned(t *testing.T, ctx *cudaload.Context, bytes uint64) cudaload.DevicePtr {
+	t.Helper()
+	p := alloc(t, ctx, bytes)
+	require.NoError(t, ctx.MemsetD8(p, 0xFF, bytes))
+	return p
+}
+
+// readBits reads n elements of type d back as raw bits (uint32 for f32 widened
+// from uint16 for the half types), so comparisons are exact.
+func readBits(t *testing.T, eng *Engine, ctx *cudaload.Context, p cudaload.DevicePtr, d DType, n int) []uint32 {
+	t.Helper()
+	require.NoError(t, eng.Synchronize())
+	out := make([]uint32, n)
+	if d.Half() {
+		h := make([]uint16, n)
+		require.NoError(t, cudaload.CopyFromDevice(ctx, h, p))
+		for i, v := range h {
+			out[i] = uint32(v)
+		}
+		return out
+	}
+	require.NoError(t, cudaload.CopyFromDevice(ctx, out, p))
+	return out
+}
+
+// refBits is the reference's f32 result rounded to d, as raw bits.
+func refBits(d DType, v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		if d.Half() {
+			out[i] = uint32(d.FromF32(x))
+		} else {
+			out[i] = math.Float32bits(x)
+		}
+	}
+	return out
+}
+
+// requireSameBits reports the first few differing elements with their
+// (row, col) so a plan mismatch is easy to read.
+func requireSameBits(t *testing.T, want, got []uint32, cols int, what string) {
+	t.Helper()
+	require.Equal(t, len(want), len(got), what)
+	bad := 0
+	for i := range want {
+		if want[i] != got[i] {
+			if bad < 5 {
+				t.Errorf("%s: element (%d,%d): want %#08x, got %#08x", what, i/cols, i%cols, want[i], got[i])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%s: %d of %d elements differ", what, bad, len(want))
+	}
+}
