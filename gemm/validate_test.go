@@ -37,8 +37,8 @@ func TestForwardValidationRejectsBadArguments(t *testing.T) {
 		{"Y overlaps X", func(a *ForwardArgs) { a.Y = a.X + 16 }, ErrAlias},
 		{"Y overlaps bias", func(a *ForwardArgs) { a.Bias = a.Y + 60 }, ErrAlias},
 		{"element count overflows", func(a *ForwardArgs) { a.M, a.K = math.MaxInt64/2, 4 }, ErrTooLarge},
-		{"too many column tiles", func(a *ForwardArgs) { a.M, a.K, a.N = 1, 1, 128*65535 + 1; a.W, a.Y = 0x1_0000_0000, 0x10_0000_0000 }, ErrTooLarge},
-		{"range wraps the address space", func(a *ForwardArgs) { a.Y = cudaload.DevicePtr(^uintptr(0) - 7) &^ 3 }, ErrTooLarge},
+		{"too many column tiles", func(a *ForwardArgs) { a.M, a.K, a.N = 1, 1, 128*65535+1; a.W, a.Y = 0x1_0000_0000, 0x10_0000_0000 }, ErrTooLarge},
+		{"range wraps the address space", func(a *ForwardArgs) { a.Y = cudaload.DevicePtr(^uintptr(0)-7) &^ 3 }, ErrTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
