@@ -123,5 +123,5 @@ func TestRunQuickOnGPU(t *testing.T) {
 		require.GreaterOrEqual(t, r.Sets, 2)
 		require.GreaterOrEqual(t, r.Launches, 1)
 	}
-	require.Contains(t, errb.String(), "[14/14]")
+	require.Contains(t, errb.String(), "[32/32]")
 }

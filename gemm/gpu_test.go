@@ -221,8 +221,17 @@ func TestAccuracyAgainstFloat64Oracle(t *testing.T) {
 	r := newRand(t)
 	const M, K, N = 64, 4096, 96
 	bound := map[DType]float64{F32: 1e-6, BF16: 4e-3, F16: 5e-4}
+	// Inputs are N(0,1): with K = 4096 the outputs stay near 64 in size,
+	// far inside f16's range.
+	uniform := func(n int) []float32 { // N(0,1)-like scale: no f16 overflow at K = 4096
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
 	for _, c := range ieeeCombos {
-		x, w := randomOperand(r, c.in, M*K), randomOperand(r, c.in, K*N)
+		x, w := fromValues(c.in, uniform(M*K)), fromValues(c.in, uniform(K*N))
 		y := poisoned(t, ctx, uint64(M*N*c.out.Size()))
 		require.NoError(t, eng.Forward(ForwardArgs{Tier: c.tier, M: M, K: K, N: N, X: upload(t, ctx, x), W: upload(t, ctx, w), Y: y, In: c.in, Out: c.out}))
 		got := readBits(t, eng, ctx, y, c.out, M*N)
