@@ -7,7 +7,7 @@ PKGS := ./...
 GPU_TEST_PKGS := $(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... 2>/dev/null)
 MODULE := github.com/detgemm/detgemm
 
-.PHONY: all build test vet fmt-check cross gpu-bin bench clean
+.PHONY: all build test vet fmt-check cross gpu-bin bench demo clean
 
 all: build
 
@@ -16,7 +16,7 @@ build:
 
 ## test: formatting, vet, then every test (GPU tests skip with a reason where no GPU is found).
 test: fmt-check vet
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 45m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
@@ -41,12 +41,17 @@ gpu-bin:
 		echo "$$rel $$name" >> .gpu/packages.txt; \
 	done
 	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/bench ./bench
+	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/train ./triad/cmd/train
 	cp scripts/gpu-run.sh .gpu/run.sh && chmod +x .gpu/run.sh
 	@du -sh .gpu
 
 ## bench: the measuring stick (needs a GPU).
 bench:
 	$(GO) run ./bench
+
+## demo: the main job — train a small MLP deterministically (GPU, or the CPU backend without one).
+demo:
+	$(GO) run ./triad/cmd/train
 
 clean:
 	rm -rf .gpu bench-results.json

@@ -42,7 +42,8 @@ func engineDType(d DType) (gemm.DType, gemm.Tier) {
 	return gemm.F32, gemm.TierF32
 }
 
-// Prepare implements Backend. Forward reads A and B and writes C. DX reads
+// Prepare implements Backend and presizes the engine's workspace for the
+// problem. Forward reads A and B and writes C. DX reads
 // C as dY[M,N] and B as W[K,N] and writes A as dX[M,K]. DW reads A as X and
 // C as dY and accumulates into one f32 [K,N] buffer made here.
 func (b *engineBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p Problem, sets []InputSet) (Runner, error) {
@@ -68,6 +69,19 @@ func (b *engineBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p Pro
 		r.dw = gemm.DWArgs{Tier: tier, M: M, K: K, N: N, DW: dw, In: d}
 	default:
 		return nil, fmt.Errorf("detgemm has no mode %q", p.Mode)
+	}
+	// Allocate the workspace of this shape's strategy now, so no timed
+	// launch allocates.
+	var call gemm.Call = r.fwd
+	switch p.Mode {
+	case modeDX:
+		call = r.dx
+	case modeDW:
+		call = r.dw
+	}
+	if err := b.eng.Presize(call); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("presizing the workspace: %w", err)
 	}
 	return r, nil
 }

@@ -41,6 +41,7 @@ type symbols struct {
 	cuStreamCreate      uintptr // (CUstream*, unsigned flags)
 	cuStreamDestroy     uintptr // cuStreamDestroy_v2 (CUstream)
 	cuStreamSynchronize uintptr // (CUstream)
+	cuStreamIsCapturing uintptr // (CUstream, CUstreamCaptureStatus*); CUDA 10.0+
 
 	// Events.
 	cuEventCreate      uintptr // (CUevent*, unsigned flags)
@@ -56,6 +57,14 @@ type symbols struct {
 	cuFuncGetAttribute  uintptr // (int*, CUfunction_attribute, CUfunction)
 	cuFuncSetAttribute  uintptr // (CUfunction, CUfunction_attribute, int)
 	cuLaunchKernel      uintptr // (CUfunction, gx, gy, gz, bx, by, bz, unsigned shmem, CUstream, void** params, void** extra)
+
+	// CUDA graphs (stream capture); all exist since CUDA 11.4.
+	cuStreamBeginCapture        uintptr // cuStreamBeginCapture_v2 (CUstream, CUstreamCaptureMode)
+	cuStreamEndCapture          uintptr // (CUstream, CUgraph*)
+	cuGraphInstantiateWithFlags uintptr // (CUgraphExec*, CUgraph, unsigned long long flags)
+	cuGraphLaunch               uintptr // (CUgraphExec, CUstream)
+	cuGraphExecDestroy          uintptr // (CUgraphExec)
+	cuGraphDestroy              uintptr // (CUgraph)
 }
 
 // symbol is one row of the table: the names to try, in order of preference,
@@ -101,6 +110,7 @@ func (s *symbols) table() []symbol {
 		{[]string{"cuStreamCreate"}, &s.cuStreamCreate},
 		{[]string{"cuStreamDestroy_v2"}, &s.cuStreamDestroy},
 		{[]string{"cuStreamSynchronize"}, &s.cuStreamSynchronize},
+		{[]string{"cuStreamIsCapturing"}, &s.cuStreamIsCapturing},
 
 		{[]string{"cuEventCreate"}, &s.cuEventCreate},
 		{[]string{"cuEventDestroy_v2"}, &s.cuEventDestroy},
@@ -114,6 +124,13 @@ func (s *symbols) table() []symbol {
 		{[]string{"cuFuncGetAttribute"}, &s.cuFuncGetAttribute},
 		{[]string{"cuFuncSetAttribute"}, &s.cuFuncSetAttribute},
 		{[]string{"cuLaunchKernel"}, &s.cuLaunchKernel},
+
+		{[]string{"cuStreamBeginCapture_v2"}, &s.cuStreamBeginCapture},
+		{[]string{"cuStreamEndCapture"}, &s.cuStreamEndCapture},
+		{[]string{"cuGraphInstantiateWithFlags"}, &s.cuGraphInstantiateWithFlags},
+		{[]string{"cuGraphLaunch"}, &s.cuGraphLaunch},
+		{[]string{"cuGraphExecDestroy"}, &s.cuGraphExecDestroy},
+		{[]string{"cuGraphDestroy"}, &s.cuGraphDestroy},
 	}
 }
 

@@ -33,10 +33,47 @@
 // micro-batches at multiples of 256 rows, applied in order, gives the same
 // bits as one call.
 //
+// # Strategies
+//
+// How a call is spread over the GPU is the dispatcher's choice (see
+// Strategy), made from the operation, the shape and the GPU's
+// multiprocessor count:
+//
+//   - rows (Forward and DX with M ≤ 32): one block per slab and run of
+//     columns, W read once, each slab's partial written to the workspace,
+//     then a fold kernel adds the partials in order and rounds;
+//   - split-slab (fewer 128×128 output tiles than twice the SM count, and
+//     at least two slabs): the slabs of each tile spread over several
+//     blocks, partials to the workspace, the same fold;
+//   - tiled (everything else): one kernel, each block folding its tile's
+//     slabs in place.
+//
+// Every strategy computes each slab as the plan's one chain and folds the
+// slabs by the plan's additions in the plan's order, so kernel selection
+// never changes a bit of the output: the dispatcher may look at M and at
+// the GPU precisely because the bits cannot. The tests run the whole
+// contract suite once per strategy, and compare rows computed alone (rows
+// kernel) with the same rows inside a batch of 8192 (tiled kernel).
+//
+// # Workspace and CUDA graphs
+//
+// The rows and split-slab strategies keep S = ceil(R/256) f32 partials of
+// the output shape: S·rows·cols·4 bytes (WorkspaceBytes answers per call;
+// tiled needs none; the dispatcher never picks a strategy needing more than
+// 256 MiB). The engine owns one workspace, grown on demand and freed by
+// Close. Presize allocates it ahead for given shapes, so calls of those
+// shapes allocate nothing. A call needing more than is allocated allocates
+// once, outside a graph capture; while the engine's stream is capturing it
+// returns ErrWorkspace instead (an allocation would break the capture). So
+// before capturing calls in a CUDA graph, Presize every shape the graph
+// holds. A buffer the workspace outgrows stays allocated until Close,
+// because a graph captured earlier may still use it.
+//
 // # Concurrency
 //
 // An Engine owns one stream. Its methods may be called from many goroutines:
 // each call validates, then enqueues under the engine's lock and returns
-// without waiting; Synchronize waits for everything queued. Calls need no
-// workspace, so they are safe to capture in a CUDA graph.
+// without waiting; Synchronize waits for everything queued. The workspace is
+// used by one call at a time because all of them run in order on that
+// stream.
 package gemm

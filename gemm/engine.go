@@ -10,32 +10,21 @@ import (
 	"github.com/detgemm/detgemm/nvrtc"
 )
 
-// simtFamily is the kernel family of the IEEE tiers; simtSharedBytes is its
-// dynamic shared memory per block (two staged k-tiles plus the slab totals;
-// gemm_simt.cu asserts the same number).
-const (
-	simtFamily      = "gemm_simt"
-	simtThreads     = 256
-	simtSharedBytes = 98304
-)
-
 // Engine runs the triad's products on one device and one stream.
 type Engine struct {
-	ctx    *cudaload.Context
-	stream *cudaload.Stream
-	owns   bool // the stream was created here
-	arch   kernels.Arch
-	module *cudaload.Module
-	fns    map[kernelKey]*cudaload.Function
+	ctx     *cudaload.Context
+	stream  *cudaload.Stream
+	owns    bool // the stream was created here
+	arch    kernels.Arch
+	sms     int // multiprocessors: the dispatcher's only device input
+	modules []*cudaload.Module
+	fns     functions
 
-	mu     sync.Mutex // serialises launches (args is reused)
+	mu     sync.Mutex // serialises launches (args and the workspace are shared)
 	args   cudaload.Args
+	ws     workspace
+	force  force // tests: run every call with this strategy
 	closed bool
-}
-
-type kernelKey struct {
-	layout  layout
-	in, out DType
 }
 
 // Option configures New.
@@ -83,23 +72,18 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("gemm.New: building kernels for %s: %w", arch, err)
 	}
-	mod, ok := bundle.Modules[simtFamily]
-	if !ok {
-		return nil, fmt.Errorf("gemm.New: kernel family %s missing from the build", simtFamily)
-	}
-	e := &Engine{ctx: ctx, arch: arch, fns: map[kernelKey]*cudaload.Function{}}
-	if e.module, err = ctx.LoadModule(mod.CUBIN); err != nil {
-		return nil, fmt.Errorf("gemm.New: loading %s: %w", simtFamily, err)
-	}
-	if err := e.loadSIMT(); err != nil {
-		e.module.Close()
+	e := &Engine{ctx: ctx, arch: arch, sms: ctx.Device().SMCount()}
+	mods, fns, err := loadModules(ctx, bundle)
+	e.modules, e.fns = mods, fns
+	if err != nil {
+		_ = e.closeModules()
 		return nil, err
 	}
 	if cfg.stream != nil {
 		e.stream = cfg.stream
 	} else {
 		if e.stream, err = ctx.NewStream(); err != nil {
-			e.module.Close()
+			_ = e.closeModules()
 			return nil, fmt.Errorf("gemm.New: %w", err)
 		}
 		e.owns = true
@@ -107,29 +91,13 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
-// simtKernels is every SIMT entry point: layout, input, output type.
-var simtKernels = []kernelKey{
-	{layoutNN, F32, F32}, {layoutNN, BF16, BF16}, {layoutNN, BF16, F32}, {layoutNN, F16, F16}, {layoutNN, F16, F32},
-	{layoutNT, F32, F32}, {layoutNT, BF16, BF16}, {layoutNT, BF16, F32}, {layoutNT, F16, F16}, {layoutNT, F16, F32},
-	{layoutTN, F32, F32}, {layoutTN, BF16, F32}, {layoutTN, F16, F32},
-}
-
-func (k kernelKey) simtName() string {
-	return fmt.Sprintf("detgemm_simt_%v_%v_%v", k.layout, k.in, k.out)
-}
-
-func (e *Engine) loadSIMT() error {
-	for _, k := range simtKernels {
-		fn, err := e.module.Function(k.simtName())
-		if err != nil {
-			return fmt.Errorf("gemm.New: %w", err)
-		}
-		if err := fn.SetMaxDynamicSharedMemory(simtSharedBytes); err != nil {
-			return fmt.Errorf("gemm.New: %s needs %d bytes of shared memory per block: %w", k.simtName(), simtSharedBytes, err)
-		}
-		e.fns[k] = fn
+func (e *Engine) closeModules() error {
+	var errs []error
+	for _, m := range e.modules {
+		errs = append(errs, m.Close())
 	}
-	return nil
+	e.modules = nil
+	return errors.Join(errs...)
 }
 
 // Arch is the architecture the kernels were built for.
@@ -150,8 +118,8 @@ func (e *Engine) Synchronize() error {
 	return e.stream.Synchronize()
 }
 
-// Close waits for queued work, then releases the module and the engine's
-// own stream. It is safe to call twice.
+// Close waits for queued work, then releases the workspace, the modules and
+// the engine's own stream. It is safe to call twice.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -160,10 +128,11 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	err := e.stream.Synchronize()
+	err = errors.Join(err, e.ws.release(e.ctx.MemFree))
 	if e.owns {
 		err = errors.Join(err, e.stream.Close())
 	}
-	return errors.Join(err, e.module.Close())
+	return errors.Join(err, e.closeModules())
 }
 
 // Forward enqueues Y = X @ W (+ bias).
@@ -174,32 +143,3 @@ func (e *Engine) DW(a DWArgs) error { return e.run(a.problem()) }
 
 // DX enqueues dX = dY @ Wᵀ.
 func (e *Engine) DX(a DXArgs) error { return e.run(a.problem()) }
-
-func (e *Engine) run(p problem, err error) error {
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return ErrClosed
-	}
-	fn := e.fns[kernelKey{p.layout, p.in, p.out}]
-	if fn == nil {
-		// Validation admits only combinations in simtKernels.
-		return fmt.Errorf("gemm.%s: no kernel for %v %v→%v", p.op, p.layout, p.in, p.out)
-	}
-	e.args.Reset().
-		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
-	cfg := cudaload.LaunchConfig{
-		Grid:           cudaload.Dim3{X: uint32((p.rows + tileRows - 1) / tileRows), Y: uint32((p.cols + tileCols - 1) / tileCols), Z: 1},
-		Block:          cudaload.Dim3{X: simtThreads, Y: 1, Z: 1},
-		SharedMemBytes: simtSharedBytes,
-		Stream:         e.stream,
-	}
-	if err := fn.Launch(cfg, &e.args); err != nil {
-		return fmt.Errorf("gemm.%s: %w", p.op, err)
-	}
-	return nil
-}

@@ -18,6 +18,10 @@ var (
 	ErrAlias           = errors.New("output overlaps an input")
 	ErrArch            = errors.New("unsupported GPU architecture")
 	ErrClosed          = errors.New("engine is closed")
+	// ErrWorkspace: a call needs more workspace than was presized while its
+	// stream is capturing a CUDA graph (or the workspace could not be
+	// allocated). Presize the call's shape before capturing.
+	ErrWorkspace = errors.New("workspace not presized")
 )
 
 // ArgError says which operation and argument were wrong, and how.

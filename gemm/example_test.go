@@ -7,13 +7,13 @@ import (
 	"github.com/detgemm/detgemm/gemm"
 )
 
-// ExampleEngine_Forward runs Y = X@W + bias in the f32 tier on device 0.
-// Without a GPU it prints why and stops.
-func ExampleEngine_Forward() {
-	const M, K, N = 2, 3, 4
+// Presize the workspace of a model's shapes once, before timing or before
+// capturing a CUDA graph: afterwards calls of those shapes allocate nothing.
+// (Compiled, not run: it needs a GPU.)
+func ExampleEngine_Presize() {
 	drv, err := cudaload.Open()
 	if err != nil {
-		fmt.Println("no CUDA driver:", err != nil)
+		fmt.Println(err)
 		return
 	}
 	dev, err := drv.Device(0)
@@ -26,7 +26,6 @@ func ExampleEngine_Forward() {
 		fmt.Println(err)
 		return
 	}
-	defer ctx.Close()
 	eng, err := gemm.New(ctx)
 	if err != nil {
 		fmt.Println(err)
@@ -34,38 +33,17 @@ func ExampleEngine_Forward() {
 	}
 	defer eng.Close()
 
-	x := []float32{1, 2, 3, 4, 5, 6}
-	w := []float32{1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1}
-	bias := []float32{0.5, 0.5, 0.5, 0.5}
-	alloc := func(n int) cudaload.DevicePtr {
-		p, err := ctx.MemAlloc(uint64(4 * n))
-		if err != nil {
-			panic(err)
-		}
-		return p
+	// Decoding one token (M = 1) and the backward of a 128-row micro-batch.
+	calls := []gemm.Call{
+		gemm.ForwardArgs{Tier: gemm.TierTyped, M: 1, K: 4096, N: 11008, In: gemm.BF16, Out: gemm.BF16},
+		gemm.DXArgs{Tier: gemm.TierTyped, M: 128, N: 11008, K: 4096, In: gemm.BF16, Out: gemm.BF16},
 	}
-	dx, dw, db, dy := alloc(M*K), alloc(K*N), alloc(N), alloc(M*N)
-	defer func() {
-		for _, p := range []cudaload.DevicePtr{dx, dw, db, dy} {
-			_ = ctx.MemFree(p)
-		}
-	}()
-	_ = cudaload.CopyToDevice(ctx, dx, x)
-	_ = cudaload.CopyToDevice(ctx, dw, w)
-	_ = cudaload.CopyToDevice(ctx, db, bias)
-
-	err = eng.Forward(gemm.ForwardArgs{Tier: gemm.TierF32, M: M, K: K, N: N,
-		X: dx, W: dw, Bias: db, Y: dy, In: gemm.F32, Out: gemm.F32})
-	if err == nil {
-		err = eng.Synchronize()
+	for _, c := range calls {
+		s, _ := eng.Strategy(c)
+		n, _ := eng.WorkspaceBytes(c)
+		fmt.Printf("%v: %d bytes of workspace\n", s, n)
 	}
-	if err != nil {
+	if err := eng.Presize(calls...); err != nil {
 		fmt.Println(err)
-		return
-	}
-	y := make([]float32, M*N)
-	_ = cudaload.CopyFromDevice(ctx, y, dy)
-	for i := 0; i < M; i++ {
-		fmt.Println(y[i*N : (i+1)*N])
 	}
 }

@@ -72,22 +72,34 @@ func runOp(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, op st
 	return nil, nil, 0
 }
 
+// TestGPUMatchesReferenceBitForBit is the contract suite: every op × tier ×
+// dtype × sweep shape against the CPU reference, once per strategy (the
+// dispatcher's own choice, then each strategy forced), so a new kernel
+// family is verified by adding one line to strategyCases.
 func TestGPUMatchesReferenceBitForBit(t *testing.T) {
 	eng, ctx := gpuEngine(t)
 	r := newRand(t)
-	for _, op := range []string{"Forward", "DX", "DW"} {
-		for _, c := range ieeeCombos {
-			if op == "DW" && c.out != F32 {
-				continue // dW is always the f32 master buffer
+	for _, sc := range strategyCases {
+		t.Run(sc.name, func(t *testing.T) {
+			withForce(t, eng, sc.f)
+			for _, op := range []string{"Forward", "DX", "DW"} {
+				if !sc.runsOp(op) {
+					continue
+				}
+				for _, c := range ieeeCombos {
+					if op == "DW" && c.out != F32 {
+						continue // dW is always the f32 master buffer
+					}
+					for i, s := range sweepShapes {
+						name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d", op, c.tier, c.in, c.out, s[0], s[1], s[2])
+						t.Run(name, func(t *testing.T) {
+							want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
+							requireSameBits(t, want, got, cols, name)
+						})
+					}
+				}
 			}
-			for i, s := range sweepShapes {
-				name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d", op, c.tier, c.in, c.out, s[0], s[1], s[2])
-				t.Run(name, func(t *testing.T) {
-					want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
-					requireSameBits(t, want, got, cols, name)
-				})
-			}
-		}
+		})
 	}
 }
 

@@ -45,7 +45,11 @@ type buffer struct {
 	align uintptr
 }
 
-func (a ForwardArgs) problem() (problem, error) {
+func (a ForwardArgs) problem() (problem, error) { return a.build(true) }
+
+// build validates a; with pointers false it checks the tier, dtypes and
+// shape only (Presize and the queries need no buffers).
+func (a ForwardArgs) build(pointers bool) (problem, error) {
 	const op = "Forward"
 	if err := checkTier(op, a.Tier, a.In, a.Out); err != nil {
 		return problem{}, err
@@ -76,10 +80,14 @@ func (a ForwardArgs) problem() (problem, error) {
 		return problem{}, err
 	}
 	out := buffer{"Y", p.c, outBytes, uintptr(a.Out.Size())}
-	return p, checkBuffers(op, out, ins, p)
+	return p, checkBuffers(op, out, ins, p, pointers)
 }
 
-func (a DWArgs) problem() (problem, error) {
+func (a DWArgs) problem() (problem, error) { return a.build(true) }
+
+// build validates a; with pointers false it checks the tier, dtypes and
+// shape only (Presize and the queries need no buffers).
+func (a DWArgs) build(pointers bool) (problem, error) {
 	const op = "DW"
 	if err := checkTier(op, a.Tier, a.In, F32); err != nil {
 		return problem{}, err
@@ -105,10 +113,14 @@ func (a DWArgs) problem() (problem, error) {
 	}
 	sz := uintptr(a.In.Size())
 	ins := []buffer{{"X", p.a, xb, sz}, {"DY", p.b, dyb, sz}}
-	return p, checkBuffers(op, buffer{"DW", p.c, dwb, 4}, ins, p)
+	return p, checkBuffers(op, buffer{"DW", p.c, dwb, 4}, ins, p, pointers)
 }
 
-func (a DXArgs) problem() (problem, error) {
+func (a DXArgs) problem() (problem, error) { return a.build(true) }
+
+// build validates a; with pointers false it checks the tier, dtypes and
+// shape only (Presize and the queries need no buffers).
+func (a DXArgs) build(pointers bool) (problem, error) {
 	const op = "DX"
 	if err := checkTier(op, a.Tier, a.In, a.Out); err != nil {
 		return problem{}, err
@@ -134,7 +146,7 @@ func (a DXArgs) problem() (problem, error) {
 	}
 	sz := uintptr(a.In.Size())
 	ins := []buffer{{"DY", p.a, dyb, sz}, {"W", p.b, wb, sz}}
-	return p, checkBuffers(op, buffer{"DX", p.c, dxb, uintptr(a.Out.Size())}, ins, p)
+	return p, checkBuffers(op, buffer{"DX", p.c, dxb, uintptr(a.Out.Size())}, ins, p, pointers)
 }
 
 // checkTier enforces each tier's dtypes; the tier is never inferred.
@@ -185,8 +197,14 @@ func bytesOf(op, name string, rows, cols int, d DType) (uint64, error) {
 }
 
 // checkBuffers: pointers set and aligned to their element, the output
-// disjoint from every input, and the grid within the launch limits.
-func checkBuffers(op string, out buffer, ins []buffer, p problem) error {
+// disjoint from every input (when pointers is set), and the tiled grid
+// within the launch limits. The tiled strategy runs every shape this
+// admits; the dispatcher picks another strategy only where that one's grid
+// fits too (choose), so an admitted call always has a kernel.
+func checkBuffers(op string, out buffer, ins []buffer, p problem, pointers bool) error {
+	if !pointers {
+		return checkGrid(op, p)
+	}
 	for _, b := range append([]buffer{out}, ins...) {
 		if b.ptr == 0 {
 			return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
@@ -203,6 +221,11 @@ func checkBuffers(op string, out buffer, ins []buffer, p problem) error {
 			return argErr(op, out.name, ErrAlias, "output [%#x, +%d) overlaps input %s [%#x, +%d)", out.ptr, out.bytes, in.name, in.ptr, in.bytes)
 		}
 	}
+	return checkGrid(op, p)
+}
+
+// checkGrid: the tiled kernel's grid within the launch limits.
+func checkGrid(op string, p problem) error {
 	if rt := (p.rows + tileRows - 1) / tileRows; rt > maxRowTiles {
 		return argErr(op, "shape", ErrTooLarge, "%d output rows need %d row tiles; the grid allows %d", p.rows, rt, maxRowTiles)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,14 @@ type buildConfig struct {
 	cacheDir string
 	cacheSet bool // WithCache was given
 	cacheOn  bool
+	families []string // nil: every family
+}
+
+// WithFamilies limits the build to the named families (each must exist), so
+// a caller compiles only what it launches: a first run's cold build is then
+// shorter, and the cache holds the rest for later.
+func WithFamilies(names ...string) BuildOption {
+	return func(b *buildConfig) { b.families = append(b.families, names...) }
 }
 
 // WithCompiler makes Build use this NVRTC instead of nvrtc.Open().
@@ -143,6 +152,17 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 	cache := diskCache{dir: dir}
 
 	families := Families()
+	if b.cfg.families != nil {
+		families = nil
+		for _, f := range b.cfg.families {
+			if _, err := Source(f); err != nil {
+				return nil, err
+			}
+			if !slices.Contains(families, f) {
+				families = append(families, f)
+			}
+		}
+	}
 	results := make([]familyResult, len(families))
 	var wg sync.WaitGroup
 	for i, f := range families {

@@ -60,6 +60,115 @@
 // 0x7FFF. Typed results therefore equal Upcast, then the f32 operation, then
 // Round, bit for bit.
 //
+// # Tensor-core tier
+//
+// The tensor-core (TC) tier takes bf16 or f16 inputs and accumulates in
+// float32 with mma.sync.m16n8k16 (or, on Hopper, wgmma, which gives the
+// same bits). Tensor cores do not add by IEEE rules; TCModel describes how
+// one architecture adds, and the package reproduces the GPU's bits from it.
+// Hopper (sm_90) is verified: on an H200 the model reproduced mma.sync and
+// wgmma bit for bit on about 330 000 outputs (random data, ±60-binade
+// spreads, cancellation, subnormal inputs, nonzero accumulators, K up to
+// 4096). Ampere (sm_80) is the published model, not verified here.
+//
+// One step. Per output element, a step takes the accumulator c and 16
+// products a_i·b_i (TCStepK). It is cut into 16/BlockTerms blocks of
+// consecutive products (Hopper: one block of 16; Ampere: products 0-7, then
+// 8-15), chained: the first block starts from c, each next block from the
+// previous block's result. One block, with X = ExtraBits:
+//
+//  1. Special values, by IEEE rules: a NaN operand (c, a_i or b_i), Inf·0,
+//     or infinities of both signs give NaN; otherwise an infinite addend
+//     gives that infinity, whatever the finite ones. A NaN result is always
+//     the canonical 0x7FFFFFFF. Otherwise all operands are finite:
+//  2. Nominal exponents. For an input x, exp(x) = floor(log2|x|), a
+//     subnormal of the input type clamped up to the type's smallest normal
+//     exponent (bf16: -126; f16: -14, so an f16 subnormal such as 2^-24
+//     counts as exponent -14). A product's nominal exponent is exp(a) +
+//     exp(b), whatever the product's magnitude (which may reach 4·2^e, or be
+//     far below 2^e for subnormal inputs). The accumulator's is
+//     floor(log2|c|) with float32 subnormals clamped to -126.
+//  3. Alignment: emax = max(MinAlignExp, nominal exponent of every nonzero
+//     addend). Zero addends (c = ±0, products with a zero factor) take no
+//     part in it.
+//  4. Truncation: each addend's exact value (a product of two 16-bit values
+//     has at most 22 significant bits, c has 24) is cut toward zero, on its
+//     magnitude, to a multiple of the grid 2^(emax-23-X): 2^(emax-25) on
+//     Hopper, two bits below float32's last fraction bit at emax. An addend
+//     whose nominal exponent is more than 31 below emax contributes 0. That
+//     rule never changes a result: an addend of nominal exponent e is below
+//     2^(e+2), so below 2^(25+X-(emax-e)) grid units, less than one unit
+//     once emax-e >= 25+X (27 on Hopper, 26 on Ampere); it is kept as
+//     written and tested as implied.
+//  5. The truncated addends are summed exactly: each is below 2^(25+X)
+//     units, at most 17 of them, so |S| < 17·2^(25+X), which fits int64 for
+//     any ExtraBits TCModel.Valid allows (0 to 7).
+//  6. The sum S·2^(emax-23-X) is rounded toward zero to float32: kept to
+//     24 significant bits; below 2^-126 to the subnormal grid 2^-149; an
+//     exact magnitude of 2^128 or more gives ±MaxFloat32, IEEE 754's
+//     round-toward-zero overflow (NOT verified on hardware: the GPU may give
+//     ±Inf; only bf16 products or an accumulator near MaxFloat32 can get
+//     there).
+//  7. Signed zeros (NOT verified on hardware; IEEE's rules applied to the
+//     truncated addends): a nonzero S that truncates to zero gives a zero
+//     of S's sign; S = 0 gives -0 if c and every product (zero products
+//     included, their sign that of a_i·b_i) are negative or -0, and +0
+//     otherwise (cancellation, or any +0 or positive addend).
+//
+// Consequences: within a block the order of the products does not matter
+// (Hopper's whole step is permutation invariant; Ampere's two blocks are
+// not). A step whose products are all zero returns c bit for bit: c alone
+// sets emax = exp(c) (above Hopper's and Ampere's clamp even for a
+// subnormal c), and the grid
+// 2^(exp(c)-23-X) is finer than c's last bit; the one exception is c = -0
+// with some +0 product, which gives +0. The grid is finer than float32's
+// near emax but every addend is cut before the sum, and the sum is
+// truncated, not rounded: the TC tier is not the IEEE f32 plan
+// (1 + 1.5·2^-24 is 1 here, 1 + 2^-23 in the f32 tier).
+//
+// Step evaluates the model literally with integer arithmetic. The plans run
+// a float64 form for finite operands (products and power-of-two scalings are
+// exact in float64, the float64-to-int64 conversion truncates toward zero,
+// the sum is exact in int64), checked against Step, and Step itself for
+// chains that meet a NaN or an infinity; an independent math/big
+// evaluation of the model checks Step in the tests. The float64 form runs
+// of the order of 50 million steps (one element, 16 products) per second on
+// one core.
+//
+// Plans (TCForward, TCDX, TCDW and the typed wrappers). One chain per
+// output element over the whole reduction: no slabs (splitting small
+// shapes' reductions into slabs is a separate, later decision, and would be
+// a different plan). The reduction of length R is taken in ceil(R/16)
+// ascending steps, step s covering terms [16s, 16s+16); the last step's
+// missing terms are +0 on both operands. The zero fill is harmless: a zero
+// product never sets emax and adds exactly 0, so it changes nothing but,
+// possibly, the sign of an exactly zero result (a +0 product makes it +0),
+// and the GPU's zero-filled fragments are the same +0s.
+//
+//   - Forward, Y[M,N] = X[M,K] @ W[K,N] (+ bias[N]): for each (m, n) the
+//     chain starts at bias[n] (float32, entering the first step as its c,
+//     aligned and truncated with the first 16 products) or, without bias,
+//     at +0, and takes a_k = X[m,k], b_k = W[k,n] for k ascending.
+//   - dX[M,K] = dY[M,N] @ W[K,N]ᵀ: the chain starts at +0 and takes
+//     a_n = dY[m,n], b_n = W[k,n] for n ascending.
+//   - dW[K,N] += X[M,K]ᵀ @ dY[M,N], into the float32 master buffer: the
+//     chain starts at the current dW[k,n] and takes a_m = X[m,k],
+//     b_m = dY[m,n] for m ascending; the result is stored as it is. So a
+//     batch split into micro-batches whose boundaries fall on multiples of
+//     16 rows, applied in order, gives the bits of one call: the stored
+//     float32 is exactly the accumulator the next step would have started
+//     from. A boundary inside a step zero-fills a partial step and gives a
+//     different chain.
+//
+// The float32 accumulator is the result of TCForward and TCDX; the typed
+// wrappers (TCForwardTyped, TCDXTyped) round it once, to nearest even, to
+// bf16 or f16 at the store, and TCDWTyped keeps dW in float32. As in the
+// IEEE tiers, a forward or dX row depends only on its own row of the left
+// operand, the right operand and the bias, never on M, the other rows or
+// Options.Workers. The float32 entry points take the inputs as float32
+// values that must be exactly of the input type (ErrInexact otherwise; any
+// NaN is accepted); the bias and dW may be any float32.
+//
 // # Oracle
 //
 // ForwardF64, DXF64 and DWF64 compute the same products in float64 with

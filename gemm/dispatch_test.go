@@ -1,0 +1,357 @@
+package gemm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/stretchr/testify/require"
+)
+
+// h200SMs is the H200's multiprocessor count, the GPU the numbers in the
+// dispatch rule were measured on.
+const h200SMs = 132
+
+// tileProblem is a dispatcher input: (layout, rows, cols, red).
+type tileProblem struct {
+	name            string
+	l               layout
+	rows, cols, red int64
+}
+
+// fwd, dx and dw map the triad's shapes to tile problems the way validate.go
+// does: Forward (M, K, N) → (M, N, K); DX (M, N, K) → (M, K, N); DW (M, K, N)
+// → (K, N, M).
+func fwd(M, K, N int64) tileProblem {
+	return tileProblem{fmt.Sprintf("forward %dx%dx%d", M, K, N), layoutNN, M, N, K}
+}
+func dx(M, N, K int64) tileProblem {
+	return tileProblem{fmt.Sprintf("dx %dx%dx%d", M, N, K), layoutNT, M, K, N}
+}
+func dw(M, K, N int64) tileProblem {
+	return tileProblem{fmt.Sprintf("dw %dx%dx%d", M, K, N), layoutTN, K, N, M}
+}
+
+func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
+	cases := []struct {
+		p    tileProblem
+		want Strategy
+		mr   int
+	}{
+		// Few rows: bandwidth-bound, W read once.
+		{fwd(1, 4096, 4096), StrategyRows, 4},
+		{fwd(4, 4096, 4096), StrategyRows, 4},
+		{fwd(5, 4096, 4096), StrategyRows, 16},
+		{fwd(16, 4096, 4096), StrategyRows, 16},
+		{fwd(32, 4096, 11008), StrategyRows, 32},
+		{dx(1, 11008, 4096), StrategyRows, 4},
+		{dx(16, 4096, 4096), StrategyRows, 16},
+		{fwd(1, 100, 7), StrategyRows, 4}, // one slab: the fold is a rounding copy
+		// The reduction of dW is M, so it never takes the rows kernels.
+		{dw(1, 4096, 4096), StrategyTiled, 0},
+		// Underfilled tiles, several slabs: split-slab.
+		{dx(128, 11008, 4096), StrategySplitSlab, 0},
+		{fwd(128, 11008, 4096), StrategySplitSlab, 0},
+		{fwd(64, 4096, 4096), StrategySplitSlab, 0},
+		{dw(8192, 1024, 1024), StrategySplitSlab, 0},
+		{dw(4096, 128, 128), StrategySplitSlab, 0},
+		// The GPU is full: tiled.
+		{fwd(4096, 4096, 4096), StrategyTiled, 0},
+		{dx(4096, 4096, 4096), StrategyTiled, 0},
+		{dw(4096, 4096, 4096), StrategyTiled, 0},
+		{fwd(2048, 768, 3072), StrategyTiled, 0},
+		// One slab: nothing to split.
+		{fwd(256, 256, 256), StrategyTiled, 0},
+		{dw(200, 64, 64), StrategyTiled, 0},
+		// The workspace would pass 256 MiB.
+		{dw(1<<20, 1024, 1024), StrategyTiled, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.p.name, func(t *testing.T) {
+			pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
+			require.NoError(t, err)
+			require.Equal(t, c.want, pl.strategy, "plan %+v", pl)
+			require.Equal(t, c.mr, pl.mr)
+		})
+	}
+}
+
+func TestDispatchSplitsTheUnderfilledDXOfTheBench(t *testing.T) {
+	// dX[128,4096] = dY[128,11008]·Wᵀ: 32 tiles for 132 SMs, 43 slabs.
+	p := dx(128, 11008, 4096)
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	require.NoError(t, err)
+	require.Equal(t, StrategySplitSlab, pl.strategy)
+	require.EqualValues(t, 43, pl.slabs)
+	require.Equal(t, (pl.slabs+pl.perBlock-1)/pl.perBlock, pl.groups)
+	blocks := 32 * pl.groups
+	require.GreaterOrEqual(t, blocks, int64(h200SMs), "the split fills every SM")
+	require.LessOrEqual(t, blocks, int64(2*tiledBlocksPerSM*h200SMs), "in at most two waves")
+	require.EqualValues(t, 43*128*4096*4, pl.ws)
+}
+
+// The split is taken only when the model says it gains a quarter, so it
+// never models slower than the tiled kernel.
+func TestSplitSlabsNeverModelsSlowerThanTiled(t *testing.T) {
+	for _, sms := range []int{1, 46, 108, 132} {
+		slots := int64(sms * tiledBlocksPerSM)
+		for _, tiles := range []int64{1, 2, 7, 31, 32, 100, slots - 1} {
+			for _, S := range []int64{2, 3, 16, 43, 257, 4096} {
+				g, ok := splitSlabs(tiles, S, slots)
+				require.Positive(t, g)
+				require.LessOrEqual(t, g, S)
+				if !ok {
+					continue
+				}
+				z := (S + g - 1) / g
+				split := ceilDiv(tiles*z, slots) * (4*g + 1)
+				tiled := ceilDiv(tiles, slots) * (4*S + 1)
+				require.LessOrEqual(t, split*4, tiled*3, "sms %d tiles %d S %d G %d", sms, tiles, S, g)
+			}
+		}
+	}
+}
+
+func TestWorkspaceIsSlabPartialsOfTheOutputShape(t *testing.T) {
+	for _, p := range []tileProblem{fwd(1, 4096, 4096), fwd(16, 4097, 300), dx(128, 11008, 4096), dw(8192, 1024, 1024), fwd(4096, 4096, 4096)} {
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		require.NoError(t, err)
+		if pl.strategy == StrategyTiled {
+			require.Zero(t, pl.ws, p.name)
+			continue
+		}
+		S := (p.red + 255) / 256
+		require.Equal(t, uint64(S*p.rows*p.cols*4), pl.ws, p.name)
+		require.LessOrEqual(t, pl.ws, uint64(maxWorkspaceBytes), p.name)
+	}
+	_, ok := workspaceBytes(1<<40, 1<<20, 1<<20)
+	require.False(t, ok, "an overflowing workspace is reported, not wrapped")
+}
+
+// Every strategy's grid must fit the launch limits; the dispatcher falls
+// back to tiled where a grid would not.
+func TestDispatchKeepsGridsWithinLaunchLimits(t *testing.T) {
+	// S = 65536 slabs is one too many for grid.y of the rows kernel.
+	p := fwd(1, 65536*256, 8)
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	require.NoError(t, err)
+	require.NotEqual(t, StrategyRows, pl.strategy)
+	_, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyRows})
+	require.ErrorIs(t, err, errStrategy)
+
+	for _, p := range []tileProblem{fwd(1, 4096, 4096), dx(128, 11008, 4096), dw(1<<16, 64, 64), fwd(32, 65535*256, 1)} {
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		require.NoError(t, err)
+		switch pl.strategy {
+		case StrategyRows:
+			require.LessOrEqual(t, pl.slabs, int64(maxGridYZ), p.name)
+			require.LessOrEqual(t, (p.rows+int64(pl.mr)-1)/int64(pl.mr), int64(maxGridYZ), p.name)
+		case StrategySplitSlab:
+			require.LessOrEqual(t, pl.groups, int64(maxGridYZ), p.name)
+		}
+	}
+}
+
+func TestForcedStrategiesAreHonouredOrRefused(t *testing.T) {
+	p := fwd(1000, 4097, 129)
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyRows})
+	require.NoError(t, err)
+	require.Equal(t, StrategyRows, pl.strategy)
+	require.Equal(t, 32, pl.mr, "many rows run in row groups of 32")
+
+	pl, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategySplitSlab, perBlock: 2})
+	require.NoError(t, err)
+	require.Equal(t, StrategySplitSlab, pl.strategy)
+	require.EqualValues(t, 2, pl.perBlock)
+	require.EqualValues(t, 9, pl.groups) // 17 slabs in blocks of 2
+
+	pl, err = choose(p.l, 3, 5, 100, h200SMs, force{strategy: StrategySplitSlab, perBlock: 4})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, pl.perBlock, "never more slabs per block than slabs")
+
+	pl, err = choose(p.l, 3, 5, 100, h200SMs, force{strategy: StrategyTiled})
+	require.NoError(t, err)
+	require.Equal(t, StrategyTiled, pl.strategy)
+	require.Zero(t, pl.ws)
+
+	q := dw(8, 16, 16)
+	_, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: StrategyRows})
+	require.ErrorIs(t, err, errStrategy, "dW has no rows kernel")
+	_, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: 9})
+	require.ErrorIs(t, err, errStrategy)
+}
+
+// rowsSharedBytes must equal gemm_rows.cu's Geo<DT, MR, CN>::SMEM; the
+// numbers are worked out by hand from the kernel's layout (the kernel also
+// traps if launched with less).
+func TestRowsSharedBytesMatchTheKernelGeometry(t *testing.T) {
+	for _, c := range []struct {
+		in     DType
+		mr, cn int
+		want   uint32
+	}{
+		{F32, 4, 1, 4*256*4 + 2*32*129*4},
+		{F32, 16, 2, 16*256*4 + 2*16*257*4},
+		{F32, 32, 2, 32*256*4 + 2*16*257*4},
+		{BF16, 4, 1, 4*256*4 + 2*64*130*2},
+		{F16, 16, 2, 16*256*4 + 2*16*258*2},
+		{BF16, 32, 2, 32*256*4 + 2*16*258*2},
+	} {
+		require.Equal(t, c.want, rowsSharedBytes(c.in, c.mr, c.cn), "%v m%d c%d", c.in, c.mr, c.cn)
+		require.LessOrEqual(t, c.want, uint32(99<<10), "fits two blocks on an sm_86 SM")
+	}
+	for _, k := range rowsKernels {
+		require.Equal(t, uint32(0), rowsSharedBytes(k.in, k.mr, rowsCN(k.mr))%16, k.name())
+	}
+}
+
+// Every entry point the engine resolves exists in the CUDA source of its
+// family (so New cannot fail on a name), and every accepted call has, for
+// every strategy that can run it, a kernel in the tables.
+func TestKernelTablesMatchTheSources(t *testing.T) {
+	check := func(family string, names []string) {
+		src, err := kernels.Source(family)
+		require.NoError(t, err)
+		for _, n := range names {
+			require.True(t, strings.Contains(src, n+","), "%s defines %s", family, n)
+		}
+	}
+	var names []string
+	for _, k := range simtKernels {
+		names = append(names, k.simtName())
+	}
+	check(simtFamily, names)
+	names = nil
+	for _, k := range slabsKernels {
+		names = append(names, k.name())
+	}
+	check(slabsFamily, names)
+	names = nil
+	for _, k := range rowsKernels {
+		names = append(names, k.name())
+	}
+	check(rowsFamily, names)
+	names = nil
+	for _, k := range foldKernels {
+		names = append(names, k.name())
+	}
+	check(foldFamily, names)
+}
+
+func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
+	slabs, rows, folds := map[slabsKey]bool{}, map[rowsKey]bool{}, map[foldKey]bool{}
+	for _, k := range slabsKernels {
+		slabs[k] = true
+	}
+	for _, k := range rowsKernels {
+		rows[k] = true
+	}
+	for _, k := range foldKernels {
+		folds[k] = true
+	}
+	var calls []Call
+	for _, tier := range []Tier{TierF32, TierTyped} {
+		for _, in := range []DType{F32, BF16, F16} {
+			for _, out := range []DType{F32, BF16, F16} {
+				for _, m := range []int{1, 7, 20, 300} {
+					calls = append(calls,
+						ForwardArgs{Tier: tier, M: m, K: 600, N: 40, In: in, Out: out},
+						DXArgs{Tier: tier, M: m, N: 600, K: 40, In: in, Out: out})
+				}
+			}
+			calls = append(calls, DWArgs{Tier: tier, M: 600, K: 40, N: 40, In: in})
+		}
+	}
+	for _, c := range calls {
+		p, err := c.build(false)
+		if err != nil {
+			continue
+		}
+		for _, s := range []Strategy{StrategySplitSlab, StrategyRows} {
+			pl, err := choose(p.layout, p.rows, p.cols, p.red, h200SMs, force{strategy: s})
+			if errors.Is(err, errStrategy) {
+				require.Equal(t, layoutTN, p.layout, "only dW lacks a rows kernel")
+				continue
+			}
+			require.NoError(t, err)
+			require.True(t, folds[foldKey{p.out, p.layout == layoutTN}], "fold %v", p.out)
+			if s == StrategySplitSlab {
+				require.True(t, slabs[slabsKey{p.layout, p.in}], "slabs %v %v", p.layout, p.in)
+			} else {
+				require.True(t, rows[rowsKey{p.layout, p.in, pl.mr}], "rows %v %v m%d", p.layout, p.in, pl.mr)
+			}
+		}
+	}
+}
+
+// The queries and Presize read the shape and types only.
+func TestCallsValidateWithoutPointersForPresize(t *testing.T) {
+	a := ForwardArgs{Tier: TierTyped, M: 16, K: 4096, N: 4096, In: BF16, Out: BF16}
+	_, err := a.problem()
+	require.ErrorIs(t, err, ErrNilPointer, "a launch needs its buffers")
+	p, err := a.build(false)
+	require.NoError(t, err)
+	require.Equal(t, int64(16), p.rows)
+	a.K = 0
+	_, err = a.build(false)
+	require.ErrorIs(t, err, ErrDimension, "the shape is still checked")
+	_, err = DWArgs{Tier: TierF32, M: 3, K: 5, N: 7, In: BF16}.build(false)
+	require.ErrorIs(t, err, ErrDType, "and the types")
+}
+
+func TestWorkspaceGrowsOnceAndNeverDuringCapture(t *testing.T) {
+	var allocs []uint64
+	next := cudaload.DevicePtr(0x1000_0000)
+	alloc := func(n uint64) (cudaload.DevicePtr, error) {
+		allocs = append(allocs, n)
+		next += 0x1000_0000
+		return next, nil
+	}
+	notCapturing := func() (bool, error) { return false, nil }
+	capturing := func() (bool, error) { return true, nil }
+
+	var w workspace
+	require.NoError(t, w.ensure("Forward", 0, capturing, alloc), "no workspace needed: no question asked")
+	require.NoError(t, w.ensure("Forward", 100, notCapturing, alloc))
+	require.Equal(t, []uint64{workspaceGranule}, allocs, "rounded up to the granule")
+	first := w.ptr
+	require.NoError(t, w.ensure("Forward", workspaceGranule, capturing, alloc), "presized: fine while capturing")
+	require.Equal(t, first, w.ptr)
+	require.Len(t, allocs, 1)
+
+	err := w.ensure("DX", workspaceGranule+1, capturing, alloc)
+	require.ErrorIs(t, err, ErrWorkspace)
+	require.Contains(t, err.Error(), "gemm.DX: ")
+	require.Contains(t, err.Error(), "Presize")
+	require.Equal(t, first, w.ptr, "nothing changed")
+
+	require.NoError(t, w.ensure("DX", 3*workspaceGranule-5, notCapturing, alloc))
+	require.Equal(t, uint64(3*workspaceGranule), w.bytes)
+	require.Equal(t, []cudaload.DevicePtr{first}, w.retired, "the old buffer outlives graphs that captured it")
+
+	failing := func(uint64) (cudaload.DevicePtr, error) { return 0, errors.New("out of memory") }
+	require.ErrorIs(t, w.ensure("DW", 1<<40, notCapturing, failing), ErrWorkspace)
+	askFails := func() (bool, error) { return false, errors.New("driver says no") }
+	require.ErrorContains(t, w.ensure("DW", 1<<40, askFails, alloc), "driver says no")
+
+	var freed []cudaload.DevicePtr
+	require.NoError(t, w.release(func(p cudaload.DevicePtr) error { freed = append(freed, p); return nil }))
+	require.ElementsMatch(t, []cudaload.DevicePtr{first, first + 0x1000_0000}, freed)
+	require.Zero(t, w.bytes)
+}
+
+func TestFoldGridCoversAnyCount(t *testing.T) {
+	require.Equal(t, uint32(1), foldBlocks(1, h200SMs))
+	require.Equal(t, uint32(16), foldBlocks(16*256, h200SMs))
+	require.Equal(t, uint32(16*h200SMs), foldBlocks(1<<40, h200SMs))
+	require.Equal(t, uint32(16), foldBlocks(1<<40, 0))
+}
+
+func TestStrategyNames(t *testing.T) {
+	for s, want := range map[Strategy]string{0: "auto", StrategyTiled: "tiled", StrategySplitSlab: "split-slab", StrategyRows: "rows", 9: "Strategy(9)"} {
+		require.Equal(t, want, s.String())
+	}
+}

@@ -1,0 +1,181 @@
+package gemm
+
+import (
+	"fmt"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/kernels"
+)
+
+// The kernel families the engine loads (kernels/cuda/<family>.cu).
+const (
+	simtFamily  = "gemm_simt"  // StrategyTiled
+	slabsFamily = "gemm_slabs" // StrategySplitSlab partials
+	rowsFamily  = "gemm_rows"  // StrategyRows partials
+	foldFamily  = "gemm_fold"  // the ordered fold of both
+)
+
+// simtSharedBytes is gemm_simt's dynamic shared memory per block (two
+// staged k-tiles plus the slab totals; gemm_simt.cu asserts the same
+// number). The split-slab kernels use 32 KiB of static shared memory, the
+// fold kernel none; the rows kernels' is rowsSharedBytes.
+const (
+	simtThreads     = 256
+	simtSharedBytes = 99328
+	slabsThreads    = 256
+	foldThreads     = 256
+)
+
+// kernelKey names a tiled (gemm_simt) entry point: layout, input, output.
+type kernelKey struct {
+	layout  layout
+	in, out DType
+}
+
+// simtKernels is every SIMT entry point.
+var simtKernels = []kernelKey{
+	{layoutNN, F32, F32}, {layoutNN, BF16, BF16}, {layoutNN, BF16, F32}, {layoutNN, F16, F16}, {layoutNN, F16, F32},
+	{layoutNT, F32, F32}, {layoutNT, BF16, BF16}, {layoutNT, BF16, F32}, {layoutNT, F16, F16}, {layoutNT, F16, F32},
+	{layoutTN, F32, F32}, {layoutTN, BF16, F32}, {layoutTN, F16, F32},
+}
+
+func (k kernelKey) simtName() string {
+	return fmt.Sprintf("detgemm_simt_%v_%v_%v", k.layout, k.in, k.out)
+}
+
+// slabsKey names a split-slab partials kernel; partials are f32 whatever
+// the output type.
+type slabsKey struct {
+	layout layout
+	in     DType
+}
+
+func (k slabsKey) name() string { return fmt.Sprintf("detgemm_slabs_%v_%v", k.layout, k.in) }
+
+// rowsKey names a rows partials kernel: nn or nt, input type, rows per
+// block.
+type rowsKey struct {
+	layout layout
+	in     DType
+	mr     int
+}
+
+func (k rowsKey) name() string { return fmt.Sprintf("detgemm_rows_%v_%v_m%d", k.layout, k.in, k.mr) }
+
+// foldKey names a fold kernel: output type, and whether it accumulates
+// onto the output (dW) or stores (Forward, DX).
+type foldKey struct {
+	out        DType
+	accumulate bool
+}
+
+func (k foldKey) name() string {
+	if k.accumulate {
+		return fmt.Sprintf("detgemm_fold_accumulate_%v", k.out)
+	}
+	return fmt.Sprintf("detgemm_fold_store_%v", k.out)
+}
+
+// The entry points of the partial-writing families, listed so tests can
+// check them against the CUDA sources.
+var (
+	slabsKernels = func() (out []slabsKey) {
+		for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
+			for _, in := range []DType{F32, BF16, F16} {
+				out = append(out, slabsKey{l, in})
+			}
+		}
+		return out
+	}()
+	rowsKernels = func() (out []rowsKey) {
+		for _, l := range []layout{layoutNN, layoutNT} {
+			for _, in := range []DType{F32, BF16, F16} {
+				for _, mr := range []int{4, 16, 32} {
+					out = append(out, rowsKey{l, in, mr})
+				}
+			}
+		}
+		return out
+	}()
+	foldKernels = []foldKey{{F32, false}, {BF16, false}, {F16, false}, {F32, true}}
+)
+
+// functions is every kernel the engine launches, resolved once at New.
+type functions struct {
+	simt  map[kernelKey]*cudaload.Function
+	slabs map[slabsKey]*cudaload.Function
+	rows  map[rowsKey]*cudaload.Function
+	fold  map[foldKey]*cudaload.Function
+}
+
+// loadModules loads every family of the bundle the engine uses and
+// resolves its entry points. On error, the modules loaded so far are
+// returned too, for the caller to close.
+func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Module, functions, error) {
+	fns := functions{
+		simt:  map[kernelKey]*cudaload.Function{},
+		slabs: map[slabsKey]*cudaload.Function{},
+		rows:  map[rowsKey]*cudaload.Function{},
+		fold:  map[foldKey]*cudaload.Function{},
+	}
+	var mods []*cudaload.Module
+	load := func(family string) (*cudaload.Module, error) {
+		m, ok := bundle.Modules[family]
+		if !ok {
+			return nil, fmt.Errorf("gemm.New: kernel family %s missing from the build", family)
+		}
+		mod, err := ctx.LoadModule(m.CUBIN)
+		if err != nil {
+			return nil, fmt.Errorf("gemm.New: loading %s: %w", family, err)
+		}
+		mods = append(mods, mod)
+		return mod, nil
+	}
+	get := func(mod *cudaload.Module, name string, shared uint32) (*cudaload.Function, error) {
+		fn, err := mod.Function(name)
+		if err != nil {
+			return nil, fmt.Errorf("gemm.New: %w", err)
+		}
+		if shared > 48<<10 {
+			if err := fn.SetMaxDynamicSharedMemory(int(shared)); err != nil {
+				return nil, fmt.Errorf("gemm.New: %s needs %d bytes of shared memory per block: %w", name, shared, err)
+			}
+		}
+		return fn, nil
+	}
+
+	mod, err := load(simtFamily)
+	if err != nil {
+		return mods, fns, err
+	}
+	for _, k := range simtKernels {
+		if fns.simt[k], err = get(mod, k.simtName(), simtSharedBytes); err != nil {
+			return mods, fns, err
+		}
+	}
+	if mod, err = load(slabsFamily); err != nil {
+		return mods, fns, err
+	}
+	for _, k := range slabsKernels {
+		if fns.slabs[k], err = get(mod, k.name(), 0); err != nil {
+			return mods, fns, err
+		}
+	}
+	if mod, err = load(rowsFamily); err != nil {
+		return mods, fns, err
+	}
+	for _, k := range rowsKernels {
+		if fns.rows[k], err = get(mod, k.name(), rowsSharedBytes(k.in, k.mr, rowsCN(k.mr))); err != nil {
+			return mods, fns, err
+		}
+	}
+	if mod, err = load(foldFamily); err != nil {
+		return mods, fns, err
+	}
+	for _, k := range foldKernels {
+		if fns.fold[k], err = get(mod, k.name(), 0); err != nil {
+			return mods, fns, err
+		}
+	}
+	return mods, fns, nil
+}

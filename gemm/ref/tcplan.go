@@ -1,0 +1,588 @@
+package ref
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrInexact: a float32 value given as an input of a tensor-core plan is not
+// exactly a value of the input type (bf16 or f16).
+var ErrInexact = errors.New("value not exactly representable in the input type")
+
+// The tensor-core plans: one chain per output element, no slabs. The
+// accumulator starts at the bias (forward), +0 (forward without bias, dX) or
+// the current dW value (dW), and takes the reduction in ascending 16-wide
+// steps of TCModel.step, the last one zero-filled on both operands.
+//
+// The fast path. For finite operands and a finite accumulator, a block is
+// computed in float64 instead of Step's integers, with the same results:
+//   - every operand is packed once as its float64 value and its clamped
+//     nominal exponent (tcZeroExp for a zero, so that no product with a zero
+//     factor can become emax: zero addends take no part in the alignment);
+//   - a product a·b of two float32 values is exact in float64 (at most 48
+//     significant bits), and so is its scaling by the power of two
+//     2^(23+ExtraBits-emax): for a valid model and float32 operands the
+//     result is 0 or between 2^-530 and 2^32, inside float64's normal range;
+//   - converting the scaled value to int64 truncates it toward zero: the
+//     cut to the grid, in grid units, an integer below 2^32 in magnitude
+//     (see sumAddends for the bound);
+//   - at most 17 such integers sum exactly in int64 (below 2^37), and the
+//     sum converts back to float64 exactly;
+//   - a zero sum is -0 exactly when c and every product are negative (all
+//     then truncated to 0), +0 otherwise, as in Step (tcZeroSum);
+//   - the 31-place rule needs no code: for a valid model it only ever drops
+//     terms that truncate to zero (see sumAddends);
+//   - scaling the sum back by 2^(emax-23-ExtraBits) is exact, and rzFast
+//     truncates the float64 to float32 by dropping bits.
+// Every operation is exact, so no compiler fusion of a multiply and an add
+// could change a result.
+
+// tcZeroExp is the packed exponent of a zero operand: a product with a zero
+// factor gets at most tcZeroExp + 254, far below any MinAlignExp.
+const tcZeroExp = -10000
+
+// Task and chunk sizes of the plans: a task owns up to tcTileI rows of the
+// left operand times tcTileJ columns of the right one, and streams the reduction
+// through them tcChunk steps at a time, packing each operand's chunk once.
+const (
+	tcTileI  = 64
+	tcTileJ  = 64
+	tcChunk  = 16
+	tcChunkR = tcChunk * TCStepK
+)
+
+// negZero64 is -0 as a float64.
+var negZero64 = math.Copysign(0, -1)
+
+// tcFast is the float64 form of a valid TCModel.
+type tcFast struct {
+	bt    int
+	extra int32
+	minE  int32
+}
+
+func (m TCModel) fast() tcFast {
+	return tcFast{bt: m.BlockTerms, extra: int32(m.ExtraBits), minE: int32(m.MinAlignExp)}
+}
+
+// tcPack returns x's packed form: its float64 value and its nominal exponent
+// floor(log2|x|) clamped up to emin, tcZeroExp for a zero.
+func tcPack(x float32, emin int32) (float64, int32) {
+	u := math.Float32bits(x)
+	e := max(int32(u>>23&0xFF)-127, emin)
+	if u&0x7FFFFFFF == 0 {
+		e = tcZeroExp
+	}
+	return float64(x), e
+}
+
+// tcAccExp is the alignment exponent of the accumulator c: floor(log2|c|),
+// f32 subnormals clamped to -126, tcZeroExp for a zero.
+func tcAccExp(c float32) int32 {
+	u := math.Float32bits(c)
+	e := max(int32(u>>23&0xFF), 1) - 127
+	if u&0x7FFFFFFF == 0 {
+		e = tcZeroExp
+	}
+	return e
+}
+
+// pow2 returns 2^e for a float64 normal exponent e.
+func pow2(e int32) float64 { return math.Float64frombits(uint64(1023+e) << 52) }
+
+// step is one 16-wide step on packed finite operands and a finite c.
+func (f tcFast) step(c float32, fa, fb *[TCStepK]float64, ea, eb *[TCStepK]int32) float32 {
+	if f.bt == TCStepK {
+		return f.block16(c, fa, fb, ea, eb)
+	}
+	for k := 0; k < TCStepK; k += f.bt {
+		c = f.blockN(c, fa[k:k+f.bt], fb[k:k+f.bt], ea[k:k+f.bt], eb[k:k+f.bt])
+	}
+	return c
+}
+
+// stepRow applies one step to every element jj of row with fast[jj] set:
+// the left operand is a, e for all of them, the right one fb, eb from 16*jj
+// on. (Its own function, so that the hot loop keeps its registers.)
+func (f tcFast) stepRow(row []float32, fast []bool, a *[TCStepK]float64, e *[TCStepK]int32, fb []float64, eb []int32) {
+	fast = fast[:len(row)]
+	for jj := range row {
+		if !fast[jj] {
+			continue
+		}
+		o := jj * TCStepK
+		b, be := (*[TCStepK]float64)(fb[o:o+TCStepK]), (*[TCStepK]int32)(eb[o:o+TCStepK])
+		if f.bt == TCStepK {
+			row[jj] = f.block16(row[jj], a, b, e, be)
+		} else {
+			row[jj] = f.step(row[jj], a, b, e, be)
+		}
+	}
+}
+
+// block16 is one 16-term block, its loops unrolled four ways (four running
+// maxima, so that they do not wait on one another).
+func (f tcFast) block16(c float32, fa, fb *[TCStepK]float64, ea, eb *[TCStepK]int32) float32 {
+	e0, e1, e2, e3 := max(tcAccExp(c), f.minE), int32(tcZeroExp), int32(tcZeroExp), int32(tcZeroExp)
+	for i := 0; i < TCStepK; i += 4 {
+		e0 = max(e0, ea[i]+eb[i])
+		e1 = max(e1, ea[i+1]+eb[i+1])
+		e2 = max(e2, ea[i+2]+eb[i+2])
+		e3 = max(e3, ea[i+3]+eb[i+3])
+	}
+	emax := max(e0, e1, e2, e3)
+	scale := pow2(23 + f.extra - emax)
+	// Converting a float64 to int64 truncates toward zero: the grid cut.
+	s := int64(float64(c) * scale)
+	for i := 0; i < TCStepK; i += 4 {
+		s += int64(fa[i]*fb[i]*scale) + int64(fa[i+1]*fb[i+1]*scale) +
+			int64(fa[i+2]*fb[i+2]*scale) + int64(fa[i+3]*fb[i+3]*scale)
+	}
+	if s == 0 {
+		return tcZeroSum(c, fa[:], fb[:])
+	}
+	// rzFast, inlined by hand (the compiler will not: the call costs more
+	// than the rest of the rounding).
+	v := float64(s) * pow2(emax-23-f.extra)
+	u := math.Float64bits(v)
+	if (u>>52&0x7FF)-(1023-126) < 254 {
+		return math.Float32frombits(uint32(u>>32)&0x80000000 | uint32(u>>29-(1023-127)<<23)&0x7FFFFFFF)
+	}
+	return rzSlow(v)
+}
+
+// blockN is one block of any length.
+func (f tcFast) blockN(c float32, fa, fb []float64, ea, eb []int32) float32 {
+	fb, ea, eb = fb[:len(fa)], ea[:len(fa)], eb[:len(fa)]
+	emax := max(tcAccExp(c), f.minE)
+	for i := range fa {
+		emax = max(emax, ea[i]+eb[i])
+	}
+	scale := pow2(23 + f.extra - emax)
+	s := int64(float64(c) * scale)
+	for i := range fa {
+		s += int64(fa[i] * fb[i] * scale)
+	}
+	if s == 0 {
+		return tcZeroSum(c, fa, fb)
+	}
+	return rzFast(float64(s) * pow2(emax-23-f.extra))
+}
+
+// tcZeroSum is the signed zero of a block whose truncated sum is zero: -0
+// if c and every product are negative (then all of them truncated to 0),
+// +0 otherwise (cancellation, or some +0 or positive addend).
+func tcZeroSum(c float32, fa, fb []float64) float32 {
+	neg := math.Signbit(float64(c))
+	for i := range fa {
+		neg = neg && math.Signbit(fa[i]*fb[i])
+	}
+	if neg {
+		return float32(negZero64)
+	}
+	return 0
+}
+
+// rzFast rounds the float64 v toward zero to float32. In float32's normal
+// range that is dropping v's low 29 fraction bits; zero, subnormal and
+// overflowing results go to rzSlow.
+func rzFast(v float64) float32 {
+	u := math.Float64bits(v)
+	if (u>>52&0x7FF)-(1023-126) < 254 { // 2^-126 <= |v| < 2^128
+		// u>>29 holds the exponent and the top 23 fraction bits; rebias the
+		// exponent from float64's to float32's, then put the sign back.
+		return math.Float32frombits(uint32(u>>32)&0x80000000 | uint32(u>>29-(1023-127)<<23)&0x7FFFFFFF)
+	}
+	return rzSlow(v)
+}
+
+func rzSlow(v float64) float32 {
+	switch a := math.Abs(v); {
+	case v == 0:
+		return float32(v) // keeps the sign
+	case a >= 0x1p128:
+		return float32(math.Copysign(math.MaxFloat32, v))
+	default:
+		// Subnormal: whole multiples of 2^-149, truncated (the conversion to
+		// an integer truncates; the scaling is exact).
+		k := uint32(a * 0x1p149)
+		return math.Float32frombits(uint32(math.Float64bits(v)>>32)&0x80000000 | k)
+	}
+}
+
+// tcPlan describes out[i,j] = the tensor-core chain over r < R of a(i,r) ·
+// b(r,j), for i < I, j < J, with a(i,r) = a[i*ai + r*ar] and b(r,j) =
+// b[r*br + j*bj]. Forward, dX and dW are all instances.
+type tcPlan struct {
+	m      TCModel
+	emin   int32
+	a      []float32
+	ai, ar int
+	b      []float32
+	br, bj int
+	I, J   int
+	R      int
+}
+
+// tcWork is one goroutine's scratch: the packed chunks of its task's
+// operands and its accumulators.
+type tcWork struct {
+	fa   []float64
+	ea   []int32
+	finA []bool
+	fb   []float64
+	eb   []int32
+	finB []bool
+	fast []bool
+	acc  []float32
+}
+
+// newTCWork sizes the scratch for tiles of at most ni x nj elements and
+// chunks of at most nr terms.
+func newTCWork(ni, nj, nr int) *tcWork {
+	return &tcWork{
+		fa: make([]float64, ni*nr), ea: make([]int32, ni*nr), finA: make([]bool, ni),
+		fb: make([]float64, nj*nr), eb: make([]int32, nj*nr), finB: make([]bool, nj),
+		fast: make([]bool, nj), acc: make([]float32, ni*nj),
+	}
+}
+
+// run computes out (I x J, row-major) by the plan. The chains start at
+// bias[j] when bias is not nil, at out's current value when accumulate is
+// true (dW), and at +0 otherwise.
+func (p *tcPlan) run(o Options, out, bias []float32, accumulate bool) {
+	work, ok := mul(p.I*p.J, p.R) // I*J fits: callers checked pairwise products
+	if !ok {
+		work = int(^uint(0) >> 1)
+	}
+	jTiles := (p.J + tcTileJ - 1) / tcTileJ
+	// Row tiles of tcTileI rows amortize the packing of the right operand;
+	// shorter ones (down to 8 rows) where that would leave workers idle.
+	// The tiling never changes a result: every element is its own chain.
+	ti := tcTileI
+	for ti > 8 && ((p.I+ti-1)/ti)*jTiles < 2*o.workers(p.I*jTiles, work) {
+		ti /= 2
+	}
+	iTiles := (p.I + ti - 1) / ti
+	tasks := iTiles * jTiles
+	parallel(tasks, o.workers(tasks, work), func(lo, hi int) {
+		w := newTCWork(min(ti, p.I), min(tcTileJ, p.J), min(tcChunkR, (p.R+TCStepK-1)/TCStepK*TCStepK))
+		for t := lo; t < hi; t++ {
+			i0, j0 := t/jTiles*ti, t%jTiles*tcTileJ
+			p.tile(w, out, bias, accumulate, i0, min(i0+ti, p.I), j0, min(j0+tcTileJ, p.J))
+		}
+	})
+}
+
+// tile computes out[i0:i1, j0:j1].
+func (p *tcPlan) tile(w *tcWork, out, bias []float32, accumulate bool, i0, i1, j0, j1 int) {
+	ni, nj := i1-i0, j1-j0
+	acc := w.acc[:ni*nj]
+	for ii := range ni {
+		for jj := range nj {
+			switch {
+			case accumulate:
+				acc[ii*nj+jj] = out[(i0+ii)*p.J+j0+jj]
+			case bias != nil:
+				acc[ii*nj+jj] = bias[j0+jj]
+			default:
+				acc[ii*nj+jj] = 0
+			}
+		}
+	}
+	f := p.m.fast()
+	steps := (p.R + TCStepK - 1) / TCStepK
+	for s0 := 0; s0 < steps; s0 += tcChunk {
+		r0 := s0 * TCStepK
+		r1 := min(r0+tcChunkR, p.R)
+		n := (min(s0+tcChunk, steps) - s0) * TCStepK // r1-r0 rounded up to whole steps
+		tcPackOperands(w.fa, w.ea, w.finA[:ni], p.a, i0, p.ai, r0, r1, p.ar, n, p.emin)
+		tcPackOperands(w.fb, w.eb, w.finB[:nj], p.b, j0, p.bj, r0, r1, p.br, n, p.emin)
+		ns := n / TCStepK
+		for ii := range ni {
+			row := acc[ii*nj : (ii+1)*nj]
+			fast := w.fast[:nj]
+			for jj, c := range row {
+				// Finite operands and a finite start: every step stays finite
+				// (rounding toward zero never overflows to Inf).
+				fast[jj] = w.finA[ii] && w.finB[jj] && !math.IsInf(float64(c), 0) && c == c
+				if !fast[jj] {
+					row[jj] = p.slowChain(c, w.fa, w.fb, ii, ni, jj, nj, ns)
+				}
+			}
+			// Step s of every element of the row before step s+1 of any:
+			// consecutive steps are independent chains, which the CPU
+			// overlaps (one chain alone is bound by its latency).
+			for st := range ns {
+				oa := (st*ni + ii) * TCStepK
+				a, e := (*[TCStepK]float64)(w.fa[oa:]), (*[TCStepK]int32)(w.ea[oa:])
+				o := st * nj * TCStepK
+				f.stepRow(row, fast, a, e, w.fb[o:o+nj*TCStepK], w.eb[o:o+nj*TCStepK])
+			}
+		}
+	}
+	for ii := range ni {
+		copy(out[(i0+ii)*p.J+j0:(i0+ii)*p.J+j1], acc[ii*nj:(ii+1)*nj])
+	}
+}
+
+// slowChain runs the ns packed steps of operands (ii of ni) and (jj of nj)
+// through Step's exact arithmetic, for chains that meet a NaN or an
+// infinity.
+func (p *tcPlan) slowChain(c float32, fa, fb []float64, ii, ni, jj, nj, ns int) float32 {
+	var a, b [TCStepK]float32
+	for st := range ns {
+		oa, ob := (st*ni+ii)*TCStepK, (st*nj+jj)*TCStepK
+		for i := range TCStepK {
+			a[i], b[i] = float32(fa[oa+i]), float32(fb[ob+i])
+		}
+		c = p.m.step(int(p.emin), c, &a, &b)
+	}
+	return c
+}
+
+// tcPackOperands packs the chunk [r0, r1) of the nq = len(fin) operands q0,
+// q0+1, ... of src, term r of operand q being src[q*qs + r*rs], zero-filled
+// from r1-r0 to n terms, step-major: term t of operand q goes to index
+// ((t/16)*nq + q)*16 + t%16 of dst and de, so that one step of all operands
+// is contiguous. fin[q] reports whether operand q's chunk is all finite. It
+// reads src in the order of whichever stride is 1.
+func tcPackOperands(dst []float64, de []int32, fin []bool, src []float32, q0, qs, r0, r1, rs, n int, emin int32) {
+	nq, nr := len(fin), r1-r0
+	for q := range nq {
+		fin[q] = true
+		for t := nr; t < n; t++ {
+			o := (t/TCStepK*nq+q)*TCStepK + t%TCStepK
+			dst[o], de[o] = 0, tcZeroExp
+		}
+	}
+	if qs == 1 {
+		// Operands contiguous: read one term of all of them at a time.
+		for t := range nr {
+			base := (t/TCStepK*nq)*TCStepK + t%TCStepK
+			srow := src[q0+(r0+t)*rs:][:nq]
+			for q, x := range srow {
+				if math.Float32bits(x)&0x7F800000 == 0x7F800000 {
+					fin[q] = false
+				}
+				o := base + q*TCStepK
+				dst[o], de[o] = tcPack(x, emin)
+			}
+		}
+		return
+	}
+	// Terms contiguous (rs == 1 in every plan): one operand at a time.
+	for q := range nq {
+		for t := range nr {
+			x := src[(q0+q)*qs+(r0+t)*rs]
+			if math.Float32bits(x)&0x7F800000 == 0x7F800000 {
+				fin[q] = false
+			}
+			o := (t/TCStepK*nq+q)*TCStepK + t%TCStepK
+			dst[o], de[o] = tcPack(x, emin)
+		}
+	}
+}
+
+// checkTC rejects an invalid model or a dtype other than BF16 and F16.
+func checkTC(op string, m TCModel, d DType) error {
+	if err := m.Valid(); err != nil {
+		var ae *ArgError
+		if errors.As(err, &ae) {
+			ae.Op = op
+			ae.Arg = "model." + ae.Arg
+		}
+		return err
+	}
+	return checkHalf(op, d)
+}
+
+// checkInType rejects a value of v that is not exactly a value of type d (a
+// NaN of any payload is accepted: every 16-bit NaN widens to a NaN).
+func checkInType(op, arg string, d DType, v []float32) error {
+	for i, x := range v {
+		u := math.Float32bits(x)
+		ok := x != x
+		if d == BF16 {
+			ok = ok || u&0xFFFF == 0 // bf16 is float32's top half
+		} else {
+			ok = ok || math.Float32bits(F32FromF16(F16FromF32(x))) == u
+		}
+		if !ok {
+			return &ArgError{Op: op, Arg: arg, Msg: fmt.Sprintf("element %d = %v is not a %s value", i, x, d), Err: ErrInexact}
+		}
+	}
+	return nil
+}
+
+// TCForward computes Y[M,N] = X[M,K] @ W[K,N] (+ bias[N]) by the
+// tensor-core plan of model m, for inputs of type d (BF16 or F16) given as
+// their exact float32 values, storing the float32 accumulators: per element
+// the chain starts at bias[n] (or +0 when bias is empty) and takes K in
+// ascending 16-wide steps, the tail zero-filled. See the package
+// documentation, section "Tensor-core tier". A value of x or w that is not
+// exactly of type d is an error (ErrInexact); the bias may be any float32.
+func (o Options) TCForward(m TCModel, d DType, dst, x, w, bias []float32, M, K, N int) error {
+	const op = "TCForward"
+	if err := checkTC(op, m, d); err != nil {
+		return err
+	}
+	if err := checkForward(op, len(dst), len(x), len(w), len(bias), M, K, N); err != nil {
+		return err
+	}
+	if err := checkInType(op, "x", d, x[:M*K]); err != nil {
+		return err
+	}
+	if err := checkInType(op, "w", d, w[:K*N]); err != nil {
+		return err
+	}
+	o.tcForward(m, d, dst, x, w, bias, M, K, N)
+	return nil
+}
+
+func (o Options) tcForward(m TCModel, d DType, dst, x, w, bias []float32, M, K, N int) {
+	if len(bias) == 0 {
+		bias = nil
+	}
+	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: K, ar: 1, b: w, br: N, bj: 1, I: M, J: N, R: K}
+	p.run(o, dst[:M*N], bias, false)
+}
+
+// TCDX computes dX[M,K] = dY[M,N] @ W[K,N]ᵀ by the tensor-core plan of model
+// m for inputs of type d given as float32 values: per element one chain from
+// +0 over n in ascending 16-wide steps, the tail zero-filled.
+func (o Options) TCDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) error {
+	const op = "TCDX"
+	if err := checkTC(op, m, d); err != nil {
+		return err
+	}
+	if err := checkDX(op, len(dst), len(dy), len(w), M, N, K); err != nil {
+		return err
+	}
+	if err := checkInType(op, "dy", d, dy[:M*N]); err != nil {
+		return err
+	}
+	if err := checkInType(op, "w", d, w[:K*N]); err != nil {
+		return err
+	}
+	o.tcDX(m, d, dst, dy, w, M, N, K)
+	return nil
+}
+
+func (o Options) tcDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) {
+	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: dy, ai: N, ar: 1, b: w, br: 1, bj: N, I: M, J: K, R: N}
+	p.run(o, dst[:M*K], nil, false)
+}
+
+// TCDW accumulates dW[K,N] += X[M,K]ᵀ @ dY[M,N] into the float32 master
+// buffer dw by the tensor-core plan of model m, for inputs of type d given
+// as float32 values: per element one chain that starts at the current dw
+// value and takes m in ascending 16-wide steps, the tail zero-filled. So
+// calls over consecutive micro-batches whose boundaries fall on multiples of
+// 16 rows give the bits of one call over the whole batch.
+func (o Options) TCDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) error {
+	const op = "TCDW"
+	if err := checkTC(op, m, d); err != nil {
+		return err
+	}
+	if err := checkDW(op, len(dw), len(x), len(dy), M, K, N); err != nil {
+		return err
+	}
+	if err := checkInType(op, "x", d, x[:M*K]); err != nil {
+		return err
+	}
+	if err := checkInType(op, "dy", d, dy[:M*N]); err != nil {
+		return err
+	}
+	o.tcDW(m, d, dw, x, dy, M, K, N)
+	return nil
+}
+
+func (o Options) tcDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) {
+	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: 1, ar: K, b: dy, br: N, bj: 1, I: K, J: N, R: M}
+	p.run(o, dw[:K*N], nil, true)
+}
+
+// TCForwardTyped computes Y[M,N] = X[M,K] @ W[K,N] (+ bias[N]) by the
+// tensor-core plan of model m, for x, w and dst of type d (BF16 or F16): the
+// float32 accumulator is rounded once, to nearest even, to d at the store.
+func (o Options) TCForwardTyped(m TCModel, d DType, dst, x, w []uint16, bias []float32, M, K, N int) error {
+	const op = "TCForwardTyped"
+	if err := checkTC(op, m, d); err != nil {
+		return err
+	}
+	if err := checkForward(op, len(dst), len(x), len(w), len(bias), M, K, N); err != nil {
+		return err
+	}
+	xf, wf, y := make([]float32, M*K), make([]float32, K*N), make([]float32, M*N)
+	_ = Upcast(d, xf, x[:M*K])
+	_ = Upcast(d, wf, w[:K*N])
+	o.tcForward(m, d, y, xf, wf, bias, M, K, N)
+	return Round(d, dst, y)
+}
+
+// TCDXTyped computes dX[M,K] = dY[M,N] @ W[K,N]ᵀ by the tensor-core plan of
+// model m, for dy, w and dst of type d, rounded once to d at the store.
+func (o Options) TCDXTyped(m TCModel, d DType, dst, dy, w []uint16, M, N, K int) error {
+	const op = "TCDXTyped"
+	if err := checkTC(op, m, d); err != nil {
+		return err
+	}
+	if err := checkDX(op, len(dst), len(dy), len(w), M, N, K); err != nil {
+		return err
+	}
+	dyf, wf, dx := make([]float32, M*N), make([]float32, K*N), make([]float32, M*K)
+	_ = Upcast(d, dyf, dy[:M*N])
+	_ = Upcast(d, wf, w[:K*N])
+	o.tcDX(m, d, dx, dyf, wf, M, N, K)
+	return Round(d, dst, dx)
+}
+
+// TCDWTyped accumulates dW[K,N] += X[M,K]ᵀ @ dY[M,N] by the tensor-core plan
+// of model m, for x and dy of type d, into the float32 master buffer dw (no
+// narrow store).
+func (o Options) TCDWTyped(m TCModel, d DType, dw []float32, x, dy []uint16, M, K, N int) error {
+	const op = "TCDWTyped"
+	if err := checkTC(op, m, d); err != nil {
+		return err
+	}
+	if err := checkDW(op, len(dw), len(x), len(dy), M, K, N); err != nil {
+		return err
+	}
+	xf, dyf := make([]float32, M*K), make([]float32, M*N)
+	_ = Upcast(d, xf, x[:M*K])
+	_ = Upcast(d, dyf, dy[:M*N])
+	o.tcDW(m, d, dw, xf, dyf, M, K, N)
+	return nil
+}
+
+// TCForward is Options{}.TCForward: the tensor-core forward on all CPUs.
+func TCForward(m TCModel, d DType, dst, x, w, bias []float32, M, K, N int) error {
+	return Options{}.TCForward(m, d, dst, x, w, bias, M, K, N)
+}
+
+// TCDX is Options{}.TCDX: the tensor-core dX on all CPUs.
+func TCDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) error {
+	return Options{}.TCDX(m, d, dst, dy, w, M, N, K)
+}
+
+// TCDW is Options{}.TCDW: the tensor-core dW on all CPUs.
+func TCDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) error {
+	return Options{}.TCDW(m, d, dw, x, dy, M, K, N)
+}
+
+// TCForwardTyped is Options{}.TCForwardTyped on all CPUs.
+func TCForwardTyped(m TCModel, d DType, dst, x, w []uint16, bias []float32, M, K, N int) error {
+	return Options{}.TCForwardTyped(m, d, dst, x, w, bias, M, K, N)
+}
+
+// TCDXTyped is Options{}.TCDXTyped on all CPUs.
+func TCDXTyped(m TCModel, d DType, dst, dy, w []uint16, M, N, K int) error {
+	return Options{}.TCDXTyped(m, d, dst, dy, w, M, N, K)
+}
+
+// TCDWTyped is Options{}.TCDWTyped on all CPUs.
+func TCDWTyped(m TCModel, d DType, dw []float32, x, dy []uint16, M, K, N int) error {
+	return Options{}.TCDWTyped(m, d, dw, x, dy, M, K, N)
+}

@@ -1,0 +1,412 @@
+package ref
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// modelTCForward, modelTCDX and modelTCDW are the tensor-core plans written
+// as plainly as possible: one chain of Step per output element, the
+// reduction gathered 16 terms at a time (Step zero-fills a short tail).
+func modelTCForward(m TCModel, d DType, x, w, bias []float32, M, K, N int) []float32 {
+	y := make([]float32, M*N)
+	for i := range M {
+		for j := range N {
+			var c float32
+			if bias != nil {
+				c = bias[j]
+			}
+			for k0 := 0; k0 < K; k0 += 16 {
+				var a, b []float32
+				for k := k0; k < min(k0+16, K); k++ {
+					a, b = append(a, x[i*K+k]), append(b, w[k*N+j])
+				}
+				c = m.Step(d, c, a, b)
+			}
+			y[i*N+j] = c
+		}
+	}
+	return y
+}
+
+func modelTCDX(m TCModel, d DType, dy, w []float32, M, N, K int) []float32 {
+	dx := make([]float32, M*K)
+	for i := range M {
+		for j := range K {
+			var c float32
+			for n0 := 0; n0 < N; n0 += 16 {
+				var a, b []float32
+				for n := n0; n < min(n0+16, N); n++ {
+					a, b = append(a, dy[i*N+n]), append(b, w[j*N+n])
+				}
+				c = m.Step(d, c, a, b)
+			}
+			dx[i*K+j] = c
+		}
+	}
+	return dx
+}
+
+func modelTCDW(m TCModel, d DType, dw0, x, dy []float32, M, K, N int) []float32 {
+	dw := append([]float32(nil), dw0...)
+	for k := range K {
+		for n := range N {
+			c := dw[k*N+n]
+			for m0 := 0; m0 < M; m0 += 16 {
+				var a, b []float32
+				for r := m0; r < min(m0+16, M); r++ {
+					a, b = append(a, x[r*K+k]), append(b, dy[r*N+n])
+				}
+				c = m.Step(d, c, a, b)
+			}
+			dw[k*N+n] = c
+		}
+	}
+	return dw
+}
+
+// randTCInputs returns n values of type d as float32: normals scaled by
+// 2^scale, a few zeros, and NaNs and infinities when specials.
+func randTCInputs(rng *rand.Rand, d DType, n int, scale int, specials bool) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = halfVal(d, math.Ldexp(rng.NormFloat64(), scale))
+		if rng.IntN(50) == 0 {
+			v[i] = 0
+		}
+		if specials && rng.IntN(400) == 0 {
+			v[i] = []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}[rng.IntN(3)]
+		}
+	}
+	return v
+}
+
+var tcShapes = []struct{ M, K, N int }{
+	{1, 1, 1}, {3, 15, 5}, {2, 16, 7}, {4, 17, 3}, {5, 255, 2}, {2, 257, 3},
+	{7, 40, 130},  // N spans three column tiles
+	{33, 600, 9},  // several row tiles, chunks of the reduction
+	{100, 33, 70}, // dW reduction over 100 rows: a partial last step
+}
+
+// TestTCPlansFollowTheModelLiterally compares the optimized, parallel plans
+// with the chain of Step written element by element, for both models and
+// both input types, with and without NaN and Inf among the inputs.
+func TestTCPlansFollowTheModelLiterally(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, m := range []TCModel{Hopper, Ampere} {
+		for _, d := range []DType{BF16, F16} {
+			for si, s := range tcShapes {
+				M, K, N := s.M, s.K, s.N
+				specials := si%3 == 2
+				x, w := randTCInputs(rng, d, M*K, 0, specials), randTCInputs(rng, d, K*N, -2, specials)
+				bias := randNormal(rng, N)
+				if specials {
+					bias[0] = float32(math.Inf(-1))
+				}
+				y := make([]float32, M*N)
+				if err := TCForward(m, d, y, x, w, bias, M, K, N); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, m.Name+" TCForward+bias", y, modelTCForward(m, d, x, w, bias, M, K, N))
+				if err := TCForward(m, d, y, x, w, nil, M, K, N); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, m.Name+" TCForward", y, modelTCForward(m, d, x, w, nil, M, K, N))
+
+				dy := randTCInputs(rng, d, M*N, 0, specials)
+				dx := make([]float32, M*K)
+				if err := TCDX(m, d, dx, dy, w, M, N, K); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, m.Name+" TCDX", dx, modelTCDX(m, d, dy, w, M, N, K))
+
+				dw0 := randNormal(rng, K*N)
+				if specials {
+					dw0[K*N-1] = float32(math.NaN())
+				}
+				dw := append([]float32(nil), dw0...)
+				if err := TCDW(m, d, dw, x, dy, M, K, N); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, m.Name+" TCDW", dw, modelTCDW(m, d, dw0, x, dy, M, K, N))
+			}
+		}
+	}
+}
+
+// TestTCRowsAreInvariantToBatch: a row of the forward and dX results has the
+// same bits computed alone, in a small batch, or inside the full batch.
+func TestTCRowsAreInvariantToBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	const M, K, N = 37, 70, 90
+	for _, d := range []DType{BF16, F16} {
+		x, w, dy := randTCInputs(rng, d, M*K, 0, false), randTCInputs(rng, d, K*N, 0, false), randTCInputs(rng, d, M*N, 0, false)
+		bias := randNormal(rng, N)
+		y, dx := make([]float32, M*N), make([]float32, M*K)
+		if err := TCForward(Hopper, d, y, x, w, bias, M, K, N); err != nil {
+			t.Fatal(err)
+		}
+		if err := TCDX(Hopper, d, dx, dy, w, M, N, K); err != nil {
+			t.Fatal(err)
+		}
+		for _, rows := range [][2]int{{0, 1}, {5, 6}, {36, 37}, {3, 20}, {17, 37}} {
+			r0, r1 := rows[0], rows[1]
+			ys, dxs := make([]float32, (r1-r0)*N), make([]float32, (r1-r0)*K)
+			if err := TCForward(Hopper, d, ys, x[r0*K:r1*K], w, bias, r1-r0, K, N); err != nil {
+				t.Fatal(err)
+			}
+			sameBits(t, "TCForward rows", ys, y[r0*N:r1*N])
+			if err := TCDX(Hopper, d, dxs, dy[r0*N:r1*N], w, r1-r0, N, K); err != nil {
+				t.Fatal(err)
+			}
+			sameBits(t, "TCDX rows", dxs, dx[r0*K:r1*K])
+		}
+	}
+}
+
+// TestTCWorkerCountDoesNotChangeBits: 1, 2, 3 or all workers, same bits.
+func TestTCWorkerCountDoesNotChangeBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	const M, K, N = 40, 300, 150
+	x, w := randTCInputs(rng, BF16, M*K, 0, false), randTCInputs(rng, BF16, K*N, 0, false)
+	want := make([]float32, M*N)
+	if err := (Options{Workers: 1}).TCForward(Hopper, BF16, want, x, w, nil, M, K, N); err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{2, 3, 0} {
+		got := make([]float32, M*N)
+		if err := (Options{Workers: workers}).TCForward(Hopper, BF16, got, x, w, nil, M, K, N); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, "workers", got, want)
+	}
+}
+
+// TestTCDWMicroBatchesOnMultiplesOf16MatchOneCall: dW's chain starts at the
+// current dW value and steps 16 rows at a time, so micro-batches whose
+// boundaries are multiples of 16 rows, applied in order, give the bits of
+// one call.
+func TestTCDWMicroBatchesOnMultiplesOf16MatchOneCall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	const M, K, N = 100, 20, 30
+	for _, m := range []TCModel{Hopper, Ampere} {
+		for _, d := range []DType{BF16, F16} {
+			x, dy := randTCInputs(rng, d, M*K, 0, false), randTCInputs(rng, d, M*N, 0, false)
+			dw0 := randNormal(rng, K*N)
+			one := append([]float32(nil), dw0...)
+			if err := TCDW(m, d, one, x, dy, M, K, N); err != nil {
+				t.Fatal(err)
+			}
+			for _, cuts := range [][]int{{16}, {32, 48}, {16, 32, 48, 64, 80, 96}, {96}} {
+				dw := append([]float32(nil), dw0...)
+				lo := 0
+				for _, hi := range append(cuts, M) {
+					if err := TCDW(m, d, dw, x[lo*K:hi*K], dy[lo*N:hi*N], hi-lo, K, N); err != nil {
+						t.Fatal(err)
+					}
+					lo = hi
+				}
+				sameBits(t, "micro-batches", dw, one)
+			}
+		}
+	}
+}
+
+// TestTCDWSplitOffMultipleOf16CanDiffer: a micro-batch boundary inside a
+// 16-row step zero-fills a partial step and changes the chain; on random
+// data some element's bits change.
+func TestTCDWSplitOffMultipleOf16CanDiffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	const M, K, N = 64, 16, 16
+	x, dy := randTCInputs(rng, BF16, M*K, 0, false), randTCInputs(rng, BF16, M*N, 0, false)
+	one, split := make([]float32, K*N), make([]float32, K*N)
+	if err := TCDW(Hopper, BF16, one, x, dy, M, K, N); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int{{0, 10}, {10, M}} {
+		if err := TCDW(Hopper, BF16, split, x[r[0]*K:r[1]*K], dy[r[0]*N:r[1]*N], r[1]-r[0], K, N); err != nil {
+			t.Fatal(err)
+		}
+	}
+	diff := 0
+	for i := range one {
+		if math.Float32bits(one[i]) != math.Float32bits(split[i]) {
+			diff++
+		}
+	}
+	if diff == 0 {
+		t.Fatal("a split at row 10 gave the bits of one call on every element")
+	}
+	t.Logf("split at row 10: %d of %d elements differ", diff, len(one))
+}
+
+// TestTCZeroFillEqualsExplicitZeroPadding: a reduction whose length is not a
+// multiple of 16 gives the bits of the same reduction padded with +0 on both
+// operands to the next multiple: the zero products change no alignment and
+// add nothing.
+func TestTCZeroFillEqualsExplicitZeroPadding(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	const M, K, N, KP = 6, 37, 11, 48
+	x, w := randTCInputs(rng, F16, M*K, 0, false), randTCInputs(rng, F16, K*N, 0, false)
+	xp, wp := make([]float32, M*KP), make([]float32, KP*N)
+	for i := range M {
+		copy(xp[i*KP:], x[i*K:(i+1)*K])
+	}
+	copy(wp, w)
+	bias := randNormal(rng, N)
+	y, yp := make([]float32, M*N), make([]float32, M*N)
+	if err := TCForward(Hopper, F16, y, x, w, bias, M, K, N); err != nil {
+		t.Fatal(err)
+	}
+	if err := TCForward(Hopper, F16, yp, xp, wp, bias, M, KP, N); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "zero-filled tail", y, yp)
+}
+
+// TestTCTypedEqualsUpcastTCRound: the typed wrappers are "widen exactly, run
+// the tensor-core plan, round once to nearest even at the store".
+func TestTCTypedEqualsUpcastTCRound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	const M, K, N = 9, 50, 21
+	for _, d := range []DType{BF16, F16} {
+		x, w, dy := randHalf(rng, d, M*K, true), randHalf(rng, d, K*N, true), randHalf(rng, d, M*N, true)
+		xf, wf, dyf := make([]float32, M*K), make([]float32, K*N), make([]float32, M*N)
+		_ = Upcast(d, xf, x)
+		_ = Upcast(d, wf, w)
+		_ = Upcast(d, dyf, dy)
+		bias := randNormal(rng, N)
+
+		yh, yf, want := make([]uint16, M*N), make([]float32, M*N), make([]uint16, M*N)
+		if err := TCForwardTyped(Hopper, d, yh, x, w, bias, M, K, N); err != nil {
+			t.Fatal(err)
+		}
+		if err := TCForward(Hopper, d, yf, xf, wf, bias, M, K, N); err != nil {
+			t.Fatal(err)
+		}
+		_ = Round(d, want, yf)
+		sameHalf(t, "TCForwardTyped", yh, want)
+
+		dxh, dxf, wantDX := make([]uint16, M*K), make([]float32, M*K), make([]uint16, M*K)
+		if err := TCDXTyped(Hopper, d, dxh, dy, w, M, N, K); err != nil {
+			t.Fatal(err)
+		}
+		if err := TCDX(Hopper, d, dxf, dyf, wf, M, N, K); err != nil {
+			t.Fatal(err)
+		}
+		_ = Round(d, wantDX, dxf)
+		sameHalf(t, "TCDXTyped", dxh, wantDX)
+
+		dw0 := randNormal(rng, K*N)
+		dwh, dwf := append([]float32(nil), dw0...), append([]float32(nil), dw0...)
+		if err := TCDWTyped(Hopper, d, dwh, x, dy, M, K, N); err != nil {
+			t.Fatal(err)
+		}
+		if err := TCDW(Hopper, d, dwf, xf, dyf, M, K, N); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, "TCDWTyped", dwh, dwf)
+	}
+}
+
+func sameHalf(t *testing.T, what string, got, want []uint16) {
+	t.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%s: element %d = %#04x, want %#04x", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestTCInvalidArgumentsReturnTypedErrors: a bad model, dtype, value,
+// dimension or length is an *ArgError matching its sentinel.
+func TestTCInvalidArgumentsReturnTypedErrors(t *testing.T) {
+	one := []float32{1}
+	h := []uint16{0x3F80}
+	badModel := TCModel{Name: "bad", BlockTerms: 5, ExtraBits: 2, MinAlignExp: -133}
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"model", TCForward(badModel, BF16, one, one, one, nil, 1, 1, 1), ErrTCModel},
+		{"dtype f32", TCForward(Hopper, F32, one, one, one, nil, 1, 1, 1), ErrDType},
+		{"dtype zero", TCDX(Hopper, 0, one, one, one, 1, 1, 1), ErrDType},
+		{"inexact x", TCForward(Hopper, BF16, one, []float32{1 + 0x1p-10}, one, nil, 1, 1, 1), ErrInexact},
+		{"inexact w (f16 overflow)", TCForward(Hopper, F16, one, one, []float32{1e5}, nil, 1, 1, 1), ErrInexact},
+		{"inexact dy", TCDX(Hopper, F16, one, []float32{0x1p-30}, one, 1, 1, 1), ErrInexact},
+		{"inexact dW x", TCDW(Hopper, BF16, one, []float32{0.1}, one, 1, 1, 1), ErrInexact},
+		{"dim", TCForward(Hopper, BF16, one, one, one, nil, 0, 1, 1), ErrDim},
+		{"length", TCDW(Hopper, BF16, one, one, one, 1, 2, 1), ErrLength},
+		{"typed model", TCForwardTyped(badModel, BF16, h, h, h, nil, 1, 1, 1), ErrTCModel},
+		{"typed dtype", TCDXTyped(Hopper, F32, h, h, h, 1, 1, 1), ErrDType},
+		{"typed length", TCDWTyped(Hopper, BF16, one, h, h, 2, 1, 1), ErrLength},
+	}
+	for _, c := range cases {
+		var ae *ArgError
+		if !errors.Is(c.err, c.want) || !errors.As(c.err, &ae) {
+			t.Errorf("%s: got %v, want an *ArgError matching %v", c.name, c.err, c.want)
+		}
+	}
+	// NaN and Inf are values of every type; a NaN is accepted whatever its
+	// payload.
+	nan := []float32{math.Float32frombits(0x7FC01234)}
+	if err := TCForward(Hopper, F16, one, nan, []float32{float32(math.Inf(1))}, nil, 1, 1, 1); err != nil {
+		t.Errorf("NaN and Inf inputs: %v", err)
+	}
+}
+
+func benchmarkTCForward(b *testing.B, m TCModel, workers int) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	const M, K, N = 64, 1024, 128
+	x, w := randTCInputs(rng, BF16, M*K, 0, false), randTCInputs(rng, BF16, K*N, 0, false)
+	y := make([]float32, M*N)
+	o := Options{Workers: workers}
+	b.ResetTimer()
+	for range b.N {
+		if err := o.TCForward(m, BF16, y, x, w, nil, M, K, N); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*M*N*(K/16)/b.Elapsed().Seconds()/1e6, "Msteps/s")
+}
+
+func BenchmarkTCForwardHopper1Worker(b *testing.B)    { benchmarkTCForward(b, Hopper, 1) }
+func BenchmarkTCForwardHopperAllWorkers(b *testing.B) { benchmarkTCForward(b, Hopper, 0) }
+func BenchmarkTCForwardAmpere1Worker(b *testing.B)    { benchmarkTCForward(b, Ampere, 1) }
+
+func ExampleTCForwardTyped() {
+	// bf16 values, a float32 bias, the float32 result: the f32 tier rounds
+	// 1.5·3 + 2·0.25 + 0.0011 to nearest; the tensor-core tier cuts the
+	// bias to the step's grid 2^-24 (emax = 1, from 1.5·3) and truncates
+	// the sum to float32.
+	x := []float32{1.5, 2}
+	w := []float32{3, 0.25}
+	bias := []float32{0.0011}
+	ieee, tc := make([]float32, 1), make([]float32, 1)
+	if err := Forward(ieee, x, w, bias, 1, 2, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := TCForward(Hopper, BF16, tc, x, w, bias, 1, 2, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("f32 %.9g, tc %.9g, one ulp apart: %v\n", ieee[0], tc[0], math.Float32bits(ieee[0])-math.Float32bits(tc[0]) == 1)
+	// Stored as bf16 (round to nearest even), both are 5.
+	y := make([]uint16, 1)
+	xh, wh := make([]uint16, 2), make([]uint16, 2)
+	_ = Round(BF16, xh, x)
+	_ = Round(BF16, wh, w)
+	if err := TCForwardTyped(Hopper, BF16, y, xh, wh, bias, 1, 2, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(F32FromBF16(y[0]))
+	// Output:
+	// f32 5.00110006, tc 5.00109959, one ulp apart: true
+	// 5
+}

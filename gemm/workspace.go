@@ -1,0 +1,136 @@
+package gemm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/detgemm/detgemm/cudaload"
+)
+
+// Call is one product of the triad: a ForwardArgs, DWArgs or DXArgs value.
+// Presize, WorkspaceBytes and Strategy take any of them and read only its
+// tier, types and shape: the pointers may be left zero.
+type Call interface {
+	build(pointers bool) (problem, error)
+}
+
+// workspace is the engine's device scratch for slab partials. It only
+// grows; a buffer it outgrows is kept until Close, because a CUDA graph
+// captured earlier may still launch kernels that use it.
+type workspace struct {
+	ptr     cudaload.DevicePtr
+	bytes   uint64
+	retired []cudaload.DevicePtr
+}
+
+// workspaceGranule rounds allocations up, so a sweep over shapes grows the
+// buffer a few times rather than on every new shape.
+const workspaceGranule = 1 << 20
+
+// ensure makes the workspace at least need bytes. It allocates only when it
+// must grow, and then refuses while the stream is capturing a graph (an
+// allocation would invalidate the capture): the caller must Presize first.
+func (w *workspace) ensure(op string, need uint64, capturing func() (bool, error), alloc func(uint64) (cudaload.DevicePtr, error)) error {
+	if need <= w.bytes {
+		return nil
+	}
+	c, err := capturing()
+	if err != nil {
+		return fmt.Errorf("gemm.%s: asking whether the stream is capturing: %w", op, err)
+	}
+	if c {
+		return fmt.Errorf("gemm.%s: %w: the call needs %d bytes, %d are presized, and the stream is capturing a CUDA graph; call Presize with this shape before capturing",
+			op, ErrWorkspace, need, w.bytes)
+	}
+	size := (need + workspaceGranule - 1) / workspaceGranule * workspaceGranule
+	p, err := alloc(size)
+	if err != nil {
+		return fmt.Errorf("gemm.%s: %w: allocating %d bytes: %w", op, ErrWorkspace, size, err)
+	}
+	if w.ptr != 0 {
+		w.retired = append(w.retired, w.ptr)
+	}
+	w.ptr, w.bytes = p, size
+	return nil
+}
+
+// release frees every buffer; the stream must be idle.
+func (w *workspace) release(free func(cudaload.DevicePtr) error) error {
+	var errs []error
+	for _, p := range append(w.retired, w.ptr) {
+		if p != 0 {
+			errs = append(errs, free(p))
+		}
+	}
+	*w = workspace{}
+	return errors.Join(errs...)
+}
+
+// plan validates c's shape and types (not its pointers) and returns the
+// dispatcher's decision for it.
+func (e *Engine) plan(c Call) (plan, error) {
+	if c == nil {
+		return plan{}, argErr("Presize", "call", ErrNilPointer, "nil Call")
+	}
+	p, err := c.build(false)
+	if err != nil {
+		return plan{}, err
+	}
+	return e.choose(p)
+}
+
+// choose is the dispatcher's decision for a validated problem.
+func (e *Engine) choose(p problem) (plan, error) {
+	pl, err := choose(p.layout, p.rows, p.cols, p.red, e.sms, e.force)
+	if err != nil {
+		return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
+	}
+	return pl, nil
+}
+
+// Strategy is the strategy the engine runs c with on this GPU. It is a
+// function of the operation, the shape and the GPU's multiprocessor count;
+// the bits of the result never depend on it.
+func (e *Engine) Strategy(c Call) (Strategy, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pl, err := e.plan(c)
+	return pl.strategy, err
+}
+
+// WorkspaceBytes is the device workspace c needs on this engine: 0 for the
+// tiled strategy, and S·rows·cols·4 bytes (S = ceil(R/256) slabs of f32
+// partials of the output shape) for split-slab and rows. It depends on the
+// shape and, through the strategy, on the GPU's multiprocessor count —
+// never on the data or the pointers.
+func (e *Engine) WorkspaceBytes(c Call) (uint64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pl, err := e.plan(c)
+	return pl.ws, err
+}
+
+// Presize allocates, now, the workspace the largest of calls needs (only
+// their shapes and types matter; pointers may be anything valid), so that
+// later calls with those shapes allocate nothing. Before capturing calls in
+// a CUDA graph, Presize them: a call that needs more workspace than was
+// presized allocates lazily outside a capture, but fails with ErrWorkspace
+// while the stream is capturing. The workspace only grows, and stays
+// allocated until Close.
+func (e *Engine) Presize(calls ...Call) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	var need uint64
+	op := "Presize"
+	for _, c := range calls {
+		pl, err := e.plan(c)
+		if err != nil {
+			return err
+		}
+		need = max(need, pl.ws)
+	}
+	return e.ws.ensure(op, need, e.stream.IsCapturing, e.ctx.MemAlloc)
+}

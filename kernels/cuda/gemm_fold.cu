@@ -1,0 +1,71 @@
+// gemm_fold.cu: the ordered fold of slab partials, the last step of the
+// strategies that compute slabs in parallel (gemm_slabs.cu, gemm_rows.cu).
+//
+// The workspace holds S partials laid out [S][rows][cols]; output element e
+// (row-major, row stride cols) becomes, exactly as the plan says:
+//
+//   store (forward, dX):  v = p_0; v = v + p_1; ...; v = v + p_{S-1};
+//                         then v = v + bias[j] when a bias is given;
+//                         then one RNE rounding to the output type.
+//   accumulate (dW):      v = C[e]; v = v + p_0; ...; v = v + p_{S-1}; store f32.
+//
+// Every addition is __fadd_rn in ascending s, so the bits equal the
+// single-kernel fold.
+#include "prelude.cuh"
+
+namespace fold {
+
+constexpr int F32 = 0;
+constexpr int BF16 = 1;
+constexpr int F16 = 2;
+
+template <int DT>
+DETGEMM_INLINE void store(void* DETGEMM_RESTRICT p, dg_u64 i, float v) {
+    if constexpr (DT == F32) static_cast<float*>(p)[i] = v;
+    else if constexpr (DT == BF16) static_cast<dg_u16*>(p)[i] = dg_f32_to_bf16_rne(v);
+    else static_cast<dg_u16*>(p)[i] = dg_f32_to_f16_rne(v);
+}
+
+template <int DTOUT, bool ACCUMULATE>
+DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT C,
+                        const float* DETGEMM_RESTRICT bias, dg_u64 n, dg_u64 cols, dg_u64 S) {
+    for (dg_u64 e = dg_global_thread(); e < n; e += dg_grid_stride()) {
+        float v;
+        dg_u64 s;
+        if constexpr (ACCUMULATE) {
+            v = static_cast<const float*>(C)[e];
+            s = 0;
+        } else {
+            v = ws[e];
+            s = 1;
+        }
+        // Independent loads first, dependent additions after: eight
+        // partials in flight at once (a long reduction with few outputs
+        // leaves each thread many partials to fold).
+        for (; s + 8 <= S; s += 8) {
+            float p[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) p[u] = ws[(s + u) * n + e];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) v = __fadd_rn(v, p[u]);
+        }
+        for (; s < S; ++s) v = __fadd_rn(v, ws[s * n + e]);
+        if (!ACCUMULATE && bias != nullptr) v = __fadd_rn(v, bias[e % cols]);
+        store<DTOUT>(C, e, v);
+    }
+}
+
+}  // namespace fold
+
+// Entry points. Arguments: ws, C, bias (nullable; ignored when
+// accumulating), n = rows*cols, cols, S. Any grid covers any n.
+#define DETGEMM_FOLD_ENTRY(NAME, DTOUT, ACC)                                                        \
+    DETGEMM_KERNEL void __launch_bounds__(256)                                                      \
+        NAME(const float* ws, void* C, const float* bias, dg_u64 n, dg_u64 cols, dg_u64 S) {        \
+        fold::run<DTOUT, ACC>(ws, C, bias, n, cols, S);                                             \
+    }
+
+DETGEMM_FOLD_ENTRY(detgemm_fold_store_f32, fold::F32, false)
+DETGEMM_FOLD_ENTRY(detgemm_fold_store_bf16, fold::BF16, false)
+DETGEMM_FOLD_ENTRY(detgemm_fold_store_f16, fold::F16, false)
+DETGEMM_FOLD_ENTRY(detgemm_fold_accumulate_f32, fold::F32, true)

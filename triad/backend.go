@@ -1,0 +1,101 @@
+package triad
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+
+	"github.com/detgemm/detgemm/gemm"
+)
+
+// Backend runs the triad's operations: the GPU (the engine and the triad
+// kernels) or the CPU (gemm/ref and Go loops). Both produce identical bits
+// for the f32 and typed tiers; every operation's order is documented in the
+// package comment. The interface is sealed (its operations are
+// unexported); NewCPU and NewGPU make the two implementations.
+//
+// A Backend is not safe for concurrent use. On the GPU, operations are
+// queued on one stream and run in order; Read and Synchronize wait.
+type Backend interface {
+	// Name is "cpu" or "gpu".
+	Name() string
+	// Alloc returns a zeroed rows×cols tensor of d.
+	Alloc(d DType, rows, cols int) (*Tensor, error)
+	// Write stores values into t (len(values) == t.Len()), each rounded
+	// once to nearest even for a 16-bit t.
+	Write(t *Tensor, values []float32) error
+	// Read waits for queued work and returns t's values, widened exactly
+	// to float32 for a 16-bit t.
+	Read(t *Tensor) ([]float32, error)
+	// Synchronize waits for queued work and reports its errors.
+	Synchronize() error
+	// Close frees every tensor the backend allocated and its resources.
+	Close() error
+
+	ops
+}
+
+// ops are the operations Linear and MLP build on; shapes and dtypes are
+// validated by the callers.
+type ops interface {
+	free(t *Tensor) error
+	readRaw(t *Tensor) ([]float32, []uint16, error)
+	zero(t *Tensor) error
+	forward(tier gemm.Tier, x, w, b, y *Tensor) error // y = x·w (+ b), b may be nil
+	dw(tier gemm.Tier, x, dy, dw *Tensor) error       // dw += xᵀ·dy
+	dx(tier gemm.Tier, dy, w, dx *Tensor) error       // dx = dy·wᵀ
+	biasGrad(dy, db *Tensor) error                    // db += Σ_rows dy
+	relu(x, y *Tensor) error
+	reluGrad(h, dy, dx *Tensor) error
+	mseLoss(y, t, loss *Tensor) error // loss[0] = mse, loss[1] += mse
+	mseGrad(y, t, dy *Tensor) error   // dy = (2/n)·(y − t)
+	sgd(w, v, g, work *Tensor, lr, mu float32) error
+	capture(fn func() error) (replayer, error)
+}
+
+// replayer is a captured sequence of work (a CUDA graph).
+type replayer interface {
+	replay() error
+	close() error
+}
+
+// Digest waits for queued work and returns the SHA-256, in lowercase hex,
+// of the tensors' bits in order: 4 little-endian bytes per f32 element (its
+// IEEE pattern), 2 per bf16 or f16 element. One tensor's digest equals
+// ref.Digest of its bits.
+func Digest(be Backend, ts ...*Tensor) (string, error) {
+	h := sha256.New()
+	var buf []byte
+	for _, t := range ts {
+		if err := check("Digest", "tensor", be, t, 0, -1, -1); err != nil {
+			return "", err
+		}
+		f, u, err := be.readRaw(t)
+		if err != nil {
+			return "", err
+		}
+		buf = buf[:0]
+		for _, v := range f {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		}
+		for _, v := range u {
+			buf = binary.LittleEndian.AppendUint16(buf, v)
+		}
+		h.Write(buf)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// widen returns raw storage as float32 values, exactly (16-bit elements
+// widen; f32 storage is returned as is).
+func widen(d DType, f []float32, u []uint16) []float32 {
+	if d == F32 {
+		return f
+	}
+	out := make([]float32, len(u))
+	for i, h := range u {
+		out[i] = d.ToF32(h)
+	}
+	return out
+}

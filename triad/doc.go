@@ -1,0 +1,78 @@
+// Package triad is the training triad as a layer: a deterministic Linear
+// layer (forward, dW, db, dX) over the gemm engine, with ReLU, the mean
+// squared error and SGD with momentum, on the GPU or the CPU with
+// identical bits, and the training demo (cmd/train).
+//
+// # Backends
+//
+// A Backend owns Tensors (row-major matrices of f32, bf16 or f16) and runs
+// the operations. NewGPU/OpenGPU run the products on the gemm engine and
+// the rest on the triad kernels (kernels/cuda/triad.cu), queued on one
+// stream: a training step is launches only, with no host round trip, and
+// can be captured once as a CUDA graph and replayed (MLP.CaptureStep).
+// NewCPU runs the products on gemm/ref, which implements the engine's plans
+// bit for bit, and the rest in Go loops doing the kernels' float32
+// operations in the kernels' order. For the f32 and typed tiers the two
+// backends give identical bits, so a GPU run can be checked on a laptop.
+//
+// # Tiers
+//
+// A layer's tier is chosen when it is made and never switched: gemm.TierF32
+// with f32 activations, or gemm.TierTyped with bf16 or f16 activations and
+// a 16-bit working copy of the weights. gemm.TierTensorCore is refused
+// (gemm.ErrTierUnavailable). Parameters, their gradients and velocities are
+// always f32.
+//
+// # Operations and their exact order
+//
+// Every addition, subtraction, multiplication and division below is one
+// IEEE binary32 operation rounded to nearest even (CUDA's __fadd_rn,
+// __fsub_rn, __fmul_rn, __fdiv_rn; fma is __fmaf_rn, one rounding); the
+// kernels are compiled with --fmad=false and the CPU forces each rounding
+// with an explicit float32 conversion, so nothing is contracted. A NaN
+// result of arithmetic is the canonical NaN 0x7FFFFFFF; a 16-bit store
+// rounds once to nearest even and stores any NaN as 0x7FFF. 16-bit inputs
+// widen exactly to f32.
+//
+// Linear, for x [M, In], W [In, Out], b [1, Out]:
+//
+//	Forward   y = x·W + b           gemm Forward (plan in package gemm), y in the layer's dtype
+//	Backward  DW += xᵀ·dy           gemm DW, into the f32 gradient
+//	          DB += Σ_rows dy        see "Bias gradient"
+//	          dx = dy·Wᵀ            gemm DX (skipped when dx is nil)
+//	Step      SGD on W and b, DW = DB = +0, working copy = RNE(W)
+//
+// Bias gradient (the dW plan with the products replaced by the elements):
+// the M rows are cut into slabs of 256 (ref.SlabLen); slab s is one
+// ascending chain p_s = +0, then p_s = p_s + dy[r, c] for each row r of the
+// slab; then DB[c] = ((DB[c] + p_0) + p_1) + .... Because the fold starts
+// from the value already in DB, a batch split into micro-batches at
+// multiples of 256 rows, each passed to Backward in order before one Step,
+// gives the same DW and DB bits as one call on the whole batch.
+//
+// SGD with momentum, for each parameter w with gradient g and velocity v
+// (both starting at +0):
+//
+//	v = (mu·v) + g
+//	w = w − (lr·v)
+//	g = +0
+//
+// ReLU: relu(x) = x (its bits) when x > 0, the canonical NaN when x is NaN
+// (a diverged run stays visible), +0 otherwise, so relu(−0) = +0. Its
+// gradient from the pre-activation h: dx = dy (its bits) when h > 0, the
+// canonical NaN when h is NaN, +0 otherwise.
+//
+// MSE over the n = rows·cols elements of y and t, in row-major order:
+// e_i = y_i − t_i; slab s of 256 consecutive elements is the chain
+// p_s = +0, p_s = fma(e_i, e_i, p_s); total = ((p_0 + p_1) + p_2) + ...;
+// loss = total / float32(n). The gradient is dy_i = scale·(y_i − t_i) with
+// scale = 2 / float32(n) (one division, computed on the host), stored in
+// the activations' dtype. The loss stays on the device: MLP.Loss reads the
+// last value and the running sum since MLP.ResetLoss.
+//
+// # Errors
+//
+// Bad arguments return an *Error matching ErrNilTensor, ErrShape, ErrDType,
+// ErrBackend, ErrConfig or ErrClosed (and the gemm tier sentinels for a
+// tier problem); nothing is queued then.
+package triad

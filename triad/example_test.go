@@ -1,0 +1,49 @@
+package triad_test
+
+import (
+	"fmt"
+
+	"github.com/detgemm/detgemm/gemm"
+	"github.com/detgemm/detgemm/triad"
+)
+
+// ExampleLinear runs one forward and backward pass and an SGD step of a
+// 3→2 layer on the CPU backend; triad.OpenGPU gives a backend with the same
+// bits on a GPU.
+func ExampleLinear() {
+	be := triad.NewCPU(0)
+	defer be.Close()
+	l, err := triad.NewLinear(be, triad.LinearConfig{In: 3, Out: 2, Tier: gemm.TierF32, DType: triad.F32})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	_ = l.SetParams([]float32{1, 0, 0, 1, 1, 1}, []float32{0.5, -0.5}) // W [3,2], b [2]
+
+	x, _ := be.Alloc(triad.F32, 2, 3)
+	y, _ := be.Alloc(triad.F32, 2, 2)
+	dy, _ := be.Alloc(triad.F32, 2, 2)
+	_ = be.Write(x, []float32{1, 2, 3, 4, 5, 6})
+	if err := l.Forward(x, y); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := be.Read(y)
+	fmt.Println("y  =", out)
+
+	_ = be.Write(dy, []float32{1, 0, 0, 1})
+	if err := l.Backward(x, dy, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	db, _ := be.Read(l.DB())
+	fmt.Println("db =", db)
+	_ = l.Step(triad.SGD{LR: 0.5, Momentum: 0.9})
+	b, _ := be.Read(l.B())
+	fmt.Println("b  =", b)
+	// Output:
+	// y  = [4.5 4.5 10.5 10.5]
+	// db = [1 1]
+	// b  = [0 -1]
+}

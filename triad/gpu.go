@@ -1,0 +1,432 @@
+package triad
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/detgemm/detgemm/nvrtc"
+)
+
+// triadFamily is the kernel family of the elementwise operations.
+const triadFamily = "triad"
+
+// Launch shape of the kernels: blocks of 256 threads; elementwise kernels
+// are grid-stride loops, so the grid is capped without changing a result.
+const (
+	gpuThreads   = 256
+	gpuMaxBlocks = 1 << 16
+	lossThreads  = 256 // DG_TRIAD_LOSS_THREADS in triad.cu
+)
+
+// GPU is the Backend on one CUDA device: the products on the gemm engine,
+// the rest on the triad kernels (kernels/cuda/triad.cu), all queued on one
+// stream. Nothing is copied back to the host until Read, Digest or
+// MLP.Loss asks; so a training step is a sequence of launches only, and it
+// can be captured in a CUDA graph.
+type GPU struct {
+	ctx     *cudaload.Context
+	ownsCtx bool
+	stream  *cudaload.Stream
+	eng     *gemm.Engine
+	mod     *cudaload.Module
+	fns     map[string]*cudaload.Function
+	args    cudaload.Args
+	live    map[*Tensor]struct{}
+	closed  bool
+}
+
+// GPUOption configures NewGPU.
+type GPUOption func(*gpuConfig)
+
+type gpuConfig struct{ build []kernels.BuildOption }
+
+// WithKernelBuild passes options (compiler, cache) to kernels.Build, for the
+// engine's kernels and the triad's alike.
+func WithKernelBuild(opts ...kernels.BuildOption) GPUOption {
+	return func(c *gpuConfig) { c.build = append(c.build, opts...) }
+}
+
+// OpenGPU loads the CUDA driver, takes the primary context of device
+// ordinal and returns a GPU backend that releases the context on Close.
+// Without a usable GPU the error is the loader's, which says why (and
+// matches cudaload.ErrDriverNotFound, cudaload.ErrNoDevice, ...).
+func OpenGPU(ordinal int, opts ...GPUOption) (*GPU, error) {
+	drv, err := cudaload.Open()
+	if err != nil {
+		return nil, err
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("triad: %w", cudaload.ErrNoDevice)
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("triad: device %d: %w (the driver sees %d)", ordinal, cudaload.ErrInvalidDevice, n)
+	}
+	dev, err := drv.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := dev.PrimaryContext()
+	if err != nil {
+		return nil, err
+	}
+	g, err := NewGPU(ctx, opts...)
+	if err != nil {
+		return nil, errors.Join(err, ctx.Close())
+	}
+	g.ownsCtx = true
+	return g, nil
+}
+
+// NewGPU builds (or loads from the kernel cache) the engine's and the
+// triad's kernels for ctx's device and returns a backend with a stream of
+// its own. ctx stays the caller's.
+func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
+	var cfg gpuConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if ctx == nil {
+		return nil, argErr("NewGPU", "ctx", ErrConfig, "no CUDA context")
+	}
+	g := &GPU{ctx: ctx, fns: map[string]*cudaload.Function{}, live: map[*Tensor]struct{}{}}
+	var err error
+	if g.stream, err = ctx.NewStream(); err != nil {
+		return nil, fmt.Errorf("triad.NewGPU: %w", err)
+	}
+	fail := func(err error) (*GPU, error) { return nil, errors.Join(err, g.release()) }
+	if g.eng, err = gemm.New(ctx, gemm.WithStream(g.stream), gemm.WithBuildOptions(cfg.build...)); err != nil {
+		return fail(fmt.Errorf("triad.NewGPU: %w", err))
+	}
+	// The same build as gemm.New's: the architecture from the device and
+	// the NVRTC version; a warm kernel cache makes this a read.
+	comp, err := nvrtc.Open()
+	if err != nil {
+		return fail(fmt.Errorf("triad.NewGPU: NVRTC: %w", err))
+	}
+	major, minor := ctx.Device().ComputeCapability()
+	nvMajor, _ := comp.Version()
+	bundle, err := kernels.Build(kernels.ArchFor(major, minor, nvMajor), append([]kernels.BuildOption{kernels.WithCompiler(comp)}, cfg.build...)...)
+	if err != nil {
+		return fail(fmt.Errorf("triad.NewGPU: building kernels: %w", err))
+	}
+	m, ok := bundle.Modules[triadFamily]
+	if !ok {
+		return fail(fmt.Errorf("triad.NewGPU: kernel family %s missing from the build", triadFamily))
+	}
+	if g.mod, err = ctx.LoadModule(m.CUBIN); err != nil {
+		return fail(fmt.Errorf("triad.NewGPU: loading %s: %w", triadFamily, err))
+	}
+	for _, name := range gpuKernelNames() {
+		fn, err := g.mod.Function(name)
+		if err != nil {
+			return fail(fmt.Errorf("triad.NewGPU: %w", err))
+		}
+		g.fns[name] = fn
+	}
+	return g, nil
+}
+
+func gpuKernelNames() []string {
+	var out []string
+	for _, d := range []string{"f32", "bf16", "f16"} {
+		for _, k := range []string{"relu", "relu_grad", "bias_grad", "mse_loss", "mse_grad"} {
+			out = append(out, "detgemm_triad_"+k+"_"+d)
+		}
+	}
+	return append(out, "detgemm_triad_sgd", "detgemm_triad_sgd_bf16", "detgemm_triad_sgd_f16")
+}
+
+// Name is "gpu".
+func (g *GPU) Name() string { return "gpu" }
+
+// Context is the CUDA context the backend runs in.
+func (g *GPU) Context() *cudaload.Context { return g.ctx }
+
+// Engine is the GEMM engine the products run on.
+func (g *GPU) Engine() *gemm.Engine { return g.eng }
+
+// Stream is the stream every operation is queued on.
+func (g *GPU) Stream() *cudaload.Stream { return g.stream }
+
+func (g *GPU) usable(op string) error {
+	if g.closed {
+		return argErr(op, "backend", ErrClosed, "the gpu backend is closed")
+	}
+	return nil
+}
+
+// Alloc returns a zeroed tensor in device memory (the zeroing is queued on
+// the backend's stream).
+func (g *GPU) Alloc(d DType, rows, cols int) (*Tensor, error) {
+	if err := g.usable("Alloc"); err != nil {
+		return nil, err
+	}
+	if err := checkAlloc(d, rows, cols); err != nil {
+		return nil, err
+	}
+	t := &Tensor{be: g, dtype: d, rows: rows, cols: cols}
+	bytes := g.bytes(t)
+	// Round the allocation up to whole 32-bit words so zero can use one
+	// memset for every dtype.
+	p, err := g.ctx.MemAlloc((bytes + 3) &^ 3)
+	if err != nil {
+		return nil, fmt.Errorf("triad.Alloc: %d×%d %v: %w", rows, cols, d, err)
+	}
+	t.dev = p
+	g.live[t] = struct{}{}
+	if err := g.stream.MemsetD32Async(p, 0, (bytes+3)/4); err != nil {
+		return nil, errors.Join(fmt.Errorf("triad.Alloc: %w", err), t.Free())
+	}
+	return t, nil
+}
+
+func (g *GPU) bytes(t *Tensor) uint64 { return uint64(t.Len()) * uint64(t.dtype.Size()) }
+
+// Write copies values to t through the stream and waits, so the host slice
+// may be reused at once.
+func (g *GPU) Write(t *Tensor, values []float32) error {
+	if err := g.usable("Write"); err != nil {
+		return err
+	}
+	if err := check("Write", "t", g, t, 0, -1, -1); err != nil {
+		return err
+	}
+	if len(values) != t.Len() {
+		return argErr("Write", "values", ErrShape, "%d values for a %d×%d tensor", len(values), t.rows, t.cols)
+	}
+	var bits []uint16
+	src := unsafe.Pointer(unsafe.SliceData(values))
+	if t.dtype != F32 {
+		bits = make([]uint16, len(values))
+		for i, v := range values {
+			bits[i] = t.dtype.FromF32(v)
+		}
+		src = unsafe.Pointer(unsafe.SliceData(bits))
+	}
+	err := g.stream.MemcpyHtoDAsync(t.dev, src, g.bytes(t))
+	if err == nil {
+		err = g.Synchronize()
+	}
+	// The driver may read the host memory until the stream is synchronised.
+	runtime.KeepAlive(values)
+	runtime.KeepAlive(bits)
+	if err != nil {
+		return fmt.Errorf("triad.Write: %w", err)
+	}
+	return nil
+}
+
+// Read waits for queued work and copies t back, widened exactly.
+func (g *GPU) Read(t *Tensor) ([]float32, error) {
+	f, u, err := g.readRaw(t)
+	if err != nil {
+		return nil, err
+	}
+	return widen(t.dtype, f, u), nil
+}
+
+func (g *GPU) readRaw(t *Tensor) ([]float32, []uint16, error) {
+	if err := g.usable("Read"); err != nil {
+		return nil, nil, err
+	}
+	if err := check("Read", "t", g, t, 0, -1, -1); err != nil {
+		return nil, nil, err
+	}
+	var f []float32
+	var u []uint16
+	var dst unsafe.Pointer
+	if t.dtype == F32 {
+		f = make([]float32, t.Len())
+		dst = unsafe.Pointer(unsafe.SliceData(f))
+	} else {
+		u = make([]uint16, t.Len())
+		dst = unsafe.Pointer(unsafe.SliceData(u))
+	}
+	if err := g.stream.MemcpyDtoHAsync(dst, t.dev, g.bytes(t)); err != nil {
+		return nil, nil, fmt.Errorf("triad.Read: %w", err)
+	}
+	if err := g.Synchronize(); err != nil {
+		return nil, nil, err
+	}
+	return f, u, nil
+}
+
+// Synchronize waits for everything queued on the stream.
+func (g *GPU) Synchronize() error {
+	if err := g.usable("Synchronize"); err != nil {
+		return err
+	}
+	return g.stream.Synchronize()
+}
+
+// Close waits for queued work, frees every tensor, and releases the engine,
+// the module, the stream and (for OpenGPU) the context. It is idempotent.
+func (g *GPU) Close() error {
+	if g.closed {
+		return nil
+	}
+	err := g.stream.Synchronize()
+	g.closed = true
+	return errors.Join(err, g.release())
+}
+
+func (g *GPU) release() error {
+	var err error
+	for t := range g.live {
+		t.freed = true
+		err = errors.Join(err, g.ctx.MemFree(t.dev))
+	}
+	clear(g.live)
+	if g.eng != nil {
+		err = errors.Join(err, g.eng.Close())
+	}
+	if g.mod != nil {
+		err = errors.Join(err, g.mod.Close())
+	}
+	err = errors.Join(err, g.stream.Close())
+	if g.ownsCtx {
+		err = errors.Join(err, g.ctx.Close())
+	}
+	return err
+}
+
+func (g *GPU) free(t *Tensor) error {
+	if _, ok := g.live[t]; !ok {
+		return nil
+	}
+	delete(g.live, t)
+	// The memory may still be in use by queued work.
+	if err := g.stream.Synchronize(); err != nil {
+		return err
+	}
+	return g.ctx.MemFree(t.dev)
+}
+
+func (g *GPU) zero(t *Tensor) error {
+	if t.dtype == F32 {
+		return g.stream.MemsetD32Async(t.dev, 0, uint64(t.Len()))
+	}
+	// Only f32 tensors (gradients, velocities, the loss) are ever zeroed.
+	return fmt.Errorf("triad: zero: %v tensors are not zeroed in place", t.dtype)
+}
+
+func (g *GPU) forward(tier gemm.Tier, x, w, b, y *Tensor) error {
+	a := gemm.ForwardArgs{Tier: tier, M: x.rows, K: x.cols, N: w.cols, X: x.dev, W: w.dev, Y: y.dev, In: x.dtype, Out: y.dtype}
+	if b != nil {
+		a.Bias = b.dev
+	}
+	return g.eng.Forward(a)
+}
+
+func (g *GPU) dw(tier gemm.Tier, x, dy, dw *Tensor) error {
+	return g.eng.DW(gemm.DWArgs{Tier: tier, M: x.rows, K: x.cols, N: dy.cols, X: x.dev, DY: dy.dev, DW: dw.dev, In: x.dtype})
+}
+
+func (g *GPU) dx(tier gemm.Tier, dy, w, dx *Tensor) error {
+	return g.eng.DX(gemm.DXArgs{Tier: tier, M: dy.rows, N: dy.cols, K: w.rows, DY: dy.dev, W: w.dev, DX: dx.dev, In: dy.dtype, Out: dx.dtype})
+}
+
+// launch queues kernel name+"_"+dtype (or name alone for d == 0) over
+// threads threads with the arguments set by pack.
+func (g *GPU) launch(name string, d DType, grid, block uint32, pack func(a *cudaload.Args)) error {
+	if d != 0 {
+		name += "_" + d.String()
+	}
+	fn := g.fns[name]
+	if fn == nil {
+		return fmt.Errorf("triad: kernel %s not loaded", name)
+	}
+	pack(g.args.Reset())
+	cfg := cudaload.LaunchConfig{Grid: cudaload.Dim3{X: grid, Y: 1, Z: 1}, Block: cudaload.Dim3{X: block, Y: 1, Z: 1}, Stream: g.stream}
+	if err := fn.Launch(cfg, &g.args); err != nil {
+		return fmt.Errorf("triad: %w", err)
+	}
+	return nil
+}
+
+// gridFor covers n elements with blocks of gpuThreads, capped.
+func gridFor(n int) uint32 {
+	return uint32(min((n+gpuThreads-1)/gpuThreads, gpuMaxBlocks))
+}
+
+func (g *GPU) biasGrad(dy, db *Tensor) error {
+	return g.launch("detgemm_triad_bias_grad", dy.dtype, gridFor(dy.cols), gpuThreads, func(a *cudaload.Args) {
+		a.Ptr(dy.dev).Ptr(db.dev).Uint64(uint64(dy.rows)).Uint64(uint64(dy.cols))
+	})
+}
+
+func (g *GPU) relu(x, y *Tensor) error {
+	return g.launch("detgemm_triad_relu", x.dtype, gridFor(x.Len()), gpuThreads, func(a *cudaload.Args) {
+		a.Ptr(x.dev).Ptr(y.dev).Uint64(uint64(x.Len()))
+	})
+}
+
+func (g *GPU) reluGrad(h, dy, dx *Tensor) error {
+	return g.launch("detgemm_triad_relu_grad", h.dtype, gridFor(h.Len()), gpuThreads, func(a *cudaload.Args) {
+		a.Ptr(h.dev).Ptr(dy.dev).Ptr(dx.dev).Uint64(uint64(h.Len()))
+	})
+}
+
+func (g *GPU) mseLoss(y, t, loss *Tensor) error {
+	return g.launch("detgemm_triad_mse_loss", y.dtype, 1, lossThreads, func(a *cudaload.Args) {
+		a.Ptr(y.dev).Ptr(t.dev).Ptr(loss.dev).Uint64(uint64(y.Len())).Float32(mseDivisor(y.Len()))
+	})
+}
+
+func (g *GPU) mseGrad(y, t, dy *Tensor) error {
+	return g.launch("detgemm_triad_mse_grad", y.dtype, gridFor(y.Len()), gpuThreads, func(a *cudaload.Args) {
+		a.Ptr(y.dev).Ptr(t.dev).Ptr(dy.dev).Uint64(uint64(y.Len())).Float32(mseScale(y.Len()))
+	})
+}
+
+func (g *GPU) sgd(w, v, gr, work *Tensor, lr, mu float32) error {
+	n := uint64(w.Len())
+	if work == nil {
+		return g.launch("detgemm_triad_sgd", 0, gridFor(w.Len()), gpuThreads, func(a *cudaload.Args) {
+			a.Ptr(w.dev).Ptr(v.dev).Ptr(gr.dev).Uint64(n).Float32(lr).Float32(mu)
+		})
+	}
+	return g.launch("detgemm_triad_sgd", work.dtype, gridFor(w.Len()), gpuThreads, func(a *cudaload.Args) {
+		a.Ptr(w.dev).Ptr(v.dev).Ptr(gr.dev).Ptr(work.dev).Uint64(n).Float32(lr).Float32(mu)
+	})
+}
+
+// gpuGraph is a captured sequence on the backend's stream.
+type gpuGraph struct {
+	g    *GPU
+	exec *cudaload.GraphExec
+}
+
+func (g *GPU) capture(fn func() error) (replayer, error) {
+	if err := g.usable("Capture"); err != nil {
+		return nil, err
+	}
+	graph, err := g.stream.Capture(fn)
+	if err != nil {
+		return nil, fmt.Errorf("triad: capturing a graph: %w", err)
+	}
+	defer graph.Close()
+	exec, err := graph.Instantiate()
+	if err != nil {
+		return nil, fmt.Errorf("triad: instantiating the graph: %w", err)
+	}
+	return &gpuGraph{g: g, exec: exec}, nil
+}
+
+func (r *gpuGraph) replay() error {
+	if err := r.g.usable("Replay"); err != nil {
+		return err
+	}
+	return r.exec.Launch(r.g.stream)
+}
+
+func (r *gpuGraph) close() error { return r.exec.Close() }

@@ -1,0 +1,156 @@
+package triad
+
+import (
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/detgemm/detgemm/internal/gputest"
+	"github.com/stretchr/testify/require"
+)
+
+var gpuShared struct {
+	once sync.Once
+	be   *GPU
+	err  error
+}
+
+// gpuBackend returns the process's GPU backend on device 0, or skips t
+// with the loader's reason.
+func gpuBackend(t *testing.T) *GPU {
+	t.Helper()
+	ctx := gputest.Context(t)
+	gpuShared.once.Do(func() { gpuShared.be, gpuShared.err = NewGPU(ctx) })
+	require.NoError(t, gpuShared.err)
+	return gpuShared.be
+}
+
+func TestGPUTrainingGivesTheCPUDigests(t *testing.T) {
+	gpu := gpuBackend(t)
+	golden := readGolden(t)
+	for _, tc := range tierCases {
+		t.Run(tc.String(), func(t *testing.T) {
+			want := trainDigest(t, NewCPU(0), shortConfig(tc), shortEpochs)
+			got := trainDigest(t, gpu, shortConfig(tc), shortEpochs)
+			require.Equal(t, want, got, "GPU vs CPU backend")
+			require.Equal(t, golden[goldenKey(tc)], got, "GPU vs golden file")
+		})
+	}
+}
+
+func TestGPUGraphReplayEqualsDirectSteps(t *testing.T) {
+	gpu := gpuBackend(t)
+	for _, tc := range tierCases {
+		t.Run(tc.String(), func(t *testing.T) {
+			direct, replay, err := GraphReplay(gpu, shortConfig(tc), 4)
+			require.NoError(t, err)
+			require.Equal(t, direct, replay, "graph replay vs direct steps")
+
+			// And the CPU backend's four direct steps.
+			cfg := shortConfig(tc)
+			cfg.Steps = 1
+			r, err := NewRun(NewCPU(0), cfg)
+			require.NoError(t, err)
+			defer r.Close()
+			x, tt := r.Batch(0)
+			for range 4 {
+				require.NoError(t, r.Model.Step(x, tt))
+			}
+			cpu, err := r.Model.Digest()
+			require.NoError(t, err)
+			require.Equal(t, cpu, replay, "graph replay vs CPU backend")
+		})
+	}
+}
+
+func TestGPUBatchInvariance(t *testing.T) {
+	gpu := gpuBackend(t)
+	for _, tc := range tierCases {
+		t.Run(tc.String(), func(t *testing.T) {
+			r, err := NewRun(gpu, shortConfig(tc))
+			require.NoError(t, err)
+			defer r.Close()
+			_, err = r.Epoch(nil)
+			require.NoError(t, err)
+			n, diff, err := BatchInvariance(r.Model, r.X, r.X.Rows())
+			require.NoError(t, err)
+			require.Equal(t, r.X.Rows(), n)
+			require.Zero(t, diff)
+		})
+	}
+}
+
+// opsOnBoth runs every triad operation on one backend with fixed inputs and
+// odd shapes, every output pre-filled with NaN (poison: an element a kernel
+// leaves unwritten cannot match the CPU), and returns the outputs' bits.
+func opsOnBoth(t *testing.T, be Backend, tc tierCase) map[string][]uint32 {
+	const M, In, Out = 301, 37, 19
+	poison := func(d DType, rows, cols int) *Tensor {
+		v := make([]float32, rows*cols)
+		for i := range v {
+			v[i] = math.Float32frombits(0xFFFFFFFF)
+		}
+		return tensorOf(t, be, d, rows, cols, v)
+	}
+	l, err := NewLinear(be, LinearConfig{In: In, Out: Out, Tier: tc.tier, DType: tc.d})
+	require.NoError(t, err)
+	defer l.Close()
+	require.NoError(t, l.SetParams(randValues(11, In*Out, 0.5), randValues(12, Out, 0.5)))
+	x := tensorOf(t, be, tc.d, M, In, randValues(13, M*In, 1))
+	dy := tensorOf(t, be, tc.d, M, Out, randValues(14, M*Out, 1))
+	tg := tensorOf(t, be, tc.d, M, Out, randValues(15, M*Out, 1))
+	y, dx := poison(tc.d, M, Out), poison(tc.d, M, In)
+	a, da, g := poison(tc.d, M, Out), poison(tc.d, M, Out), poison(tc.d, M, Out)
+	loss := tensorOf(t, be, F32, 1, 2, []float32{float32(math.NaN()), 0.25})
+
+	require.NoError(t, l.Forward(x, y))
+	require.NoError(t, l.Backward(x, dy, dx))
+	require.NoError(t, be.relu(y, a))
+	require.NoError(t, be.reluGrad(y, dy, da))
+	require.NoError(t, be.mseGrad(y, tg, g))
+	require.NoError(t, be.mseLoss(y, tg, loss))
+	out := map[string][]uint32{}
+	for name, ts := range map[string]*Tensor{"y": y, "dx": dx, "dW": l.DW(), "db": l.DB(), "relu": a, "relu'": da, "mse'": g, "loss": loss} {
+		out[name] = bitsOf(t, be, ts)
+	}
+	require.NoError(t, l.Step(SGD{LR: 0.1, Momentum: 0.9}))
+	for name, ts := range map[string]*Tensor{"W after step": l.W(), "b after step": l.B(), "work after step": l.Work(), "dW after step": l.DW()} {
+		out[name] = bitsOf(t, be, ts)
+	}
+	return out
+}
+
+func TestGPUEveryOutputWrittenAndEqualToCPU(t *testing.T) {
+	gpu := gpuBackend(t)
+	for _, tc := range tierCases {
+		t.Run(tc.String(), func(t *testing.T) {
+			want, got := opsOnBoth(t, NewCPU(0), tc), opsOnBoth(t, gpu, tc)
+			for name, w := range want {
+				requireSameBits(t, w, got[name], name)
+			}
+		})
+	}
+}
+
+func TestGPUMicroBatchGradientsEqualOneCall(t *testing.T) {
+	gpu := gpuBackend(t)
+	const M, In, Out = 700, 20, 9
+	for _, tc := range tierCases {
+		t.Run(tc.String(), func(t *testing.T) {
+			grads := func(be Backend, spans [][2]int) []uint32 {
+				x := tensorOf(t, be, tc.d, M, In, randValues(5, M*In, 1))
+				dy := tensorOf(t, be, tc.d, M, Out, randValues(6, M*Out, 1))
+				l, err := NewLinear(be, LinearConfig{In: In, Out: Out, Tier: tc.tier, DType: tc.d})
+				require.NoError(t, err)
+				defer l.Close()
+				for _, s := range spans {
+					require.NoError(t, l.Backward(mustView(t, x, s[0], s[1]-s[0]), mustView(t, dy, s[0], s[1]-s[0]), nil))
+				}
+				return append(bitsOf(t, be, l.DW()), bitsOf(t, be, l.DB())...)
+			}
+			one := grads(gpu, [][2]int{{0, M}})
+			requireSameBits(t, one, grads(gpu, [][2]int{{0, 256}, {256, 512}, {512, M}}), "GPU micro-batches")
+			requireSameBits(t, one, grads(NewCPU(0), [][2]int{{0, M}}), "GPU vs CPU")
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package triad
+
+import (
+	"errors"
+
+	"github.com/detgemm/detgemm/gemm"
+)
+
+// LinearConfig describes a Linear layer.
+type LinearConfig struct {
+	In, Out int
+	// Tier is gemm.TierF32 (f32 activations) or gemm.TierTyped (bf16 or
+	// f16 activations and a 16-bit working copy of W). It is fixed for the
+	// life of the layer: nothing ever falls back to another tier.
+	Tier gemm.Tier
+	// DType is the activations' element type: F32 for TierF32, BF16 or
+	// F16 for TierTyped.
+	DType DType
+}
+
+// SGD is stochastic gradient descent with momentum: for every parameter,
+// v = Momentum·v + g, then w = w − LR·v (see the package comment for the
+// exact operations).
+type SGD struct {
+	LR, Momentum float32
+}
+
+// Linear is y = x·W + b with W [In, Out] (the engine's natural layout) and
+// b [1, Out]. It keeps f32 master copies of W and b, their f32 gradients
+// (accumulated by Backward, cleared by Step) and momentum velocities, and
+// in the typed tier a bf16/f16 working copy of W, refreshed from the master
+// (one round to nearest even) by every Step. Every buffer is allocated by
+// NewLinear, so the layer's calls only queue work: they are safe to capture
+// in a CUDA graph.
+type Linear struct {
+	be     Backend
+	cfg    LinearConfig
+	w, b   *Tensor // f32 masters
+	work   *Tensor // 16-bit working copy of w (typed tier), nil in the f32 tier
+	dw, db *Tensor // f32 gradients
+	vw, vb *Tensor // f32 velocities
+	closed bool
+}
+
+// checkTier enforces the tier/dtype pairs. The tensor-core tier is refused
+// (gemm.ErrTierUnavailable) rather than replaced.
+func checkTier(op string, tier gemm.Tier, d DType) error {
+	switch tier {
+	case gemm.TierF32:
+		if d != F32 {
+			return argErr(op, "DType", ErrDType, "TierF32 runs f32 activations, not %v", d)
+		}
+	case gemm.TierTyped:
+		if !d.Half() {
+			return argErr(op, "DType", ErrDType, "TierTyped runs bf16 or f16 activations, not %v", d)
+		}
+	case gemm.TierTensorCore:
+		return argErr(op, "Tier", gemm.ErrTierUnavailable, "the tensor-core tier is not available in this release")
+	default:
+		return argErr(op, "Tier", gemm.ErrTier, "%v is not a tier", tier)
+	}
+	return nil
+}
+
+// NewLinear allocates a layer on be with W, b, the gradients and the
+// velocities all zero. Set the parameters with SetParams.
+func NewLinear(be Backend, cfg LinearConfig) (*Linear, error) {
+	const op = "NewLinear"
+	if be == nil {
+		return nil, argErr(op, "be", ErrConfig, "nil backend")
+	}
+	if cfg.In <= 0 || cfg.Out <= 0 {
+		return nil, argErr(op, "In/Out", ErrShape, "%d→%d is not a layer shape", cfg.In, cfg.Out)
+	}
+	if err := checkTier(op, cfg.Tier, cfg.DType); err != nil {
+		return nil, err
+	}
+	l := &Linear{be: be, cfg: cfg}
+	var err error
+	alloc := func(d DType, rows, cols int) *Tensor {
+		if err != nil {
+			return nil
+		}
+		var t *Tensor
+		t, err = be.Alloc(d, rows, cols)
+		return t
+	}
+	l.w, l.dw, l.vw = alloc(F32, cfg.In, cfg.Out), alloc(F32, cfg.In, cfg.Out), alloc(F32, cfg.In, cfg.Out)
+	l.b, l.db, l.vb = alloc(F32, 1, cfg.Out), alloc(F32, 1, cfg.Out), alloc(F32, 1, cfg.Out)
+	if cfg.DType.Half() {
+		l.work = alloc(cfg.DType, cfg.In, cfg.Out)
+	}
+	if err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	return l, nil
+}
+
+// Config is the layer's configuration.
+func (l *Linear) Config() LinearConfig { return l.cfg }
+
+// W is the f32 master weight [In, Out]; B the f32 master bias [1, Out].
+func (l *Linear) W() *Tensor { return l.w }
+
+// B is the f32 master bias [1, Out].
+func (l *Linear) B() *Tensor { return l.b }
+
+// DW is the f32 weight gradient [In, Out], accumulated by Backward.
+func (l *Linear) DW() *Tensor { return l.dw }
+
+// DB is the f32 bias gradient [1, Out], accumulated by Backward.
+func (l *Linear) DB() *Tensor { return l.db }
+
+// Work is the weight the products read: the 16-bit working copy in the
+// typed tier, the master in the f32 tier.
+func (l *Linear) Work() *Tensor {
+	if l.work != nil {
+		return l.work
+	}
+	return l.w
+}
+
+func (l *Linear) usable(op string) error {
+	if l == nil || l.closed {
+		return argErr(op, "layer", ErrClosed, "layer is nil or closed")
+	}
+	return nil
+}
+
+// SetParams writes the master weight (In·Out values, row-major) and bias
+// (Out values) and refreshes the working copy from the master.
+func (l *Linear) SetParams(w, b []float32) error {
+	const op = "Linear.SetParams"
+	if err := l.usable(op); err != nil {
+		return err
+	}
+	if len(w) != l.cfg.In*l.cfg.Out || len(b) != l.cfg.Out {
+		return argErr(op, "w/b", ErrShape, "%d and %d values, want %d and %d", len(w), len(b), l.cfg.In*l.cfg.Out, l.cfg.Out)
+	}
+	if err := l.be.Write(l.w, w); err != nil {
+		return err
+	}
+	if err := l.be.Write(l.b, b); err != nil {
+		return err
+	}
+	if l.work != nil {
+		return l.be.Write(l.work, w) // Write rounds once to nearest even
+	}
+	return nil
+}
+
+// Forward queues y = x·W + b: x [M, In] and y [M, Out] of the layer's
+// dtype, for any M ≥ 1. Each row of y depends on its own row of x only (the
+// engine's batch invariance).
+func (l *Linear) Forward(x, y *Tensor) error {
+	const op = "Linear.Forward"
+	if err := l.usable(op); err != nil {
+		return err
+	}
+	if err := check(op, "x", l.be, x, l.cfg.DType, -1, l.cfg.In); err != nil {
+		return err
+	}
+	if err := check(op, "y", l.be, y, l.cfg.DType, x.rows, l.cfg.Out); err != nil {
+		return err
+	}
+	return l.be.forward(l.cfg.Tier, x, l.Work(), l.b, y)
+}
+
+// Backward queues, for x [M, In] (the Forward input) and dy [M, Out]:
+// DW += xᵀ·dy and DB += Σ_rows dy (f32), and dx = dy·Wᵀ [M, In] unless dx
+// is nil (a first layer needs none). The bias gradient follows the dW plan,
+// so gradients of micro-batches split at multiples of 256 rows, accumulated
+// in order, have the bits of one call on the whole batch.
+func (l *Linear) Backward(x, dy, dx *Tensor) error {
+	const op = "Linear.Backward"
+	if err := l.usable(op); err != nil {
+		return err
+	}
+	if err := check(op, "x", l.be, x, l.cfg.DType, -1, l.cfg.In); err != nil {
+		return err
+	}
+	if err := check(op, "dy", l.be, dy, l.cfg.DType, x.rows, l.cfg.Out); err != nil {
+		return err
+	}
+	if dx != nil {
+		if err := check(op, "dx", l.be, dx, l.cfg.DType, x.rows, l.cfg.In); err != nil {
+			return err
+		}
+	}
+	if err := l.be.dw(l.cfg.Tier, x, dy, l.dw); err != nil {
+		return err
+	}
+	if err := l.be.biasGrad(dy, l.db); err != nil {
+		return err
+	}
+	if dx == nil {
+		return nil
+	}
+	return l.be.dx(l.cfg.Tier, dy, l.Work(), dx)
+}
+
+// Step queues the optimizer step on W and b, clears DW and DB, and
+// refreshes the working copy of W.
+func (l *Linear) Step(opt SGD) error {
+	const op = "Linear.Step"
+	if err := l.usable(op); err != nil {
+		return err
+	}
+	if err := l.be.sgd(l.w, l.vw, l.dw, l.work, opt.LR, opt.Momentum); err != nil {
+		return err
+	}
+	return l.be.sgd(l.b, l.vb, l.db, nil, opt.LR, opt.Momentum)
+}
+
+// Close frees the layer's tensors. It is idempotent.
+func (l *Linear) Close() error {
+	if l == nil || l.closed {
+		return nil
+	}
+	l.closed = true
+	var err error
+	for _, t := range []*Tensor{l.w, l.b, l.work, l.dw, l.db, l.vw, l.vb} {
+		err = errors.Join(err, t.Free())
+	}
+	return err
+}

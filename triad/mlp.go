@@ -1,0 +1,323 @@
+package triad
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+
+	"github.com/detgemm/detgemm/gemm"
+)
+
+// MLPConfig describes a multi-layer perceptron: Linear layers with ReLU
+// between them (none after the last), trained on the mean squared error.
+type MLPConfig struct {
+	Sizes   []int     // widths: input, hidden..., output (at least two)
+	Tier    gemm.Tier // gemm.TierF32 or gemm.TierTyped
+	DType   DType     // F32 for TierF32; BF16 or F16 for TierTyped
+	MaxRows int       // the most rows one call takes; workspaces are sized for it
+	Seed    uint64    // weight initialisation
+	Opt     SGD
+}
+
+// MLP is a small network whose every buffer (parameters, activations,
+// gradients, the loss) is allocated by NewMLP, so Forward and Step only
+// queue work; on the GPU a Step never waits for the device and can be
+// captured in a CUDA graph (CaptureStep).
+type MLP struct {
+	be     Backend
+	cfg    MLPConfig
+	layers []*Linear
+	h, a   []*Tensor // per layer: pre-activation [MaxRows, out] and ReLU output (nil for the last)
+	dh, da []*Tensor // per layer: gradient of h, and of the previous layer's output (nil for the first)
+	loss   *Tensor   // f32 [1, 2]: the last step's loss, and their running sum
+	closed bool
+}
+
+// NewMLP allocates the network on be and initialises it from cfg.Seed:
+// layer i's weights are drawn uniformly from (−a, a) with a = √(6/in) (He
+// uniform) by a PCG generator seeded (Seed, i); biases start at zero.
+func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
+	const op = "NewMLP"
+	if be == nil {
+		return nil, argErr(op, "be", ErrConfig, "nil backend")
+	}
+	if len(cfg.Sizes) < 2 {
+		return nil, argErr(op, "Sizes", ErrConfig, "%v: want at least an input and an output width", cfg.Sizes)
+	}
+	for _, s := range cfg.Sizes {
+		if s <= 0 {
+			return nil, argErr(op, "Sizes", ErrShape, "%v has a width that is not positive", cfg.Sizes)
+		}
+	}
+	if cfg.MaxRows <= 0 {
+		return nil, argErr(op, "MaxRows", ErrShape, "%d is not positive", cfg.MaxRows)
+	}
+	if err := checkTier(op, cfg.Tier, cfg.DType); err != nil {
+		return nil, err
+	}
+	cfg.Sizes = append([]int(nil), cfg.Sizes...)
+	m := &MLP{be: be, cfg: cfg}
+	if err := m.build(); err != nil {
+		return nil, errors.Join(err, m.Close())
+	}
+	return m, nil
+}
+
+func (m *MLP) build() error {
+	cfg, n := m.cfg, len(m.cfg.Sizes)-1
+	m.h, m.a, m.dh, m.da = make([]*Tensor, n), make([]*Tensor, n), make([]*Tensor, n), make([]*Tensor, n)
+	for i := range n {
+		in, out := cfg.Sizes[i], cfg.Sizes[i+1]
+		l, err := NewLinear(m.be, LinearConfig{In: in, Out: out, Tier: cfg.Tier, DType: cfg.DType})
+		if err != nil {
+			return err
+		}
+		m.layers = append(m.layers, l)
+		if err := l.SetParams(heUniform(cfg.Seed, i, in, out), make([]float32, out)); err != nil {
+			return err
+		}
+		for _, p := range []struct {
+			dst  **Tensor
+			want bool
+			cols int
+		}{{&m.h[i], true, out}, {&m.a[i], i < n-1, out}, {&m.dh[i], true, out}, {&m.da[i], i > 0, in}} {
+			if p.want {
+				if *p.dst, err = m.be.Alloc(cfg.DType, cfg.MaxRows, p.cols); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	var err error
+	m.loss, err = m.be.Alloc(F32, 1, 2)
+	return err
+}
+
+// heUniform draws layer i's weights [in, out] from its own generator.
+func heUniform(seed uint64, i, in, out int) []float32 {
+	r := rand.New(rand.NewPCG(seed, uint64(i)+0x7121ad))
+	a := math.Sqrt(6 / float64(in))
+	w := make([]float32, in*out)
+	for j := range w {
+		u := float64(r.Float64()*2 - 1) // exact: a multiple of 2^-52 in (−1, 1)
+		w[j] = float32(float64(u * a))
+	}
+	return w
+}
+
+// Layers are the network's layers, input first.
+func (m *MLP) Layers() []*Linear { return m.layers }
+
+// Config is the network's configuration.
+func (m *MLP) Config() MLPConfig { return m.cfg }
+
+func (m *MLP) usable(op string) error {
+	if m == nil || m.closed {
+		return argErr(op, "mlp", ErrClosed, "network is nil or closed")
+	}
+	return nil
+}
+
+// checkBatch validates x [rows, in] (and t [rows, out] when given).
+func (m *MLP) checkBatch(op string, x, t *Tensor) error {
+	if err := check(op, "x", m.be, x, m.cfg.DType, -1, m.cfg.Sizes[0]); err != nil {
+		return err
+	}
+	if x.rows > m.cfg.MaxRows {
+		return argErr(op, "x", ErrShape, "%d rows; the network was made for at most %d", x.rows, m.cfg.MaxRows)
+	}
+	if t == nil {
+		return nil
+	}
+	return check(op, "t", m.be, t, m.cfg.DType, x.rows, m.cfg.Sizes[len(m.cfg.Sizes)-1])
+}
+
+// rowsOf returns the first rows rows of each workspace.
+func rowsOf(ts []*Tensor, i, rows int) *Tensor {
+	if ts[i] == nil {
+		return nil
+	}
+	v, _ := ts[i].View(0, rows) // rows ≤ MaxRows was checked
+	return v
+}
+
+// Forward queues the network on x [rows, in] and returns its output
+// [rows, out], a view of a workspace that the next Forward or Step
+// overwrites.
+func (m *MLP) Forward(x *Tensor) (*Tensor, error) {
+	const op = "MLP.Forward"
+	if err := m.usable(op); err != nil {
+		return nil, err
+	}
+	if err := m.checkBatch(op, x, nil); err != nil {
+		return nil, err
+	}
+	return m.forward(x)
+}
+
+func (m *MLP) forward(x *Tensor) (*Tensor, error) {
+	rows, in := x.rows, x
+	for i, l := range m.layers {
+		h := rowsOf(m.h, i, rows)
+		if err := l.Forward(in, h); err != nil {
+			return nil, err
+		}
+		if i == len(m.layers)-1 {
+			return h, nil
+		}
+		a := rowsOf(m.a, i, rows)
+		if err := m.be.relu(h, a); err != nil {
+			return nil, err
+		}
+		in = a
+	}
+	return nil, nil // unreachable: there is at least one layer
+}
+
+// Step queues one training step on the batch x [rows, in] with targets t
+// [rows, out]: forward, the MSE loss (kept on the device; see Loss) and its
+// gradient, backward through every layer, and the SGD step. Nothing waits
+// for the device.
+func (m *MLP) Step(x, t *Tensor) error {
+	const op = "MLP.Step"
+	if err := m.usable(op); err != nil {
+		return err
+	}
+	if err := m.checkBatch(op, x, t); err != nil {
+		return err
+	}
+	return m.step(x, t)
+}
+
+func (m *MLP) step(x, t *Tensor) error {
+	rows, last := x.rows, len(m.layers)-1
+	y, err := m.forward(x)
+	if err != nil {
+		return err
+	}
+	if err := m.be.mseLoss(y, t, m.loss); err != nil {
+		return err
+	}
+	if err := m.be.mseGrad(y, t, rowsOf(m.dh, last, rows)); err != nil {
+		return err
+	}
+	for i := last; i >= 0; i-- {
+		in := x
+		if i > 0 {
+			in = rowsOf(m.a, i-1, rows)
+		}
+		dx := rowsOf(m.da, i, rows)
+		if err := m.layers[i].Backward(in, rowsOf(m.dh, i, rows), dx); err != nil {
+			return err
+		}
+		if i > 0 {
+			if err := m.be.reluGrad(rowsOf(m.h, i-1, rows), dx, rowsOf(m.dh, i-1, rows)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, l := range m.layers {
+		if err := l.Step(m.cfg.Opt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Loss waits for queued work and returns the last step's loss and the sum
+// of the losses since the last ResetLoss (each an f32 computed on the
+// backend in the documented order).
+func (m *MLP) Loss() (last, sum float32, err error) {
+	if err := m.usable("MLP.Loss"); err != nil {
+		return 0, 0, err
+	}
+	v, err := m.be.Read(m.loss)
+	if err != nil {
+		return 0, 0, err
+	}
+	return v[0], v[1], nil
+}
+
+// ResetLoss queues clearing the loss and its running sum.
+func (m *MLP) ResetLoss() error {
+	if err := m.usable("MLP.ResetLoss"); err != nil {
+		return err
+	}
+	return m.be.zero(m.loss)
+}
+
+// Params returns the parameter tensors in order: W₀, b₀, W₁, b₁, ... (the
+// f32 masters).
+func (m *MLP) Params() []*Tensor {
+	var out []*Tensor
+	for _, l := range m.layers {
+		out = append(out, l.w, l.b)
+	}
+	return out
+}
+
+// Digest waits for queued work and returns the SHA-256 of the f32 master
+// parameters' bits, in the order of Params.
+func (m *MLP) Digest() (string, error) {
+	if err := m.usable("MLP.Digest"); err != nil {
+		return "", err
+	}
+	return Digest(m.be, m.Params()...)
+}
+
+// Close frees every tensor of the network. It is idempotent.
+func (m *MLP) Close() error {
+	if m == nil || m.closed {
+		return nil
+	}
+	m.closed = true
+	var err error
+	for _, l := range m.layers {
+		err = errors.Join(err, l.Close())
+	}
+	for _, ts := range [][]*Tensor{m.h, m.a, m.dh, m.da, {m.loss}} {
+		for _, t := range ts {
+			if t != nil {
+				err = errors.Join(err, t.Free())
+			}
+		}
+	}
+	return err
+}
+
+// StepGraph is one MLP.Step on fixed batch tensors, captured once as a CUDA
+// graph: Replay runs the whole step with one launch, on the same buffers,
+// with the same bits as calling Step.
+type StepGraph struct {
+	m   *MLP
+	run replayer
+}
+
+// CaptureStep records Step(x, t) without running it. The graph reads x and
+// t where they are, so refill them (Backend.Write) to train on other data.
+// The CPU backend answers ErrNoGraphs.
+func (m *MLP) CaptureStep(x, t *Tensor) (*StepGraph, error) {
+	const op = "MLP.CaptureStep"
+	if err := m.usable(op); err != nil {
+		return nil, err
+	}
+	if err := m.checkBatch(op, x, t); err != nil {
+		return nil, err
+	}
+	r, err := m.be.capture(func() error { return m.step(x, t) })
+	if err != nil {
+		return nil, err
+	}
+	return &StepGraph{m: m, run: r}, nil
+}
+
+// Replay queues one run of the captured step.
+func (g *StepGraph) Replay() error {
+	if err := g.m.usable("StepGraph.Replay"); err != nil {
+		return err
+	}
+	return g.run.replay()
+}
+
+// Close releases the graph.
+func (g *StepGraph) Close() error { return g.run.close() }

@@ -1,0 +1,47 @@
+package triad
+
+import (
+	"math/rand/v2"
+
+	"github.com/detgemm/detgemm/gemm/ref"
+)
+
+// Task is a synthetic regression problem made from a seed: inputs drawn
+// uniformly from [−1, 1), targets from a random "teacher" network
+// in → hidden → out with a ReLU, computed with the CPU reference (so the
+// data has the same bits on every machine).
+type Task struct {
+	In, Out, Rows int
+	X             []float32 // [Rows, In]
+	Y             []float32 // [Rows, Out]
+}
+
+// NewTask draws rows samples of the teacher made from seed.
+func NewTask(seed uint64, in, hidden, out, rows int) (*Task, error) {
+	if in <= 0 || hidden <= 0 || out <= 0 || rows <= 0 {
+		return nil, argErr("NewTask", "sizes", ErrShape, "in %d, hidden %d, out %d, rows %d must be positive", in, hidden, out, rows)
+	}
+	r := rand.New(rand.NewPCG(seed, 0x7eac4e5))
+	uniform := func(n int, scale float32) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = mul32(float32(r.Float64()*2-1), scale)
+		}
+		return v
+	}
+	w1, b1 := uniform(in*hidden, 1/float32(in)*2), uniform(hidden, 0.5)
+	w2, b2 := uniform(hidden*out, 1/float32(hidden)*2), uniform(out, 0.1)
+	x := uniform(rows*in, 1)
+	h := make([]float32, rows*hidden)
+	if err := ref.Forward(h, x, w1, b1, rows, in, hidden); err != nil {
+		return nil, err
+	}
+	for i, v := range h {
+		h[i] = reluF32(v)
+	}
+	y := make([]float32, rows*out)
+	if err := ref.Forward(y, h, w2, b2, rows, hidden, out); err != nil {
+		return nil, err
+	}
+	return &Task{In: in, Out: out, Rows: rows, X: x, Y: y}, nil
+}

@@ -1,0 +1,135 @@
+package triad
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// update rewrites testdata/golden/triad.txt from the CPU backend. Changing
+// these bits is a contract change: say so in CHANGELOG.md.
+var update = flag.Bool("update", false, "rewrite the triad golden digests from the CPU backend")
+
+const goldenPath = "../testdata/golden/triad.txt"
+
+// shortConfig is a small run that still crosses a slab boundary: 300 rows
+// per step make the dW, db and loss plans fold two slabs.
+func shortConfig(tc tierCase) TrainConfig {
+	return TrainConfig{In: 12, Hidden: 24, Out: 5, Tier: tc.tier, DType: tc.d, Batch: 300, Steps: 3, Seed: 42,
+		Opt: SGD{LR: 0.05, Momentum: 0.9}}
+}
+
+const shortEpochs = 2
+
+// trainDigest runs cfg for epochs and returns the digest of the final
+// weights followed by the bits of the last loss and the loss sum.
+func trainDigest(t *testing.T, be Backend, cfg TrainConfig, epochs int) string {
+	t.Helper()
+	r, err := NewRun(be, cfg)
+	require.NoError(t, err)
+	defer r.Close()
+	for range epochs {
+		_, err := r.Epoch(nil)
+		require.NoError(t, err)
+	}
+	d, err := r.Model.Digest()
+	require.NoError(t, err)
+	last, sum, err := r.Model.Loss()
+	require.NoError(t, err)
+	return fmt.Sprintf("%s loss=%08x sum=%08x", d, math.Float32bits(last), math.Float32bits(sum))
+}
+
+func goldenKey(tc tierCase) string {
+	c := shortConfig(tc)
+	return fmt.Sprintf("train %v %dx%dx%dx%d batch=%d steps=%d epochs=%d seed=%d", tc, c.In, c.Hidden, c.Hidden, c.Out, c.Batch, c.Steps, shortEpochs, c.Seed)
+}
+
+func readGolden(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(goldenPath)
+	require.NoError(t, err, "run go test ./triad -run TestTrainingDigestMatchesGolden -update to create it")
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ": ")
+		require.True(t, ok, "bad golden line %q", line)
+		out[k] = v
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+func TestTrainingDigestIsStableRunToRun(t *testing.T) {
+	for _, tc := range tierCases {
+		t.Run(tc.String(), func(t *testing.T) {
+			a := trainDigest(t, NewCPU(1), shortConfig(tc), shortEpochs)
+			b := trainDigest(t, NewCPU(2), shortConfig(tc), shortEpochs)
+			require.Equal(t, a, b, "two runs (1 and 2 workers) from one seed")
+		})
+	}
+}
+
+func TestTrainingDigestMatchesGolden(t *testing.T) {
+	got := map[string]string{}
+	for _, tc := range tierCases {
+		got[goldenKey(tc)] = trainDigest(t, NewCPU(0), shortConfig(tc), shortEpochs)
+	}
+	if *update {
+		var b strings.Builder
+		b.WriteString("# Digests of short triad training runs on the CPU backend (go test ./triad -update).\n")
+		b.WriteString("# Each line: the run, then the SHA-256 of the final f32 weights and biases and the bits of the last loss and the loss sum.\n")
+		for _, tc := range tierCases {
+			fmt.Fprintf(&b, "%s: %s\n", goldenKey(tc), got[goldenKey(tc)])
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(goldenPath), 0o755))
+		require.NoError(t, os.WriteFile(goldenPath, []byte(b.String()), 0o644))
+		return
+	}
+	want := readGolden(t)
+	for _, tc := range tierCases {
+		require.Equal(t, want[goldenKey(tc)], got[goldenKey(tc)], goldenKey(tc))
+	}
+}
+
+func TestMLPRowsAreBatchInvariant(t *testing.T) {
+	for _, tc := range tierCases {
+		t.Run(tc.String(), func(t *testing.T) {
+			be := NewCPU(2)
+			r, err := NewRun(be, shortConfig(tc))
+			require.NoError(t, err)
+			defer r.Close()
+			_, err = r.Epoch(nil)
+			require.NoError(t, err)
+			n, diff, err := BatchInvariance(r.Model, r.X, 64)
+			require.NoError(t, err)
+			require.Equal(t, 64, n)
+			require.Zero(t, diff)
+		})
+	}
+}
+
+func TestTrainingReducesTheLoss(t *testing.T) {
+	r, err := NewRun(NewCPU(0), shortConfig(tierCases[0]))
+	require.NoError(t, err)
+	defer r.Close()
+	first, err := r.Epoch(nil)
+	require.NoError(t, err)
+	var last float64
+	for range 5 {
+		last, err = r.Epoch(nil)
+		require.NoError(t, err)
+	}
+	require.Less(t, last, first)
+}
