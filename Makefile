@@ -42,6 +42,8 @@ gpu-bin:
 	done
 	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/bench ./bench
 	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/train ./triad/cmd/train
+	@# The tree that travels to the GPU machine is capped at 64 MiB: ship the binaries gzipped.
+	cd .gpu && tar czf bin.tgz --remove-files $$(ls | grep -v -e '^packages.txt$$')
 	cp scripts/gpu-run.sh .gpu/run.sh && chmod +x .gpu/run.sh
 	@du -sh .gpu
 

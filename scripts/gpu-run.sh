@@ -10,6 +10,8 @@ set -u
 export DETGEMM_REQUIRE_GPU=1
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# make gpu-bin ships the binaries gzipped (the travelling tree is capped).
+if [ -f .gpu/bin.tgz ]; then tar xzf .gpu/bin.tgz -C .gpu && rm -f .gpu/bin.tgz; fi
 out=${OUT:-$root/.gpu/out}
 mkdir -p "$out"
 summary=()
