@@ -151,6 +151,9 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
         } else {
             constexpr int A_ROWS = A_RC ? T::BM : BK;
             constexpr int A_COLS = A_RC ? BK : T::BM;
+            // Not unrolled: NVRTC 13 hoists every element's 64-bit address
+            // out of a fully unrolled loop and spills (this is the slow path).
+#pragma unroll 1
             for (int e = tid; e < A_ROWS * A_COLS; e += T::THREADS) {
                 const int row = e / A_COLS, col = e % A_COLS;
                 const dg_i64 gi = A_RC ? i0 + row : i0 + col;
@@ -159,6 +162,7 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
             }
             constexpr int B_ROWS = B_JC ? BK : T::BN;
             constexpr int B_COLS = B_JC ? T::BN : BK;
+#pragma unroll 1
             for (int e = tid; e < B_ROWS * B_COLS; e += T::THREADS) {
                 const int row = e / B_COLS, col = e % B_COLS;
                 const dg_i64 gj = B_JC ? j0 + col : j0 + row;
