@@ -41,8 +41,16 @@ const (
 	modeDW  = "dw"
 )
 
+// The engine's tensor-core tier (bf16 and f16 only), each product of the
+// triad on the shape's operands.
+const (
+	modeTCFwd = "tc-fwd"
+	modeTCDX  = "tc-dx"
+	modeTCDW  = "tc-dw"
+)
+
 // allModes is every mode --modes accepts, in table order.
-var allModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW}
+var allModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW}
 
 // parseDTypes reads --dtypes.
 func parseDTypes(list string) ([]DType, error) {

@@ -3,14 +3,16 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm"
 )
 
-// engineBackend measures detgemm's own IEEE tiers: the f32 tier for f32
-// inputs and the typed tier for bf16/f16, each product of the triad on the
-// shape's operands (same FLOP count: 2·M·N·K).
+// engineBackend measures detgemm's own tiers: the f32 tier for f32 inputs
+// and the typed tier for bf16/f16 (modes fwd, dx, dw), and the tensor-core
+// tier for bf16/f16 (tc-fwd, tc-dx, tc-dw), each product of the triad on
+// the shape's operands (same FLOP count: 2·M·N·K).
 type engineBackend struct {
 	eng *gemm.Engine
 }
@@ -27,7 +29,12 @@ func newEngineBackend(ctx *cudaload.Context, stream *cudaload.Stream) (*engineBa
 func (b *engineBackend) Name() string { return "detgemm" }
 
 // Modes implements Backend.
-func (b *engineBackend) Modes(DType) []string { return []string{modeFwd, modeDX, modeDW} }
+func (b *engineBackend) Modes(d DType) []string {
+	if d == F32 {
+		return []string{modeFwd, modeDX, modeDW}
+	}
+	return []string{modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW}
+}
 
 // Close implements Backend.
 func (b *engineBackend) Close() error { return b.eng.Close() }
@@ -48,9 +55,16 @@ func engineDType(d DType) (gemm.DType, gemm.Tier) {
 // C as dY and accumulates into one f32 [K,N] buffer made here.
 func (b *engineBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p Problem, sets []InputSet) (Runner, error) {
 	d, tier := engineDType(p.DType)
+	mode := p.Mode
+	if op, ok := strings.CutPrefix(mode, "tc-"); ok {
+		if d == gemm.F32 {
+			return nil, fmt.Errorf("the tensor-core tier takes bf16 or f16, not f32")
+		}
+		mode, tier = op, gemm.TierTensorCore
+	}
 	M, K, N := p.Shape.M, p.Shape.K, p.Shape.N
-	r := &engineRunner{b: b, ctx: ctx, mode: p.Mode, sets: sets}
-	switch p.Mode {
+	r := &engineRunner{b: b, ctx: ctx, mode: mode, sets: sets}
+	switch mode {
 	case modeFwd:
 		r.fwd = gemm.ForwardArgs{Tier: tier, M: M, K: K, N: N, In: d, Out: d}
 	case modeDX:
@@ -73,7 +87,7 @@ func (b *engineBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p Pro
 	// Allocate the workspace of this shape's strategy now, so no timed
 	// launch allocates.
 	var call gemm.Call = r.fwd
-	switch p.Mode {
+	switch mode {
 	case modeDX:
 		call = r.dx
 	case modeDW:

@@ -57,6 +57,10 @@ func (p Peaks) peakFor(dt DType, mode string) (tflops float64, unit string) {
 		// The engine's IEEE tiers run f32 FMAs on CUDA cores whatever the
 		// input type.
 		return p.F32, "f32 FMA"
+	case (mode == modeTCFwd || mode == modeTCDX || mode == modeTCDW) && dt == F16:
+		return p.F16, "f16 tensor"
+	case mode == modeTCFwd || mode == modeTCDX || mode == modeTCDW:
+		return p.BF16, "bf16 tensor"
 	case dt == BF16:
 		return p.BF16, "bf16 tensor"
 	case dt == F16:

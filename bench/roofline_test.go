@@ -79,6 +79,9 @@ func TestPeakForPicksTheUnitThatRuns(t *testing.T) {
 		{F32, modeTF32, 3, "tf32 tensor"},
 		{F32, modeDefault, 4, "f32 FMA"},
 		{F32, modePedantic, 4, "f32 FMA"},
+		{BF16, modeFwd, 4, "f32 FMA"},
+		{BF16, modeTCFwd, 1, "bf16 tensor"},
+		{F16, modeTCDW, 2, "f16 tensor"},
 	} {
 		got, unit := p.peakFor(tc.dt, tc.mode)
 		require.Equal(t, tc.want, got, "%s %s", tc.dt, tc.mode)

@@ -55,17 +55,12 @@ const (
 	// its work on padding rows.
 	rowsMaxM = 32
 	// tiledBlocksPerSM is how many blocks of the tiled kernels an SM runs at
-	// once (98 KiB of shared memory, 128 registers a thread); a grid of fewer
-	// than this many tiles per SM leaves SMs idle.
+	// once (98 KiB of shared memory, 128 registers a thread).
 	tiledBlocksPerSM = 2
-	// splitMinGainNum/Den: split only when the modelled time drops to at
-	// most 3/4 of the tiled kernel's (the fold and the workspace traffic
-	// must be paid for).
-	splitMinGainNum = 3
-	splitMinGainDen = 4
 	// maxWorkspaceBytes caps the workspace a strategy may need; a shape
-	// needing more runs tiled.
-	maxWorkspaceBytes = 256 << 20
+	// needing more runs tiled. 512 MiB admits the split of the mid-size
+	// dW shapes (4096×1536×3072: 16 slabs of 1536×3072 partials, 302 MB).
+	maxWorkspaceBytes = 512 << 20
 	// maxGridYZ is the launch limit of grid.y and grid.z.
 	maxGridYZ = 65535
 )
@@ -114,11 +109,12 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 // B(red, cols) in layout l on a GPU with sms multiprocessors:
 //
 //  1. Rows: Forward or DX (never DW, whose reduction is M) with
-//     rows ≤ 32, when the workspace is at most 256 MiB and S ≤ 65535. The
+//     rows ≤ 32, when the workspace is at most 512 MiB and S ≤ 65535. The
 //     rows per block MR is 4 (rows ≤ 4), 16 (≤ 16) or 32.
-//  2. Split-slab: S ≥ 2, fewer than 2·sms output tiles of 128×128, the
-//     workspace at most 256 MiB, and the modelled time at most 3/4 of the
-//     tiled kernel's (see splitSlabs).
+//  2. Split-slab: S ≥ 2, the workspace at most 512 MiB, and a modelled
+//     time at least 5 % below the tiled kernel's (see splitSlabs: the
+//     model counts the grid's quantisation over the SMs and the fold's
+//     memory traffic).
 //  3. Tiled otherwise.
 //
 // The choice may depend on M and on the GPU, because every strategy gives
@@ -129,15 +125,17 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	mr := int64(rowsMR(rows))
 	rowsOK := l != layoutTN && p.slabs <= maxGridYZ && (rows+mr-1)/mr <= maxGridYZ && wsOK
 	tiles := ((rows + tileRows - 1) / tileRows) * ((cols + tileCols - 1) / tileCols)
-	slots := int64(max(sms, 1)) * tiledBlocksPerSM
+	smCount := int64(max(sms, 1))
+	acc := l == layoutTN
+	out, _ := mulOK(rows, cols)
 
 	switch f.strategy {
 	case 0:
 		switch {
 		case rowsOK && rows <= rowsMaxM && ws <= maxWorkspaceBytes:
 			p.strategy = StrategyRows
-		case p.slabs >= 2 && tiles < slots && wsOK && ws <= maxWorkspaceBytes:
-			if g, ok := splitSlabs(tiles, p.slabs, slots); ok {
+		case p.slabs >= 2 && wsOK && ws <= maxWorkspaceBytes:
+			if g, ok := splitSlabs(tiles, p.slabs, out, smCount, acc); ok {
 				p.strategy, p.perBlock = StrategySplitSlab, g
 			}
 		}
@@ -153,7 +151,7 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 		}
 		g := f.perBlock
 		if g <= 0 {
-			if g, _ = splitSlabs(tiles, p.slabs, slots); g <= 0 {
+			if g, _ = splitSlabs(tiles, p.slabs, out, smCount, acc); g <= 0 {
 				g = 1
 			}
 		}
@@ -178,43 +176,91 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	return p, nil
 }
 
+// The time model that picks between tiled and split-slab, in units of one
+// slab of one 128×128 tile on an SM that runs two such blocks at once (on
+// the H200: about 48 µs):
+//   - an SM runs its blocks two at a time; a block alone on its SM runs its
+//     slabs in loneFrac of that time (the SM's throughput barely depends on
+//     whether one or two blocks share it), so an SM with c blocks of g slabs
+//     takes (⌊c/2⌋ + (c mod 2)·loneFrac)·(g + blockOverhead);
+//   - the slowest SM sets the time: the grid's n blocks spread evenly, so
+//     it has ⌈n/sms⌉;
+//   - split-slab adds the fold: a second launch, then every partial read and
+//     the output written (dW: read and written) once. smUnitBytes is what
+//     one SM's share of the memory bandwidth moves in one unit
+//     (4.1 TB/s · 48 µs / 132 SMs).
+//
+// The constants are a least-squares fit to 60 timings of every strategy
+// and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2);
+// the model's typical error there is 5-10 %. Times are in hundredths of a
+// unit so the arithmetic stays in integers.
+const (
+	loneFrac      = 60      // hundredths
+	blockOverhead = 10      // hundredths of a slab: prologue, pipeline fill, epilogue
+	smUnitBytes   = 1490000 // bytes per SM per unit
+	foldLaunch    = 12      // hundredths: the second launch (about 6 µs)
+	// splitMinGainPct: split only when the model gains at least this much.
+	splitMinGainPct = 5
+)
+
+// smCost is the modelled time, in hundredths of a unit, of n blocks of g
+// slabs each on sms SMs.
+func smCost(n, g, sms int64) int64 {
+	c := ceilDiv(n, sms)
+	return ((c/2)*100 + (c%2)*loneFrac) * (g*100 + blockOverhead) / 100
+}
+
+// foldCost is the modelled time of the fold of S partials of an output of
+// out elements.
+func foldCost(S, out, sms int64, accumulate bool) int64 {
+	S, _ = mulOK(S, out)
+	bytes := S*4 + out*4 // partials read, output written
+	if accumulate {
+		bytes += out * 4 // dW reads the old value too
+	}
+	return foldLaunch + bytes/(sms*smUnitBytes/100)
+}
+
 // splitSlabs picks G, the slabs each split-slab block computes, for a grid
-// of tiles output tiles, S slabs and slots blocks running at once. The
-// model counts time in block-slabs: a grid of n blocks of G slabs takes
-// ceil(n / slots) waves of (G + 1/4) (a quarter slab of set-up and partial
-// stores per block); the tiled kernel takes ceil(tiles / slots) waves of
-// (S + 1/4). Candidates: the largest group count that fits in w = 1..4
-// waves, and one slab per block. ok is false when no candidate gains at
-// least a quarter.
-func splitSlabs(tiles, S, slots int64) (g int64, ok bool) {
-	cost := func(g int64) int64 {
-		z := (S + g - 1) / g
-		return ceilDiv(tiles*z, slots) * (4*g + 1)
-	}
-	tiled := ceilDiv(tiles, slots) * (4*S + 1)
+// of tiles output tiles of out elements in all, S slabs and sms
+// multiprocessors: the G of least modelled time over every distinct group
+// count ⌈S/G⌉ (see smCost and foldCost). ok is false when it does not beat
+// the tiled kernel's modelled time by splitMinGainPct.
+func splitSlabs(tiles, S, out, sms int64, accumulate bool) (g int64, ok bool) {
+	sms = max(sms, 1)
+	tiled := smCost(tiles, S, sms)
+	fold := foldCost(S, out, sms, accumulate)
 	best, bestCost := int64(0), int64(0)
-	try := func(g int64) {
-		g = max(1, min(g, S))
-		if (S+g-1)/g > maxGridYZ {
-			return
+	// Every distinct G, largest first: z is the least grid for G = ⌈S/z⌉,
+	// and ⌈S/(G-1)⌉ the least grid of the next smaller G (O(√S) steps).
+	for z := int64(1); z <= maxGridYZ; {
+		gz := ceilDiv(S, z)
+		if n, ok := mulOK(tiles, ceilDiv(S, gz)); ok {
+			if c := smCost(n, gz, sms) + fold; best == 0 || c < bestCost {
+				best, bestCost = gz, c
+			}
 		}
-		if c := cost(g); best == 0 || c < bestCost || (c == bestCost && g > best) {
-			best, bestCost = g, c
+		if gz == 1 {
+			break
 		}
+		z = ceilDiv(S, gz-1)
 	}
-	for w := int64(1); w <= 4; w++ {
-		if z := w * slots / tiles; z >= 1 {
-			try(ceilDiv(S, z))
-		}
-	}
-	try(1)
 	if best == 0 {
 		return 0, false
 	}
-	return best, bestCost*splitMinGainDen <= tiled*splitMinGainNum
+	return best, bestCost*100 <= tiled*(100-splitMinGainPct)
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// mulOK is a·b for non-negative a, b, with ok = false (and the product
+// capped) on overflow.
+func mulOK(a, b int64) (int64, bool) {
+	if a != 0 && b > (1<<62)/a {
+		return 1 << 62, false
+	}
+	return a * b, true
+}
 
 // rowsMR is the rows-per-block configuration of the rows kernels.
 func rowsMR(rows int64) int {
@@ -228,13 +274,10 @@ func rowsMR(rows int64) int {
 }
 
 // rowsCN is the columns each thread of a rows kernel owns (gemm_rows.cu's
-// entry points pair them with MR).
-func rowsCN(mr int) int {
-	if mr == 4 {
-		return 1
-	}
-	return 2
-}
+// entry points pair them with MR): one for every MR, which gives the most
+// blocks, and so the most loads in flight, at the small M the rows
+// strategy is for.
+func rowsCN(mr int) int { return 1 }
 
 // rowsThreads is the block size of the rows kernels.
 const rowsThreads = 128

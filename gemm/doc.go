@@ -15,9 +15,9 @@
 // another one. TierF32 takes f32 inputs and runs IEEE fmaf chains on CUDA
 // cores. TierTyped takes bf16 or f16 inputs, widens them exactly to f32 and
 // runs the very same plans, rounding once (to nearest even) at the store, so
-// its bits equal "upcast, run the f32 tier, round". TierTensorCore is
-// reserved for the tensor-core contract and answers ErrTierUnavailable in
-// this release.
+// its bits equal "upcast, run the f32 tier, round". TierTensorCore takes
+// bf16 or f16 inputs on tensor cores (see "The tensor-core plan"); it writes
+// the input type or f32, and dW into the f32 master buffer.
 //
 // # The IEEE plan
 //
@@ -32,6 +32,41 @@
 // CPU reproduces them exactly (package ref). For DW, splitting the batch into
 // micro-batches at multiples of 256 rows, applied in order, gives the same
 // bits as one call.
+//
+// # The tensor-core plan
+//
+// Per output element one chain, no slabs: the accumulator starts at the
+// bias (Forward with a bias), +0 (Forward without one, DX) or the value
+// already in dW (DW), and takes the reduction in ascending 16-wide steps of
+// mma.sync.m16n8k16 (f32 accumulation), the last step's missing terms
+// zero-filled on both operands and no step issued wholly past the end;
+// Forward and DX round once, to nearest even, at a bf16/f16 store. Tensor
+// cores add inside a step by their own rules (not IEEE: each addend is
+// truncated to a grid set by the step's largest exponent, and the sum is
+// truncated to f32), so the bits depend on the GPU architecture, and the
+// CPU reproduces them from ref.TCModel: ref.Hopper is verified bit for bit
+// on an H200 (sm_90) against every kernel below, adversarial inputs
+// included. The engine runs the tier on sm_80, sm_86 and sm_89 too, but
+// there the CPU model (ref.Ampere, the published description) is not
+// verified. Two special-value rules of the model were checked on the H200:
+// signed zeros follow it; a step whose exact sum reaches 2^128 gives ±Inf on
+// the GPU where the model's round-toward-zero gives ±MaxFloat32.
+//
+// The plan depends on the reduction length alone, so a Forward or DX row
+// has the same bits in a batch of 1 or 100 000, and DW micro-batches split
+// at multiples of 16 rows, applied in order, give the bits of one call.
+// Accuracy against a float64 oracle at K = 4096 on N(0,1) inputs (measured
+// norm-wise relative error): about 4.4e-6 with f32 output (the IEEE plan:
+// 3e-7), 1.7e-3 with bf16 output, 2.1e-4 with f16 output.
+//
+// Kernels (gemm_tc): 128×256 (8 warps of 64×64; 16-byte loads only),
+// 128×128 (8 warps of 64×32) and 64×64 (4 warps of 32×32) output tiles, each
+// with a 16-byte cp.async load path (_vec: both operands 16-byte aligned,
+// leading dimensions multiples of 8) and an element-wise one (_any, any
+// alignment). The dispatcher takes _vec where it can, and the tile with the
+// least modelled time on the GPU's SM count (see chooseTC): so the tile
+// may depend on M, and the load path on the pointers, because every kernel
+// computes the same chain per element. No workspace; one launch per call.
 //
 // # Strategies
 //

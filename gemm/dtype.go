@@ -25,7 +25,7 @@ type Tier uint8
 const (
 	TierF32        Tier = iota + 1 // f32 inputs, IEEE fmaf chains on CUDA cores
 	TierTyped                      // bf16/f16 inputs, the f32 plans, one RNE rounding at the store
-	TierTensorCore                 // bf16/f16 inputs on tensor cores (not in this release)
+	TierTensorCore                 // bf16/f16 inputs on tensor cores (mma.sync), f32 accumulation
 )
 
 // String returns "f32", "typed", "tensor-core", or "Tier(n)".

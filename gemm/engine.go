@@ -20,11 +20,14 @@ type Engine struct {
 	modules []*cudaload.Module
 	fns     functions
 
-	mu     sync.Mutex // serialises launches (args and the workspace are shared)
-	args   cudaload.Args
-	ws     workspace
-	force  force // tests: run every call with this strategy
-	closed bool
+	mu    sync.Mutex // serialises launches (args and the workspace are shared)
+	args  cudaload.Args
+	ws    workspace
+	force force // tests: run every call with this strategy
+	// tcForce: tests run every TierTensorCore call with this kernel.
+	tcForce  tcForce
+	tcShared uint32 // shared memory a gemm_tc block may use (tc.go)
+	closed   bool
 }
 
 // Option configures New.
@@ -72,7 +75,7 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("gemm.New: building kernels for %s: %w", arch, err)
 	}
-	e := &Engine{ctx: ctx, arch: arch, sms: ctx.Device().SMCount()}
+	e := &Engine{ctx: ctx, arch: arch, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin())}
 	mods, fns, err := loadModules(ctx, bundle)
 	e.modules, e.fns = mods, fns
 	if err != nil {

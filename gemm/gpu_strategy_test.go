@@ -2,10 +2,14 @@ package gemm
 
 import (
 	"fmt"
+	"math"
+	"os"
+	"sort"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/detgemm/detgemm/kernels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -229,6 +233,201 @@ func TestPresizeRejectsInvalidShapes(t *testing.T) {
 	eng, _ := gpuEngine(t)
 	require.ErrorIs(t, eng.Presize(ForwardArgs{Tier: TierF32, M: 0, K: 1, N: 1, In: F32, Out: F32}), ErrDimension)
 	require.ErrorIs(t, eng.Presize(nil), ErrNilPointer)
-	_, err := eng.WorkspaceBytes(DWArgs{Tier: TierTensorCore, M: 1, K: 1, N: 1, In: BF16})
-	require.ErrorIs(t, err, ErrTierUnavailable)
+	_, err := eng.WorkspaceBytes(DWArgs{Tier: TierTensorCore, M: 1, K: 1, N: 1, In: F32})
+	require.ErrorIs(t, err, ErrDType)
+}
+
+// TestFastF16WideningIsExact: widen_f16.cuh's cvt.f32.f16 widening (used
+// by the tiled, split-slab and rows families) gives the reference's bits
+// for every binary16 code, and a NaN for every NaN code.
+func TestFastF16WideningIsExact(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	b, err := kernels.Build(eng.Arch())
+	require.NoError(t, err)
+	mod, err := ctx.LoadModule(b.Modules[rowsFamily].CUBIN)
+	require.NoError(t, err)
+	defer mod.Close()
+	fn, err := mod.Function("detgemm_rows_f16_widen_check")
+	require.NoError(t, err)
+	codes := make([]uint16, 1<<16)
+	for i := range codes {
+		codes[i] = uint16(i)
+	}
+	in := alloc(t, ctx, 2<<16)
+	require.NoError(t, cudaload.CopyToDevice(ctx, in, codes))
+	out := poisoned(t, ctx, 4<<16)
+	var a cudaload.Args
+	a.Ptr(in).Ptr(out).Uint64(uint64(len(codes)))
+	require.NoError(t, fn.Launch(cudaload.LaunchConfig{Grid: cudaload.Dim3{X: 256, Y: 1, Z: 1}, Block: cudaload.Dim3{X: 256, Y: 1, Z: 1}}, &a))
+	require.NoError(t, ctx.Synchronize())
+	got := make([]float32, len(codes))
+	require.NoError(t, cudaload.CopyFromDevice(ctx, got, out))
+	for i, h := range codes {
+		want := F16.ToF32(h)
+		if want != want {
+			require.True(t, got[i] != got[i], "f16 %#04x widens to a NaN", h)
+			continue
+		}
+		require.Equal(t, math.Float32bits(want), math.Float32bits(got[i]), "f16 %#04x", h)
+	}
+}
+
+// envTimings turns on TestStrategyTimings, a measuring aid rather than a
+// test: it prints the time of every strategy (and split-slab G) on the
+// bench's shapes, the figures the dispatch model is calibrated with.
+const envTimings = "DETGEMM_TIMINGS"
+
+func TestStrategyTimings(t *testing.T) {
+	if os.Getenv(envTimings) == "" {
+		t.Skipf("set %s=1 to time every strategy on the bench's shapes", envTimings)
+	}
+	eng, ctx := gpuEngine(t)
+	start, err := ctx.NewEvent()
+	require.NoError(t, err)
+	defer start.Close()
+	end, err := ctx.NewEvent()
+	require.NoError(t, err)
+	defer end.Close()
+	// perCall times n rounds of call(i) between two events, five times, and
+	// returns the median µs per call.
+	perCall := func(call func(i int) error) float64 {
+		for i := 0; i < 3; i++ {
+			require.NoError(t, call(i))
+		}
+		require.NoError(t, eng.Synchronize())
+		n := 8
+		var samples []float64
+		for rep := 0; rep < 6; rep++ {
+			require.NoError(t, start.Record(eng.Stream()))
+			for i := 0; i < n; i++ {
+				require.NoError(t, call(i))
+			}
+			require.NoError(t, end.Record(eng.Stream()))
+			require.NoError(t, end.Synchronize())
+			d, err := cudaload.ElapsedTime(start, end)
+			require.NoError(t, err)
+			us := float64(d.Nanoseconds()) / 1e3 / float64(n)
+			if rep == 0 { // size the batches to about 3 ms
+				n = max(8, min(2000, int(3000/max(us, 1))))
+				continue
+			}
+			samples = append(samples, us)
+		}
+		sort.Float64s(samples)
+		return samples[len(samples)/2]
+	}
+	for _, c := range []struct {
+		op      string
+		M, K, N int
+		in      DType
+	}{
+		{"fwd", 1, 4096, 4096, F32}, {"fwd", 1, 4096, 4096, BF16}, {"fwd", 1, 4096, 4096, F16},
+		{"fwd", 16, 4096, 4096, F32}, {"fwd", 16, 4096, 4096, BF16},
+		{"dx", 1, 4096, 4096, F32}, {"dx", 16, 4096, 4096, BF16},
+		{"fwd", 2048, 768, 3072, F32}, {"dx", 2048, 768, 3072, F32}, {"dw", 2048, 768, 3072, F32},
+		{"fwd", 2048, 768, 3072, BF16}, {"dx", 2048, 768, 3072, BF16}, {"dw", 2048, 768, 3072, BF16},
+		{"fwd", 4096, 1536, 3072, F32}, {"dx", 4096, 1536, 3072, F32}, {"dw", 4096, 1536, 3072, F32},
+		{"fwd", 2048, 768, 512, F32}, {"dx", 2048, 768, 512, F32}, {"dw", 2048, 768, 512, F32},
+		{"fwd", 4096, 4096, 4096, F32}, {"fwd", 4096, 4096, 4096, F16},
+		{"dx", 128, 4096, 11008, F32}, {"fwd", 64, 4096, 4096, F32},
+		{"fwd", 1, 256, 128, F32}, {"fwd", 1, 4096, 128, F32}, // host and launch overhead
+	} {
+		tier := TierF32
+		if c.in.Half() {
+			tier = TierTyped
+		}
+		es := uint64(c.in.Size())
+		mk := uint64(c.M * c.K)
+		kn := uint64(c.K * c.N)
+		mn := uint64(c.M * c.N)
+		setBytes := (mk + kn + mn) * es
+		sets := int(max(2, min(8, (256<<20)/max(setBytes, 1))))
+		type set struct{ x, w, y, dw cudaload.DevicePtr }
+		ss := make([]set, sets)
+		for i := range ss {
+			ss[i] = set{alloc(t, ctx, mk*es), alloc(t, ctx, kn*es), alloc(t, ctx, mn*es), alloc(t, ctx, kn*4)}
+			for _, b := range []struct {
+				p cudaload.DevicePtr
+				n uint64
+			}{{ss[i].x, mk * es}, {ss[i].w, kn * es}, {ss[i].y, mn * es}, {ss[i].dw, kn * 4}} {
+				require.NoError(t, ctx.MemsetD8(b.p, 0x3c, b.n)) // small finite values in every type
+			}
+		}
+		callFor := func(i int) Call {
+			s := ss[i%sets]
+			switch c.op {
+			case "fwd":
+				return ForwardArgs{Tier: tier, M: c.M, K: c.K, N: c.N, X: s.x, W: s.w, Y: s.y, In: c.in, Out: c.in}
+			case "dx":
+				return DXArgs{Tier: tier, M: c.M, N: c.N, K: c.K, DY: s.y, W: s.w, DX: s.x, In: c.in, Out: c.in}
+			}
+			return DWArgs{Tier: tier, M: c.M, K: c.K, N: c.N, X: s.x, DY: s.y, DW: s.dw, In: c.in}
+		}
+		run := func(i int) error {
+			switch a := callFor(i).(type) {
+			case ForwardArgs:
+				return eng.Forward(a)
+			case DXArgs:
+				return eng.DX(a)
+			case DWArgs:
+				return eng.DW(a)
+			}
+			return nil
+		}
+		p, err := callFor(0).build(true)
+		require.NoError(t, err)
+		auto, err := eng.choose(p)
+		require.NoError(t, err)
+		flops := 2 * float64(c.M) * float64(c.K) * float64(c.N)
+		line := fmt.Sprintf("%-4s %5dx%5dx%5d %-4v auto=%v/G%d:", c.op, c.M, c.K, c.N, c.in, auto.strategy, auto.perBlock)
+		add := func(name string, f force) {
+			old := setForce(eng, f)
+			defer setForce(eng, old)
+			if _, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, f); err != nil {
+				return
+			}
+			us := perCall(run)
+			line += fmt.Sprintf(" %s %.1f (%.1fT)", name, us, flops/us/1e6)
+		}
+		add("auto", force{})
+		add("tiled", force{strategy: StrategyTiled})
+		if c.M <= 32 && c.op != "dw" {
+			add("rows", force{strategy: StrategyRows})
+			// The rows strategy's two kernels apart.
+			pl, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, force{strategy: StrategyRows})
+			require.NoError(t, err)
+			// No lock: perCall synchronises through the engine, and this
+			// test is the engine's only user.
+			kern := perCall(func(i int) error {
+				q, _ := callFor(i).build(true)
+				return eng.launchRows(q, pl)
+			})
+			fold := perCall(func(i int) error {
+				q, _ := callFor(i).build(true)
+				return eng.launchFold(q, pl)
+			})
+			line += fmt.Sprintf(" [rows kernel %.1f fold %.1f]", kern, fold)
+		}
+		if S := int64(p.red+255) / 256; S >= 2 && c.M > 32 || c.op == "dw" {
+			seen := map[int64]bool{}
+			for z := int64(1); z <= S; z++ {
+				g := (S + z - 1) / z
+				if seen[g] || (g > 16 && z > 1 && g != S) {
+					continue
+				}
+				seen[g] = true
+				add(fmt.Sprintf("G%d", g), force{strategy: StrategySplitSlab, perBlock: g})
+			}
+		}
+		fmt.Println(line)
+		os.Stdout.Sync()
+	}
+	// The kernels as this GPU's NVRTC built them: registers and spills.
+	b, err := kernels.Build(eng.Arch())
+	require.NoError(t, err)
+	for _, fam := range []string{simtFamily, slabsFamily, rowsFamily} {
+		for _, r := range b.Modules[fam].Resources {
+			fmt.Printf("resources %s %s: %d registers, %d stack, %d/%d spill\n", b.NVRTCVersion, r.Kernel, r.Registers, r.StackBytes, r.SpillStores, r.SpillLoads)
+		}
+	}
 }

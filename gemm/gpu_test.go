@@ -267,7 +267,7 @@ func TestEngineRejectsBadCallsWithoutLaunching(t *testing.T) {
 	eng, _ := gpuEngine(t)
 	err := eng.Forward(ForwardArgs{Tier: TierF32, M: 0, K: 1, N: 1, X: 0x1000, W: 0x2000, Y: 0x3000, In: F32, Out: F32})
 	require.ErrorIs(t, err, ErrDimension)
-	err = eng.DW(DWArgs{Tier: TierTensorCore, M: 1, K: 1, N: 1, X: 0x1000, DY: 0x2000, DW: 0x3000, In: BF16})
-	require.ErrorIs(t, err, ErrTierUnavailable)
+	err = eng.DW(DWArgs{Tier: TierTensorCore, M: 1, K: 1, N: 1, X: 0x1000, DY: 0x2000, DW: 0x3000, In: F32})
+	require.ErrorIs(t, err, ErrDType)
 	require.NoError(t, eng.Synchronize(), "no launch happened, so the stream is clean")
 }

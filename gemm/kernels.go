@@ -13,6 +13,7 @@ const (
 	slabsFamily = "gemm_slabs" // StrategySplitSlab partials
 	rowsFamily  = "gemm_rows"  // StrategyRows partials
 	foldFamily  = "gemm_fold"  // the ordered fold of both
+	// tcFamily (tc.go) is TierTensorCore's.
 )
 
 // simtSharedBytes is gemm_simt's dynamic shared memory per block (two
@@ -106,6 +107,7 @@ type functions struct {
 	slabs map[slabsKey]*cudaload.Function
 	rows  map[rowsKey]*cudaload.Function
 	fold  map[foldKey]*cudaload.Function
+	tc    map[tcKey]*cudaload.Function
 }
 
 // loadModules loads every family of the bundle the engine uses and
@@ -117,6 +119,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 		slabs: map[slabsKey]*cudaload.Function{},
 		rows:  map[rowsKey]*cudaload.Function{},
 		fold:  map[foldKey]*cudaload.Function{},
+		tc:    map[tcKey]*cudaload.Function{},
 	}
 	var mods []*cudaload.Module
 	load := func(family string) (*cudaload.Module, error) {
@@ -174,6 +177,18 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 	}
 	for _, k := range foldKernels {
 		if fns.fold[k], err = get(mod, k.name(), 0); err != nil {
+			return mods, fns, err
+		}
+	}
+	if mod, err = load(tcFamily); err != nil {
+		return mods, fns, err
+	}
+	limit := tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin())
+	for _, k := range tcKernels {
+		if tcSharedBytes(k.tile, k.layout) > limit {
+			continue // this GPU's blocks are too small for the tile; chooseTC skips it too
+		}
+		if fns.tc[k], err = get(mod, k.name(), tcSharedBytes(k.tile, k.layout)); err != nil {
 			return mods, fns, err
 		}
 	}

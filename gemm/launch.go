@@ -18,6 +18,9 @@ func (e *Engine) run(p problem, err error) error {
 	if e.closed {
 		return ErrClosed
 	}
+	if p.tier == TierTensorCore {
+		return e.launchTC(p) // one kernel, no workspace (tc.go)
+	}
 	pl, err := e.choose(p)
 	if err != nil {
 		return err

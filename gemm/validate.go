@@ -167,7 +167,12 @@ func checkTier(op string, t Tier, in, out DType) error {
 			return argErr(op, "Out", ErrDType, "TierTyped writes the input type (%v) or f32, not %v", in, out)
 		}
 	case TierTensorCore:
-		return argErr(op, "Tier", ErrTierUnavailable, "the tensor-core tier is not in this release; use TierTyped for bf16/f16 inputs")
+		if !in.Half() {
+			return argErr(op, "In", ErrDType, "TierTensorCore takes bf16 or f16 inputs, not %v", in)
+		}
+		if out != in && out != F32 {
+			return argErr(op, "Out", ErrDType, "TierTensorCore writes the input type (%v) or f32, not %v", in, out)
+		}
 	default:
 		return argErr(op, "Tier", ErrTier, "%v is not a tier; choose TierF32, TierTyped or TierTensorCore", t)
 	}

@@ -20,7 +20,7 @@ func TestForwardValidationRejectsBadArguments(t *testing.T) {
 		want error
 	}{
 		{"zero tier", func(a *ForwardArgs) { a.Tier = 0 }, ErrTier},
-		{"tensor-core tier", func(a *ForwardArgs) { a.Tier = TierTensorCore; a.In, a.Out = BF16, BF16 }, ErrTierUnavailable},
+		{"tensor-core tier with f32 input", func(a *ForwardArgs) { a.Tier = TierTensorCore }, ErrDType},
 		{"zero M", func(a *ForwardArgs) { a.M = 0 }, ErrDimension},
 		{"negative K", func(a *ForwardArgs) { a.K = -3 }, ErrDimension},
 		{"zero N", func(a *ForwardArgs) { a.N = 0 }, ErrDimension},

@@ -81,6 +81,10 @@ func (e *Engine) plan(c Call) (plan, error) {
 
 // choose is the dispatcher's decision for a validated problem.
 func (e *Engine) choose(p problem) (plan, error) {
+	if p.tier == TierTensorCore {
+		// One gemm_tc kernel per call, no workspace (tc.go).
+		return plan{strategy: StrategyTiled}, nil
+	}
 	pl, err := choose(p.layout, p.rows, p.cols, p.red, e.sms, e.force)
 	if err != nil {
 		return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)

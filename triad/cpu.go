@@ -11,11 +11,16 @@ import (
 // plans as the GPU kernels, spread over goroutines without changing a bit),
 // everything else in Go loops doing the kernels' float32 operations in the
 // kernels' order. Its results equal the GPU's bit for bit for the f32 and
-// typed tiers.
+// typed tiers on every GPU, and for the tensor-core tier on sm_90 (Hopper):
+// its products run the Hopper model of the tensor cores (ref.Hopper).
 type CPU struct {
 	opts   ref.Options
 	closed bool
 }
+
+// tcModel is the tensor-core addition the CPU backend reproduces: Hopper's,
+// the one verified on hardware.
+var tcModel = ref.Hopper
 
 // NewCPU returns a CPU backend running the products on workers goroutines
 // (0 or less: GOMAXPROCS). The number of workers never changes a result.
@@ -96,24 +101,33 @@ func (c *CPU) forward(tier gemm.Tier, x, w, b, y *Tensor) error {
 		bias = b.f32
 	}
 	M, K, N := x.rows, x.cols, w.cols
-	if tier == gemm.TierF32 {
+	switch tier {
+	case gemm.TierF32:
 		return c.opts.Forward(y.f32, x.f32, w.f32, bias, M, K, N)
+	case gemm.TierTensorCore:
+		return c.opts.TCForwardTyped(tcModel, x.dtype, y.u16, x.u16, w.u16, bias, M, K, N)
 	}
 	return c.opts.ForwardTyped(x.dtype, y.u16, x.u16, w.u16, bias, M, K, N)
 }
 
 func (c *CPU) dw(tier gemm.Tier, x, dy, dw *Tensor) error {
 	M, K, N := x.rows, x.cols, dy.cols
-	if tier == gemm.TierF32 {
+	switch tier {
+	case gemm.TierF32:
 		return c.opts.DW(dw.f32, x.f32, dy.f32, M, K, N)
+	case gemm.TierTensorCore:
+		return c.opts.TCDWTyped(tcModel, x.dtype, dw.f32, x.u16, dy.u16, M, K, N)
 	}
 	return c.opts.DWTyped(x.dtype, dw.f32, x.u16, dy.u16, M, K, N)
 }
 
 func (c *CPU) dx(tier gemm.Tier, dy, w, dx *Tensor) error {
 	M, N, K := dy.rows, dy.cols, w.rows
-	if tier == gemm.TierF32 {
+	switch tier {
+	case gemm.TierF32:
 		return c.opts.DX(dx.f32, dy.f32, w.f32, M, N, K)
+	case gemm.TierTensorCore:
+		return c.opts.TCDXTyped(tcModel, dy.dtype, dx.u16, dy.u16, w.u16, M, N, K)
 	}
 	return c.opts.DXTyped(dy.dtype, dx.u16, dy.u16, w.u16, M, N, K)
 }

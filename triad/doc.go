@@ -13,15 +13,19 @@
 // NewCPU runs the products on gemm/ref, which implements the engine's plans
 // bit for bit, and the rest in Go loops doing the kernels' float32
 // operations in the kernels' order. For the f32 and typed tiers the two
-// backends give identical bits, so a GPU run can be checked on a laptop.
+// backends give identical bits, so a GPU run can be checked on a laptop;
+// for the tensor-core tier they do on sm_90 (see Tiers).
 //
 // # Tiers
 //
 // A layer's tier is chosen when it is made and never switched: gemm.TierF32
-// with f32 activations, or gemm.TierTyped with bf16 or f16 activations and
-// a 16-bit working copy of the weights. gemm.TierTensorCore is refused
-// (gemm.ErrTierUnavailable). Parameters, their gradients and velocities are
-// always f32.
+// with f32 activations, or gemm.TierTyped or gemm.TierTensorCore with bf16
+// or f16 activations and a 16-bit working copy of the weights. For the
+// tensor-core tier the CPU backend runs the Hopper model of the tensor
+// cores (ref.Hopper), so it reproduces an sm_90 GPU's bits; on other GPUs
+// the two backends differ in the products' last bits (the tensor cores'
+// addition differs between architectures). Parameters, their gradients
+// and velocities are always f32.
 //
 // # Operations and their exact order
 //

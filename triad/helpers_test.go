@@ -17,7 +17,7 @@ type tierCase struct {
 
 func (c tierCase) String() string { return c.tier.String() + "/" + c.d.String() }
 
-var tierCases = []tierCase{{gemm.TierF32, F32}, {gemm.TierTyped, BF16}, {gemm.TierTyped, F16}}
+var tierCases = []tierCase{{gemm.TierF32, F32}, {gemm.TierTyped, BF16}, {gemm.TierTyped, F16}, {gemm.TierTensorCore, BF16}, {gemm.TierTensorCore, F16}}
 
 // randValues draws n values in [-scale, scale) with a spread of binades and
 // some exact zeros of both signs, from a fixed seed.

@@ -9,12 +9,13 @@ import (
 // LinearConfig describes a Linear layer.
 type LinearConfig struct {
 	In, Out int
-	// Tier is gemm.TierF32 (f32 activations) or gemm.TierTyped (bf16 or
-	// f16 activations and a 16-bit working copy of W). It is fixed for the
-	// life of the layer: nothing ever falls back to another tier.
+	// Tier is gemm.TierF32 (f32 activations), gemm.TierTyped or
+	// gemm.TierTensorCore (bf16 or f16 activations and a 16-bit working
+	// copy of W). It is fixed for the life of the layer: nothing ever falls
+	// back to another tier.
 	Tier gemm.Tier
 	// DType is the activations' element type: F32 for TierF32, BF16 or
-	// F16 for TierTyped.
+	// F16 for TierTyped and TierTensorCore.
 	DType DType
 }
 
@@ -28,7 +29,7 @@ type SGD struct {
 // Linear is y = x·W + b with W [In, Out] (the engine's natural layout) and
 // b [1, Out]. It keeps f32 master copies of W and b, their f32 gradients
 // (accumulated by Backward, cleared by Step) and momentum velocities, and
-// in the typed tier a bf16/f16 working copy of W, refreshed from the master
+// in the typed and tensor-core tiers a bf16/f16 working copy of W, refreshed from the master
 // (one round to nearest even) by every Step. Every buffer is allocated by
 // NewLinear, so the layer's calls only queue work: they are safe to capture
 // in a CUDA graph.
@@ -42,20 +43,17 @@ type Linear struct {
 	closed bool
 }
 
-// checkTier enforces the tier/dtype pairs. The tensor-core tier is refused
-// (gemm.ErrTierUnavailable) rather than replaced.
+// checkTier enforces the tier/dtype pairs.
 func checkTier(op string, tier gemm.Tier, d DType) error {
 	switch tier {
 	case gemm.TierF32:
 		if d != F32 {
 			return argErr(op, "DType", ErrDType, "TierF32 runs f32 activations, not %v", d)
 		}
-	case gemm.TierTyped:
+	case gemm.TierTyped, gemm.TierTensorCore:
 		if !d.Half() {
-			return argErr(op, "DType", ErrDType, "TierTyped runs bf16 or f16 activations, not %v", d)
+			return argErr(op, "DType", ErrDType, "%v runs bf16 or f16 activations, not %v", tier, d)
 		}
-	case gemm.TierTensorCore:
-		return argErr(op, "Tier", gemm.ErrTierUnavailable, "the tensor-core tier is not available in this release")
 	default:
 		return argErr(op, "Tier", gemm.ErrTier, "%v is not a tier", tier)
 	}
@@ -112,7 +110,7 @@ func (l *Linear) DW() *Tensor { return l.dw }
 func (l *Linear) DB() *Tensor { return l.db }
 
 // Work is the weight the products read: the 16-bit working copy in the
-// typed tier, the master in the f32 tier.
+// typed and tensor-core tiers, the master in the f32 tier.
 func (l *Linear) Work() *Tensor {
 	if l.work != nil {
 		return l.work

@@ -42,14 +42,18 @@ func TestLinearMatchesTheReferenceDirectly(t *testing.T) {
 
 			// The reference on the exact values the layer holds.
 			xr, dyr, wr := rounded(tc.d, xv), rounded(tc.d, dyv), rounded(tc.d, w)
-			wantY := make([]float32, M*Out)
-			require.NoError(t, ref.Forward(wantY, xr, wr, b, M, In, Out))
+			wantY, wantDX, wantDW := make([]float32, M*Out), make([]float32, M*In), make([]float32, In*Out)
+			if tc.tier == gemm.TierTensorCore { // the Hopper model, as documented for the CPU backend
+				require.NoError(t, ref.TCForward(ref.Hopper, tc.d, wantY, xr, wr, b, M, In, Out))
+				require.NoError(t, ref.TCDX(ref.Hopper, tc.d, wantDX, dyr, wr, M, Out, In))
+				require.NoError(t, ref.TCDW(ref.Hopper, tc.d, wantDW, xr, dyr, M, In, Out))
+			} else {
+				require.NoError(t, ref.Forward(wantY, xr, wr, b, M, In, Out))
+				require.NoError(t, ref.DX(wantDX, dyr, wr, M, Out, In))
+				require.NoError(t, ref.DW(wantDW, xr, dyr, M, In, Out))
+			}
 			requireSameBits(t, refRound(tc.d, wantY), bitsOf(t, be, y), "y")
-			wantDX := make([]float32, M*In)
-			require.NoError(t, ref.DX(wantDX, dyr, wr, M, Out, In))
 			requireSameBits(t, refRound(tc.d, wantDX), bitsOf(t, be, dx), "dx")
-			wantDW := make([]float32, In*Out)
-			require.NoError(t, ref.DW(wantDW, xr, dyr, M, In, Out))
 			requireSameBits(t, f32Bits(wantDW), bitsOf(t, be, l.DW()), "dW")
 			requireSameBits(t, f32Bits(biasGradByHand(dyr, M, Out, nil)), bitsOf(t, be, l.DB()), "db")
 		})
@@ -274,7 +278,7 @@ func TestBadInputsAreTypedErrors(t *testing.T) {
 	}{
 		{"f32 tier with bf16", LinearConfig{In: 1, Out: 1, Tier: gemm.TierF32, DType: BF16}, ErrDType},
 		{"typed tier with f32", LinearConfig{In: 1, Out: 1, Tier: gemm.TierTyped, DType: F32}, ErrDType},
-		{"tensor cores", LinearConfig{In: 1, Out: 1, Tier: gemm.TierTensorCore, DType: BF16}, gemm.ErrTierUnavailable},
+		{"tensor cores with f32", LinearConfig{In: 1, Out: 1, Tier: gemm.TierTensorCore, DType: F32}, ErrDType},
 		{"no tier", LinearConfig{In: 1, Out: 1, DType: F32}, gemm.ErrTier},
 		{"zero width", LinearConfig{In: 0, Out: 1, Tier: gemm.TierF32, DType: F32}, ErrShape},
 	} {

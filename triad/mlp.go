@@ -12,8 +12,8 @@ import (
 // between them (none after the last), trained on the mean squared error.
 type MLPConfig struct {
 	Sizes   []int     // widths: input, hidden..., output (at least two)
-	Tier    gemm.Tier // gemm.TierF32 or gemm.TierTyped
-	DType   DType     // F32 for TierF32; BF16 or F16 for TierTyped
+	Tier    gemm.Tier // gemm.TierF32, gemm.TierTyped or gemm.TierTensorCore
+	DType   DType     // F32 for TierF32; BF16 or F16 for TierTyped and TierTensorCore
 	MaxRows int       // the most rows one call takes; workspaces are sized for it
 	Seed    uint64    // weight initialisation
 	Opt     SGD

@@ -105,12 +105,12 @@
 //     any ExtraBits TCModel.Valid allows (0 to 7).
 //  6. The sum S·2^(emax-23-X) is rounded toward zero to float32: kept to
 //     24 significant bits; below 2^-126 to the subnormal grid 2^-149; an
-//     exact magnitude of 2^128 or more gives ±MaxFloat32, IEEE 754's
-//     round-toward-zero overflow (NOT verified on hardware: the GPU may give
-//     ±Inf; only bf16 products or an accumulator near MaxFloat32 can get
-//     there).
-//  7. Signed zeros (NOT verified on hardware; IEEE's rules applied to the
-//     truncated addends): a nonzero S that truncates to zero gives a zero
+//     exact magnitude of 2^128 or more gives ±Inf (measured on the H200,
+//     2026-11-21: not IEEE's round-toward-zero overflow, which would give
+//     ±MaxFloat32; only bf16 products or an accumulator near MaxFloat32 can
+//     get there). An infinite accumulator then stays infinite.
+//  7. Signed zeros (IEEE's rules applied to the truncated addends; checked
+//     on the H200 on a handful of cases): a nonzero S that truncates to zero gives a zero
 //     of S's sign; S = 0 gives -0 if c and every product (zero products
 //     included, their sign that of a_i·b_i) are negative or -0, and +0
 //     otherwise (cancellation, or any +0 or positive addend).

@@ -32,8 +32,8 @@ var ErrTCModel = errors.New("invalid tensor-core model")
 //     nominal exponent is more than 31 below emax contributes 0.
 //  3. The truncated addends are summed exactly, and the sum is rounded
 //     toward zero to float32 (24 significant bits, the subnormal grid
-//     2^-149, ±MaxFloat32 for a sum of magnitude 2^128 or more: IEEE's
-//     round-toward-zero overflow, not verified on hardware).
+//     2^-149, ±Inf for a sum of magnitude 2^128 or more, as measured on
+//     the H200).
 //
 // See the package documentation, section "Tensor-core tier", for the
 // details (signed zeros, NaN and Inf) and for what is verified on hardware.
@@ -232,15 +232,16 @@ func (m TCModel) sumAddends(ad []tcAddend) float32 {
 
 // rzF32 returns (-1)^neg · mag · 2^g rounded toward zero to float32, for a
 // nonzero mag: 24 significant bits, the subnormal grid 2^-149, and
-// ±MaxFloat32 when the exact magnitude is 2^128 or more (IEEE 754's
-// round-toward-zero overflow). A magnitude that truncates to nothing gives a
+// ±Inf when the exact magnitude is 2^128 or more (what the H200's tensor
+// cores do, measured 2026-11-21; IEEE round-toward-zero would give
+// ±MaxFloat32). A magnitude that truncates to nothing gives a
 // zero of the sum's sign.
 func rzF32(neg bool, mag uint64, g int) float32 {
 	top := g + bits.Len64(mag) - 1 // floor(log2 |value|)
 	var r float32
 	switch {
 	case top >= 128:
-		r = math.MaxFloat32
+		r = float32(math.Inf(1)) // measured on the H200: overflow gives ±Inf
 	default:
 		// t is the exponent of the result's last bit: 24 bits below top, or
 		// the subnormal grid. Dropping the bits below it truncates.

@@ -118,7 +118,7 @@ func refTCBlock(m TCModel, emin int, c float32, a, b []float32, o refOpts) float
 	var r float32
 	switch {
 	case f.Cmp(new(big.Float).SetMantExp(big.NewFloat(1), 128)) >= 0:
-		r = math.MaxFloat32
+		r = float32(math.Inf(1)) // overflow gives ±Inf, as the H200 does
 	case f.Cmp(new(big.Float).SetMantExp(big.NewFloat(1), -126)) < 0:
 		// Subnormal: truncate the exact value to whole units of 2^-149.
 		k := new(big.Int)
@@ -480,10 +480,10 @@ func TestTCStepHandComputedCases(t *testing.T) {
 			a: []float32{1.75 * 0x1p-75}, b: []float32{0x1p-74}, want: 0x1p-149},
 		{name: "negative subnormal below the grid gives -0", d: BF16, c: 0,
 			a: []float32{-0x1p-75}, b: []float32{0x1p-76}, want: negZero},
-		{name: "overflow rounds toward zero to MaxFloat32", d: BF16, c: 0,
-			a: []float32{0x1p127}, b: []float32{2}, want: math.MaxFloat32},
-		{name: "negative overflow", d: BF16, c: -math.MaxFloat32,
-			a: []float32{0x1p127}, b: []float32{-1}, want: -math.MaxFloat32},
+		{name: "overflow gives +Inf (as the H200 does)", d: BF16, c: 0,
+			a: []float32{0x1p127}, b: []float32{2}, want: float32(math.Inf(1))},
+		{name: "negative overflow gives -Inf", d: BF16, c: -math.MaxFloat32,
+			a: []float32{0x1p127}, b: []float32{-1}, want: float32(math.Inf(-1))},
 		{name: "exact cancellation gives +0", d: F16, c: 1, a: []float32{-1}, b: []float32{1}, want: 0},
 		{name: "-0 accumulator and -0 products stay -0", d: F16, c: negZero,
 			a: repN(16, negZero), b: repN(16, 1), want: negZero},

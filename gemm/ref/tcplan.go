@@ -98,6 +98,9 @@ func (f tcFast) step(c float32, fa, fb *[TCStepK]float64, ea, eb *[TCStepK]int32
 	}
 	for k := 0; k < TCStepK; k += f.bt {
 		c = f.blockN(c, fa[k:k+f.bt], fb[k:k+f.bt], ea[k:k+f.bt], eb[k:k+f.bt])
+		if math.IsInf(float64(c), 0) {
+			return c // an overflowed block: finite products keep ±Inf
+		}
 	}
 	return c
 }
@@ -117,6 +120,10 @@ func (f tcFast) stepRow(row []float32, fast []bool, a *[TCStepK]float64, e *[TCS
 			row[jj] = f.block16(row[jj], a, b, e, be)
 		} else {
 			row[jj] = f.step(row[jj], a, b, e, be)
+		}
+		if math.IsInf(float64(row[jj]), 0) {
+			// Overflow: ±Inf plus finite products stays ±Inf to the end.
+			fast[jj] = false
 		}
 	}
 }
@@ -202,7 +209,7 @@ func rzSlow(v float64) float32 {
 	case v == 0:
 		return float32(v) // keeps the sign
 	case a >= 0x1p128:
-		return float32(math.Copysign(math.MaxFloat32, v))
+		return float32(math.Copysign(math.Inf(1), v)) // as the H200 does
 	default:
 		// Subnormal: whole multiples of 2^-149, truncated (the conversion to
 		// an integer truncates; the scaling is exact).
@@ -304,8 +311,9 @@ func (p *tcPlan) tile(w *tcWork, out, bias []float32, accumulate bool, i0, i1, j
 			row := acc[ii*nj : (ii+1)*nj]
 			fast := w.fast[:nj]
 			for jj, c := range row {
-				// Finite operands and a finite start: every step stays finite
-				// (rounding toward zero never overflows to Inf).
+				// Finite operands and a finite start. A step that overflows
+				// gives ±Inf, which every later step keeps (its products are
+				// finite): stepRow then takes the element off the fast path.
 				fast[jj] = w.finA[ii] && w.finB[jj] && !math.IsInf(float64(c), 0) && c == c
 				if !fast[jj] {
 					row[jj] = p.slowChain(c, w.fa, w.fb, ii, ni, jj, nj, ns)

@@ -23,6 +23,7 @@
 // Typed inputs stay 16-bit in shared memory and are widened exactly when
 // used (once per element either way).
 #include "prelude.cuh"
+#include "widen_f16.cuh"
 
 namespace rowsk {
 
@@ -36,10 +37,12 @@ constexpr int F16 = 2;
 
 // Blocks per SM each configuration is compiled for (a register budget):
 // four for the bandwidth-bound few-row kernels, whose memory parallelism is
-// their occupancy; fewer where the row accumulators need the registers.
+// their occupancy (with one column a thread, 4096 columns and 16 slabs are
+// 512 blocks: one wave at four an SM); three where 32 row accumulators need
+// the registers.
 // Naming a minimum also stops ptxas from trading a few spills for an
 // occupancy of its own choosing.
-constexpr int min_blocks(int mr) { return mr <= 4 ? 4 : mr <= 16 ? 3 : 2; }
+constexpr int min_blocks(int mr) { return mr <= 16 ? 4 : 3; }
 
 template <int DT> struct raw_of { typedef dg_u16 type; };
 template <> struct raw_of<F32> { typedef float type; };
@@ -48,7 +51,7 @@ template <int DT>
 DETGEMM_INLINE float widen(typename raw_of<DT>::type v) {
     if constexpr (DT == F32) return v;
     else if constexpr (DT == BF16) return dg_bf16_to_f32(v);
-    else return dg_f16_to_f32(v);
+    else return dg_f16_to_f32_fast(v);
 }
 
 // Geometry of one configuration. The Go dispatcher computes SMEM by the
@@ -94,13 +97,27 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
     const Raw* Ap = static_cast<const Raw*>(A);
     const Raw* Bp = static_cast<const Raw*>(B);
 
-    // The block's rows of A over the slab, zero outside the problem.
-#pragma unroll 8
-    for (int idx = t; idx < MR * SLAB; idx += THREADS) {
-        const int m = idx / SLAB, r = idx % SLAB;
-        float v = 0.0f;
-        if (m < mcount && r < len) v = widen<DT>(Ap[(m0 + m) * lda + r0 + r]);
-        xs[m][r] = v;
+    // The block's rows of A over the slab, zero outside the problem: the
+    // thread's loads issued in batches of up to 32 before their stores (one
+    // memory latency per batch rather than one per eight elements).
+    static_assert((MR * SLAB) % THREADS == 0, "the rows of A split evenly over the threads");
+    {
+        constexpr int PERX = MR * SLAB / THREADS;
+        constexpr int BATCH = PERX < 32 ? PERX : 32;
+#pragma unroll 1
+        for (int b0 = 0; b0 < PERX; b0 += BATCH) {
+            Raw xr[BATCH];
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q) {
+                const int idx = t + (b0 + q) * THREADS, m = idx / SLAB, r = idx % SLAB;
+                xr[q] = (m < mcount && r < len) ? Ap[(m0 + m) * lda + r0 + r] : (Raw)0;
+            }
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q) {
+                const int idx = t + (b0 + q) * THREADS;
+                xs[idx / SLAB][idx % SLAB] = widen<DT>(xr[q]);
+            }
+        }
     }
 
     // This thread's share of a chunk: element q sits at chunk row
@@ -138,6 +155,13 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
         for (int q = 0; q < G::PER; ++q) bs[buf][chunk_r(q)][chunk_j(q)] = pre[q];
     };
 
+    // Whether row m of the block is computed: with MR = 4 (M <= 4, so
+    // mostly M = 1) rows past mcount are skipped one by one, a quarter of
+    // the FMAs and x reads at M = 1; larger MR skip only whole groups of
+    // four (a per-row test there costs more than it saves). Skipped rows
+    // are never stored.
+    auto row_live = [](int m, int mcount) { return MR > 4 || m < mcount; };
+
     float acc[MR][CN];
 #pragma unroll
     for (int m = 0; m < MR; ++m)
@@ -172,6 +196,7 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
                     if (g < mcount) {  // uniform: skip row groups the block does not have
 #pragma unroll
                         for (int mm = 0; mm < 4; ++mm) {
+                            if (!row_live(g + mm, mcount)) break;
                             const float4 x = *reinterpret_cast<const float4*>(&xs[g + mm][cr0 + k4]);
 #pragma unroll
                             for (int q = 0; q < CN; ++q) {
@@ -198,6 +223,7 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
                     if (g < mcount) {
 #pragma unroll
                         for (int mm = 0; mm < 4; ++mm) {
+                            if (!row_live(g + mm, mcount)) break;
                             const float x = xs[g + mm][cr0 + k];
 #pragma unroll
                             for (int q = 0; q < CN; ++q) acc[g + mm][q] = __fmaf_rn(x, b[q], acc[g + mm][q]);
@@ -228,7 +254,9 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
 // Entry points. Arguments: A, B, ws, rows, cols, R, lda, ldb for the tile
 // problem C[rows, cols] = A[rows, R] B(R, cols): nn = forward (X @ W),
 // nt = dX (dY @ Wᵀ). Grid: (ceil(cols / (128*CN)), S, ceil(rows / MR)),
-// 128 threads, dynamic shared memory Geo::SMEM.
+// 128 threads, dynamic shared memory Geo::SMEM. One column a thread (CN = 1)
+// for every MR: twice the blocks of two columns a thread, so twice the loads
+// in flight at small M (the kernel is bandwidth- and latency-bound there).
 #define DETGEMM_ROWS_ENTRY(NAME, DT, MR, CN, NT)                                                    \
     DETGEMM_KERNEL void __launch_bounds__(rowsk::THREADS, rowsk::min_blocks(MR))                    \
         NAME(const void* A, const void* B, float* ws, dg_i64 rows, dg_i64 cols, dg_i64 R,            \
@@ -237,21 +265,27 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
     }
 
 DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m4, rowsk::F32, 4, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m16, rowsk::F32, 16, 2, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m32, rowsk::F32, 32, 2, false)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m16, rowsk::F32, 16, 1, false)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m32, rowsk::F32, 32, 1, false)
 DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m4, rowsk::BF16, 4, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m16, rowsk::BF16, 16, 2, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m32, rowsk::BF16, 32, 2, false)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m16, rowsk::BF16, 16, 1, false)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m32, rowsk::BF16, 32, 1, false)
 DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m4, rowsk::F16, 4, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m16, rowsk::F16, 16, 2, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m32, rowsk::F16, 32, 2, false)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m16, rowsk::F16, 16, 1, false)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m32, rowsk::F16, 32, 1, false)
 
 DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m4, rowsk::F32, 4, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m16, rowsk::F32, 16, 2, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m32, rowsk::F32, 32, 2, true)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m16, rowsk::F32, 16, 1, true)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m32, rowsk::F32, 32, 1, true)
 DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m4, rowsk::BF16, 4, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m16, rowsk::BF16, 16, 2, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m32, rowsk::BF16, 32, 2, true)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m16, rowsk::BF16, 16, 1, true)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m32, rowsk::BF16, 32, 1, true)
 DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m4, rowsk::F16, 4, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m16, rowsk::F16, 16, 2, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m32, rowsk::F16, 32, 2, true)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m16, rowsk::F16, 16, 1, true)
+DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m32, rowsk::F16, 32, 1, true)
+
+// The widening check: out[i] = dg_f16_to_f32_fast(in[i]) (tests compare it
+// with the reference on all 65536 codes). Any grid covers any n.
+DETGEMM_KERNEL void detgemm_rows_f16_widen_check(const dg_u16* in, float* out, dg_u64 n) {
+    for (dg_u64 i = dg_global_thread(); i < n; i += dg_grid_stride()) out[i] = dg_f16_to_f32_fast(in[i]);
+}

@@ -14,46 +14,24 @@
 // same in any batch. Alignment and edges only pick how a tile is loaded
 // (vector loads, or element by element with bounds checks); every path
 // stages the same values and runs the same chain.
+//
+// The chains themselves are simt_tile.cuh's tile_chains, shared with the
+// split-slab family (gemm_slabs.cu); this file adds the in-block fold of the
+// slab results into running totals, the bias and the store.
 #include "prelude.cuh"
+#include "simt_tile.cuh"
 
 namespace simt {
 
-// Block tile BM x BN, k-step BK; each of the 256 threads owns TM x TN outputs
-// as two 4x4 quadrants 64 rows/columns apart (conflict-free float4 reads).
-// A warp's 32 threads cover 4 x 8 thread positions, so one k step's four
-// fragment reads are one shared-memory wavefront each.
+using namespace dgtile;
+
 // The running slab totals live in shared memory, not registers: holding both
 // the chain accumulators and the totals in registers needs over 255 of them.
-constexpr int BM = 128;
-constexpr int BN = 128;
-constexpr int BK = 16;
-constexpr int TM = 8;
-constexpr int TN = 8;
-constexpr int THREADS = 256;
-
-// The contract's slab length; a slab boundary always falls on a k-tile edge.
-constexpr int SLAB = 256;
-static_assert(SLAB % BK == 0, "slab boundaries must fall on k-tile edges");
-constexpr int TILES_PER_SLAB = SLAB / BK;
-
-// Staged tiles are [BK][LD] with LD = 128 + 4: the pad spreads the
-// transposing stores (a warp writes 8 consecutive rows at four r offsets)
-// over 32 banks with at most two-way conflicts, and keeps each row 16-byte
-// aligned for float4 reads.
-constexpr int LD = BM + 4;
-static_assert(BM == BN, "one padded row length serves both operands");
-constexpr int STAGE = 2 * BK * LD;  // floats: A then B
-
-// Dynamic shared memory: two stages of A and B tiles, then the totals laid
-// out [TM*TN][THREADS] so each thread's accesses are conflict-free.
-constexpr int SMEM_TILES = 2 * STAGE * 4;
+// Dynamic shared memory: tile_chains' two stages of A and B tiles, then the
+// totals laid out [TM*TN][THREADS] so each thread's accesses are
+// conflict-free.
 constexpr int SMEM_BYTES = SMEM_TILES + TM * TN * THREADS * 4;
 static_assert(SMEM_BYTES == 99328, "the Go dispatcher launches with 99328 bytes of dynamic shared memory");
-
-// Element codes shared with the Go dispatcher.
-constexpr int F32 = 0;
-constexpr int BF16 = 1;
-constexpr int F16 = 2;
 
 // How slab results fold into the output.
 constexpr int FOLD_STORE = 0;       // forward, dX: y = p0 + p1 + ... (+ bias)
@@ -70,149 +48,33 @@ DETGEMM_INLINE void store_from_f32(void* DETGEMM_RESTRICT p, dg_i64 i, float v) 
     }
 }
 
-// Four consecutive input elements as loaded, before widening: four f32 words
-// or four 16-bit values packed in two words.
-template <int DT>
-struct Quad {
-    dg_u32 w[DT == F32 ? 4 : 2];
-};
+// The Close of tile_chains for the single-kernel family: slab results fold
+// left to right into the thread's running totals (tot[e * THREADS]). For
+// FOLD_STORE the first slab's result is the total; for FOLD_ACCUMULATE the
+// totals start at the old output and every slab is added.
+template <int FOLD>
+struct FoldTotals {
+    float* tot;
+    bool first;
 
-template <int DT>
-DETGEMM_INLINE float quad_elem(const Quad<DT>& q, int e) {
-    if (DT == F32) return dg_f32_from_bits(q.w[e]);
-    const dg_u16 h = (dg_u16)(q.w[e >> 1] >> (16 * (e & 1)));
-    return DT == BF16 ? dg_bf16_to_f32(h) : dg_f16_to_f32(h);
-}
-
-// One aligned vector load of four elements.
-template <int DT>
-DETGEMM_INLINE void load_quad_vec(Quad<DT>& q, const char* p) {
-    if (DT == F32) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(p));
-        q.w[0] = dg_f32_bits(v.x); q.w[1] = dg_f32_bits(v.y);
-        q.w[2] = dg_f32_bits(v.z); q.w[3] = dg_f32_bits(v.w);
-    } else {
-        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
-        q.w[0] = v.x; q.w[1] = v.y;
-    }
-}
-
-// Element e of four consecutive elements, or zero where ok is false.
-template <int DT>
-DETGEMM_INLINE void load_quad_elem(Quad<DT>& q, const char* p, int e, bool ok) {
-    if (DT == F32) {
-        q.w[e] = ok ? __ldg(reinterpret_cast<const dg_u32*>(p) + e) : 0u;
-    } else {
-        const dg_u32 h = ok ? (dg_u32)__ldg(reinterpret_cast<const unsigned short*>(p) + e) : 0u;
-        if (e & 1) q.w[e >> 1] |= h << 16;
-        else q.w[e >> 1] = h;
-    }
-}
-
-// One operand's share of staging a BK-deep tile. The operand is X(lin, r)
-// with lin the output row (A) or column (B) and r the reduction index;
-// RC means r is the contiguous axis in memory (X[lin*ld + r]), otherwise
-// lin is (X[r*ld + lin]). Each thread moves two quads (h = 0, 1) per tile,
-// along the contiguous axis:
-//   RC:  lin = row + 64h, r = 4*r4 .. 4*r4+3  (a warp: 8 rows x 4 quads,
-//        each row's 64 contiguous bytes)
-//   !RC: r = rr + 8h, lin = 4*c4 .. 4*c4+3    (a warp: one r, 128 lins)
-// The tile in shared memory is always [r][lin]. For RC, 8 rows x 64 bytes
-// per warp instruction beat 16 rows x 32 bytes by 10-20 % on the H200
-// (fewer cache lines per load), which outweighs the two-way conflicts of
-// the transposing stores.
-template <int DT, bool RC>
-struct Loader {
-    const char* p;  // quad h = 0's first element for the current tile
-
-    static constexpr int ESZ = DT == F32 ? 4 : 2;
-
-    // This thread's quad 0 position: RC: lin = row, r = 4*r4; !RC: lin =
-    // 4*c4, r = rr.
-    static DETGEMM_INLINE int lin_of(int t) { return RC ? t >> 2 : (t & 31) * 4; }
-    static DETGEMM_INLINE int r_of(int t) { return RC ? (t & 3) * 4 : t >> 5; }
-
-    // Byte distance from quad 0 to quad 1: 64 rows (RC) or 8 r (!RC). It is
-    // recomputed from the kernel parameter rather than held in registers.
-    static DETGEMM_INLINE dg_i64 hoff(dg_i64 ld) { return (RC ? 64 : 8) * ld * ESZ; }
-
-    DETGEMM_INLINE void init(const void* X, dg_i64 lin0, dg_i64 ld, int t) {
-        const int lin = lin_of(t), r = r_of(t);
-        p = static_cast<const char*>(X) + (RC ? (lin0 + lin) * ld + r : (dg_i64)r * ld + lin0 + lin) * ESZ;
-    }
-
-    DETGEMM_INLINE void advance(dg_i64 ld) { p += RC ? (dg_i64)BK * ESZ : (dg_i64)BK * ld * ESZ; }
-
-    // Whole tile in range and aligned: two vector loads.
-    DETGEMM_INLINE void fetch_vec(Quad<DT> (&q)[2], dg_i64 ld) const {
-        load_quad_vec<DT>(q[0], p);
-        load_quad_vec<DT>(q[1], p + hoff(ld));
-    }
-
-    // Edge tiles: each element checked against lin_left = LIN - lin0 and
-    // r_left = R - k0. t is read afresh (dg_tid) so the positions are not
-    // kept in registers across the main loop for this rare path.
-    DETGEMM_INLINE void fetch_checked(Quad<DT> (&q)[2], dg_i64 ld, dg_i64 lin_left, dg_i64 r_left, int t) const {
-        const int lin = lin_of(t), r = r_of(t);
+    DETGEMM_INLINE void operator()(dg_i64, float (&acc)[TM][TN]) {
+        if (FOLD == FOLD_STORE && first) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+            for (int m = 0; m < TM; ++m)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const bool ok = RC ? (lin + 64 * h < lin_left && r + e < r_left)
-                                   : (lin + e < lin_left && r + 8 * h < r_left);
-                load_quad_elem<DT>(q[h], p + h * hoff(ld), e, ok);
-            }
-    }
-
-    DETGEMM_INLINE void stage(const Quad<DT> (&q)[2], float* S, int t) const {
-        const int lin = lin_of(t), r = r_of(t);
+                for (int n = 0; n < TN; ++n) tot[(m * TN + n) * THREADS] = acc[m][n];
+            first = false;
+        } else {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            if (RC) {
+            for (int m = 0; m < TM; ++m)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) S[(r + e) * LD + lin + 64 * h] = quad_elem<DT>(q[h], e);
-            } else {
-                float4 v;
-                v.x = quad_elem<DT>(q[h], 0); v.y = quad_elem<DT>(q[h], 1);
-                v.z = quad_elem<DT>(q[h], 2); v.w = quad_elem<DT>(q[h], 3);
-                *reinterpret_cast<float4*>(&S[(r + 8 * h) * LD + lin]) = v;
-            }
+                for (int n = 0; n < TN; ++n) {
+                    float* p = &tot[(m * TN + n) * THREADS];
+                    *p = __fadd_rn(*p, acc[m][n]);
+                }
         }
     }
 };
-
-// The thread index, read so that the compiler cannot keep values derived
-// from it alive across the main loop (it recomputes them where used).
-DETGEMM_INLINE int dg_tid() {
-    int t;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-    return t;
-}
-DETGEMM_INLINE unsigned dg_ctaid_x() {
-    unsigned v;
-    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(v));
-    return v;
-}
-DETGEMM_INLINE unsigned dg_ctaid_y() {
-    unsigned v;
-    asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(v));
-    return v;
-}
-
-// Compute positions: warp w covers thread rows 4*(w>>1) .. +3 and thread
-// columns 8*(w&1) .. +7; thread (ty, tx) owns rows ty*4 + {0..3} and
-// 64 + ty*4 + {0..3}, and likewise columns from tx.
-DETGEMM_INLINE int out_ty(int t) { return ((t >> 6) << 2) + ((t & 31) >> 3); }
-DETGEMM_INLINE int out_tx(int t) { return (((t >> 5) & 1) << 3) + (t & 7); }
-DETGEMM_INLINE int out_row(int ty, int m) { return (m < 4 ? 0 : 64) + ty * 4 + (m & 3); }
-DETGEMM_INLINE int out_col(int tx, int n) { return (n < 4 ? 0 : 64) + tx * 4 + (n & 3); }
-
-// Whether a vector of four elements at every quad start is aligned.
-template <int DT>
-DETGEMM_INLINE bool vec_ok(const void* X, dg_i64 ld) {
-    const dg_u64 align = DT == F32 ? 16 : 8;
-    return ((dg_u64)X % align) == 0 && (ld % 4) == 0;
-}
 
 // C[i, j] (op)= sum_r A(i, r) * B(r, j) for a BM x BN tile of C.
 //   A(i, r) = A_RC ? A[i*lda + r] : A[r*lda + i]
@@ -222,68 +84,7 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias,
                               dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
     extern __shared__ __align__(16) float smem[];
-    float* tot = smem + SMEM_TILES / 4 + threadIdx.x;  // tot[e * THREADS]
-
-    const int t = threadIdx.x;
-    const dg_i64 i0 = (dg_i64)blockIdx.x * BM;  // x: row tiles (up to 2^31-1 of them)
-    const dg_i64 j0 = (dg_i64)blockIdx.y * BN;  // y: column tiles (up to 65535)
-
-    Loader<DTIN, A_RC> la;
-    Loader<DTIN, !B_JC> lb;
-    la.init(A, i0, lda, t);
-    lb.init(B, j0, ldb, t);
-    Quad<DTIN> qa[2], qb[2];
-
-    // Vector loads when the block's rows and columns are all in range and
-    // every quad is aligned; the reduction edge is checked per tile.
-    const bool vec = i0 + BM <= M && j0 + BN <= N && vec_ok<DTIN>(A, lda) && vec_ok<DTIN>(B, ldb);
-
-    auto fetch = [&](dg_i64 k0) {
-        if (vec && k0 + BK <= R) {
-            la.fetch_vec(qa, lda);
-            lb.fetch_vec(qb, ldb);
-        } else {
-            const int tc = dg_tid();
-            la.fetch_checked(qa, lda, M - i0, R - k0, tc);
-            lb.fetch_checked(qb, ldb, N - j0, R - k0, tc);
-        }
-    };
-    auto stage = [&](int buf) {
-        float* S = smem + buf * STAGE;
-        const int ts = dg_tid();
-        la.stage(qa, S, ts);
-        lb.stage(qb, S + BK * LD, ts);
-    };
-
-    const int ty = out_ty(t), tx = out_tx(t);
-    const float* a_rd = smem + ty * 4;
-    const float* b_rd = smem + BK * LD + tx * 4;
-
-    float acc[TM][TN];
-#pragma unroll
-    for (int m = 0; m < TM; ++m)
-#pragma unroll
-        for (int n = 0; n < TN; ++n) acc[m][n] = 0.0f;
-
-    // One k step: r = the tile's kk-th reduction index, one fma per output.
-    auto step = [&](const float* ap, const float* bp) {
-        float a[TM], b[TN];
-        const float4 a0 = *reinterpret_cast<const float4*>(ap);
-        const float4 a1 = *reinterpret_cast<const float4*>(ap + 64);
-        const float4 b0 = *reinterpret_cast<const float4*>(bp);
-        const float4 b1 = *reinterpret_cast<const float4*>(bp + 64);
-        a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w;
-        a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
-        b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w;
-        b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;
-#pragma unroll
-        for (int m = 0; m < TM; ++m)
-#pragma unroll
-            for (int n = 0; n < TN; ++n) acc[m][n] = __fmaf_rn(a[m], b[n], acc[m][n]);
-    };
-
-    const dg_i64 tiles = (R + BK - 1) / BK;
-    bool first = true;
+    FoldTotals<FOLD> close{smem + SMEM_TILES / 4 + threadIdx.x, true};
 
     // dW folds every slab onto the value already in the master buffer.
     if (FOLD == FOLD_ACCUMULATE) {
@@ -297,68 +98,19 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 #pragma unroll
             for (int n = 0; n < TN; ++n) {
                 const int jn = out_col(txp, n);
-                tot[(m * TN + n) * THREADS] = (i < M && jp + jn < N) ? crow[jn] : 0.0f;
+                close.tot[(m * TN + n) * THREADS] = (i < M && jp + jn < N) ? crow[jn] : 0.0f;
             }
         }
     }
 
-    fetch(0);
-    stage(0);
-    __syncthreads();
-
-    int slab_tile = 0;  // tiles of the current slab done
-    for (dg_i64 kt = 0; kt < tiles; ++kt) {
-        const int off = (int)(kt & 1) * STAGE;
-        const bool more = kt + 1 < tiles;
-        if (more) {
-            la.advance(lda);
-            lb.advance(ldb);
-            fetch((kt + 1) * BK);
-        }
-
-        const dg_i64 left = R - kt * BK;
-        if (left >= BK) {
-#pragma unroll
-            for (int kk = 0; kk < BK; ++kk) step(a_rd + off + kk * LD, b_rd + off + kk * LD);
-        } else {
-            // The last, short tile: exactly one fma per remaining r.
-#pragma unroll 1
-            for (int kk = 0; kk < (int)left; ++kk) step(a_rd + off + kk * LD, b_rd + off + kk * LD);
-        }
-
-        if (more) stage((int)((kt + 1) & 1));
-
-        // Close a slab at every SLAB boundary and at the end of the range.
-        if (++slab_tile == TILES_PER_SLAB || !more) {
-            slab_tile = 0;
-            if (FOLD == FOLD_STORE && first) {
-#pragma unroll
-                for (int m = 0; m < TM; ++m)
-#pragma unroll
-                    for (int n = 0; n < TN; ++n) tot[(m * TN + n) * THREADS] = acc[m][n];
-                first = false;
-            } else {
-#pragma unroll
-                for (int m = 0; m < TM; ++m)
-#pragma unroll
-                    for (int n = 0; n < TN; ++n) {
-                        float* p = &tot[(m * TN + n) * THREADS];
-                        *p = __fadd_rn(*p, acc[m][n]);
-                    }
-            }
-#pragma unroll
-            for (int m = 0; m < TM; ++m)
-#pragma unroll
-                for (int n = 0; n < TN; ++n) acc[m][n] = 0.0f;
-        }
-        __syncthreads();
-    }
+    tile_chains<DTIN, A_RC, B_JC>(A, B, M, N, Whole{R}, lda, ldb, smem, close);
 
     // Positions, block and bias are read afresh: nothing computed before
     // the main loop stays live through it for the epilogue's sake.
     const int te = dg_tid();
     const int tye = out_ty(te), txe = out_tx(te);
     const dg_i64 ie = (dg_i64)dg_ctaid_x() * BM, je = (dg_i64)dg_ctaid_y() * BN;
+    const float* tot = smem + SMEM_TILES / 4 + te;
 #pragma unroll
     for (int m = 0; m < TM; ++m) {
         const dg_i64 i = ie + out_row(tye, m);
@@ -380,24 +132,24 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 // lda, ldb, ldc — the tile problem C[M,N] = A[M,R] B[R,N] in the layout the
 // name gives: nn = forward (X @ W), nt = dX (dY @ Wᵀ), tn = dW (Xᵀ @ dY).
 #define DETGEMM_SIMT_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD)                                     \
-    DETGEMM_KERNEL void __launch_bounds__(simt::THREADS, 2)                                       \
+    DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, 2)                                       \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N,         \
              dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                       \
         simt::gemm_tile<DTIN, DTOUT, ARC, BJC, FOLD>(A, B, C, bias, M, N, R, lda, ldb, ldc);       \
     }
 
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f32_f32, simt::F32, simt::F32, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_bf16_bf16, simt::BF16, simt::BF16, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_bf16_f32, simt::BF16, simt::F32, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f16_f16, simt::F16, simt::F16, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f16_f32, simt::F16, simt::F32, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f32_f32, dgtile::F32, dgtile::F32, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nn_bf16_bf16, dgtile::BF16, dgtile::BF16, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nn_bf16_f32, dgtile::BF16, dgtile::F32, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f16_f16, dgtile::F16, dgtile::F16, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f16_f32, dgtile::F16, dgtile::F32, true, true, simt::FOLD_STORE)
 
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f32_f32, simt::F32, simt::F32, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_bf16_bf16, simt::BF16, simt::BF16, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_bf16_f32, simt::BF16, simt::F32, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f16_f16, simt::F16, simt::F16, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f16_f32, simt::F16, simt::F32, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f32_f32, dgtile::F32, dgtile::F32, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nt_bf16_bf16, dgtile::BF16, dgtile::BF16, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nt_bf16_f32, dgtile::BF16, dgtile::F32, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f16_f16, dgtile::F16, dgtile::F16, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f16_f32, dgtile::F16, dgtile::F32, true, false, simt::FOLD_STORE)
 
-DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f32_f32, simt::F32, simt::F32, false, true, simt::FOLD_ACCUMULATE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_tn_bf16_f32, simt::BF16, simt::F32, false, true, simt::FOLD_ACCUMULATE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f16_f32, simt::F16, simt::F32, false, true, simt::FOLD_ACCUMULATE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f32_f32, dgtile::F32, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_tn_bf16_f32, dgtile::BF16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
+DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f16_f32, dgtile::F16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)

@@ -3,7 +3,7 @@
 // The "split-slab" strategy for shapes whose output tiles underfill the GPU:
 // the slabs of the reduction are spread over grid.z, each block computing
 // the chains of a run of consecutive slabs for one 128 x 128 tile (the same
-// tile chains as the single-kernel family, from simt_tile.cuh), and writing
+// code as the single-kernel family: simt_tile.cuh's tile_chains), and writing
 // every slab's partial p_s, unrounded f32, to the workspace
 //
 //   ws[s][i][j] = p_s(i, j),  laid out [S][rows][cols], row stride cols.
@@ -18,24 +18,42 @@ namespace slabs {
 
 using namespace dgtile;
 
-// Writes a tile's slab partials to the workspace.
+// The Close of tile_chains for this family: writes a slab's partials to its
+// workspace plane. Positions and block are read afresh (nothing derived
+// from them stays live through the main loop); the members are kernel
+// parameters.
 struct WritePartials {
     float* ws;
-    dg_i64 rows, cols, i0, j0;
+    dg_i64 rows, cols, G;
 
-    DETGEMM_INLINE void operator()(dg_i64 slab, float (&acc)[TM][TN]) const {
-        const int ty = threadIdx.x >> 4, tx = threadIdx.x & 15;
-        const dg_i64 rows_left = rows - i0, cols_left = cols - j0;
-        float* p = ws + (slab * rows + i0) * cols + j0;
+    DETGEMM_INLINE void operator()(dg_i64 kt, float (&acc)[TM][TN]) const {
+        const int t = dg_tid();
+        const int ty = out_ty(t), tx = out_tx(t);
+        const dg_i64 i0 = (dg_i64)dg_ctaid_x() * BM, j0 = (dg_i64)dg_ctaid_y() * BN;
+        const dg_i64 s = (dg_i64)dg_ctaid_z() * G + kt / TILES_PER_SLAB;
+        float* p = ws + (s * rows + i0) * cols + j0;
+        // A thread's columns are two runs of four: float4 stores where the
+        // tile is in range and every run is 16-byte aligned (the workspace
+        // is; cols % 4 keeps each row so).
+        const bool vec = i0 + BM <= rows && j0 + BN <= cols && (cols % 4) == 0;
 #pragma unroll
         for (int m = 0; m < TM; ++m) {
-            const int i = acc_row(ty, m);
-            if (i >= rows_left) continue;
+            const int i = out_row(ty, m);
             float* prow = p + i * cols;
+            if (vec) {
 #pragma unroll
-            for (int n = 0; n < TN; ++n) {
-                const int j = acc_col(tx, n);
-                if (j < cols_left) prow[j] = acc[m][n];
+                for (int h = 0; h < 2; ++h) {
+                    float4 v;
+                    v.x = acc[m][4 * h]; v.y = acc[m][4 * h + 1];
+                    v.z = acc[m][4 * h + 2]; v.w = acc[m][4 * h + 3];
+                    *reinterpret_cast<float4*>(prow + out_col(tx, 4 * h)) = v;
+                }
+            } else if (i0 + i < rows) {
+#pragma unroll
+                for (int n = 0; n < TN; ++n) {
+                    const int j = out_col(tx, n);
+                    if (j0 + j < cols) prow[j] = acc[m][n];
+                }
             }
         }
     }
@@ -46,13 +64,11 @@ template <int DTIN, bool A_RC, bool B_JC>
 DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                              float* DETGEMM_RESTRICT ws, dg_i64 rows, dg_i64 cols, dg_i64 R,
                              dg_i64 lda, dg_i64 ldb, dg_i64 G) {
-    __shared__ __align__(16) float smem[SMEM_TILE_BYTES / 4];
-    const dg_i64 r_begin = (dg_i64)blockIdx.z * G * SLAB;
-    if (r_begin >= R) return;  // uniform: a grid larger than the slabs
-    const dg_i64 r_stop = r_begin + G * SLAB;
-    const dg_i64 r_end = r_stop < R ? r_stop : R;
-    WritePartials close{ws, rows, cols, (dg_i64)blockIdx.x * BM, (dg_i64)blockIdx.y * BN};
-    tile_chains<DTIN, A_RC, B_JC>(A, B, rows, cols, r_begin, r_end, lda, ldb, close.i0, close.j0, smem, close);
+    __shared__ __align__(16) float smem[SMEM_TILES / 4];
+    const SlabGroup rg{R, G};
+    if (rg.len() <= 0) return;  // uniform: a grid larger than the slabs
+    WritePartials close{ws, rows, cols, G};
+    tile_chains<DTIN, A_RC, B_JC>(A, B, rows, cols, rg, lda, ldb, smem, close);
 }
 
 }  // namespace slabs

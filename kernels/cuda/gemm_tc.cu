@@ -12,9 +12,16 @@
 // Layout names follow gemm_simt.cu: C[i, j] (op)= sum_r A(i, r) B(r, j) with
 //   A(i, r) = A_RC ? A[i*lda + r] : A[r*lda + i]
 //   B(r, j) = B_JC ? B[r*ldb + j] : B[j*ldb + r]
-// Tiles are staged in shared memory as they lie in global memory (16-byte
-// cp.async chunks along the contiguous axis) and turned into mma fragments by
-// ldmatrix, transposing (.trans) where the contiguous axis is not k.
+// Tiles are staged in shared memory as they lie in global memory (8-element
+// chunks along the contiguous axis: 16-byte cp.async on the _vec path,
+// element loads packed into one 16-byte store on the _any path) and turned
+// into mma fragments by ldmatrix, transposing (.trans) where the contiguous
+// axis is not k.
+//
+// Block order: blocks are dispatched in launch order (x fastest); each block
+// maps its launch index to a tile in groups of GROUP row tiles, so the
+// blocks resident at once share rows of A and columns of B in L2. The
+// mapping decides where a tile is computed, never how.
 #include "prelude.cuh"
 
 namespace tc {
@@ -27,14 +34,15 @@ constexpr int INIT_ZERO = 0;  // dX: the chain starts at +0
 constexpr int INIT_BIAS = 1;  // forward: at bias[j] (or +0 without bias)
 constexpr int INIT_OLD = 2;   // dW: at the current value of C (f32)
 
-constexpr int BK = 32;     // k per pipeline stage: two 16-wide steps
-constexpr int STAGES = 4;  // cp.async pipeline depth
-constexpr int PAD = 8;     // halves of padding per smem row: conflict-free ldmatrix
+constexpr int BK = 32;      // k per pipeline stage: two 16-wide steps
+constexpr int PAD = 8;      // halves of padding per smem row: conflict-free ldmatrix
+constexpr int GROUP = 16;   // row tiles per group of the block order
 
-// A block tile BM x BN computed by WM x WN warps.
-template <int BM_, int BN_, int WM_, int WN_>
+// A block tile BM x BN computed by WM x WN warps, STAGES deep, with
+// MINB blocks per SM asked of the register allocator.
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int MINB_>
 struct Tile {
-    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_;
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, MINB = MINB_;
     static constexpr int THREADS = WM * WN * 32;
     static constexpr int TM = BM / WM, TN = BN / WN;  // warp tile
     static constexpr int MI = TM / 16, NI = TN / 8;   // mma tiles per warp
@@ -87,15 +95,94 @@ DETGEMM_INLINE void mma16816(float (&d)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_
 }
 
 template <int DT>
+DETGEMM_INLINE dg_u16 to_half(float v) {
+    return DT == BF16 ? dg_f32_to_bf16_rne(v) : dg_f32_to_f16_rne(v);
+}
+
+// Store one element, rounded once (RNE) to the output type.
+template <int DT>
 DETGEMM_INLINE void store_out(void* p, dg_i64 i, float v) {
     if (DT == F32) {
         static_cast<float*>(p)[i] = v;
-    } else if (DT == BF16) {
-        static_cast<dg_u16*>(p)[i] = dg_f32_to_bf16_rne(v);
     } else {
-        static_cast<dg_u16*>(p)[i] = dg_f32_to_f16_rne(v);
+        static_cast<dg_u16*>(p)[i] = to_half<DT>(v);
     }
 }
+
+// Store two adjacent elements (i even, the pair aligned) with one access.
+template <int DT>
+DETGEMM_INLINE void store_pair(void* p, dg_i64 i, float v0, float v1) {
+    if (DT == F32) {
+        *reinterpret_cast<float2*>(static_cast<float*>(p) + i) = make_float2(v0, v1);
+    } else {
+        *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(p) + i) = (dg_u32)to_half<DT>(v0) | ((dg_u32)to_half<DT>(v1) << 16);
+    }
+}
+
+// Stager copies one operand's k-tiles into shared memory: LINES x CONTIG
+// elements of a row-major matrix G (row pitch ld), cut into 8-element chunks
+// along the contiguous axis. K_CONTIG: k runs along the contiguous axis
+// (else along the lines). A thread owns ITERS chunks, all in one chunk
+// column and RSTEP lines apart, so everything but k0 is computed once.
+// Elements past (lim_l, lim_c) are zero-filled. VEC: one 16-byte cp.async
+// per chunk (ld a multiple of 8, G 16-byte aligned); otherwise eight element
+// loads packed into one 16-byte shared store.
+template <bool VEC, bool K_CONTIG, int LINES, int CONTIG, int LD, int THREADS>
+struct Stager {
+    static constexpr int CH = CONTIG / 8;
+    static constexpr int RSTEP = THREADS / CH;
+    static constexpr int ITERS = LINES * CH / THREADS;
+    static_assert(THREADS % CH == 0 && (LINES * CH) % THREADS == 0, "chunks must divide evenly among threads");
+
+    const dg_u16* g;   // the matrix: a valid address for empty copies
+    const dg_u16* p0;  // the thread's first chunk at k0 = 0
+    dg_i64 ld;
+    dg_i64 line0, col0;  // the first chunk's line and column at k0 = 0
+    dg_i64 lim_l, lim_c;
+    int s0;  // the first chunk's shared-memory offset
+
+    DETGEMM_INLINE Stager(const dg_u16* G, dg_i64 ld_, dg_i64 l0, dg_i64 c0, dg_i64 ll, dg_i64 lc, int tid) {
+        const int row = tid / CH, ch = tid % CH;
+        g = G;
+        ld = ld_;
+        line0 = l0 + row;
+        col0 = c0 + ch * 8;
+        lim_l = ll;
+        lim_c = lc;
+        p0 = G + line0 * ld + col0;
+        s0 = row * LD + ch * 8;
+    }
+
+    DETGEMM_INLINE void load(dg_u16* s, dg_i64 k0) const {
+        const dg_u16* p = p0 + (K_CONTIG ? k0 : k0 * ld);
+        const dg_i64 line = line0 + (K_CONTIG ? 0 : k0);
+        const dg_i64 left = lim_c - (col0 + (K_CONTIG ? k0 : 0));
+        const int cbytes = left >= 8 ? 16 : (left > 0 ? (int)left * 2 : 0);
+        if (VEC) {
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                const int bytes = line + it * RSTEP < lim_l ? cbytes : 0;
+                cp_async16(s + s0 + it * RSTEP * LD, bytes ? p + it * RSTEP * ld : g, bytes);
+            }
+        } else {
+            // Kept rolled: unrolled, NVRTC 13 hoists every chunk's 64-bit
+            // address out of the loop and spills (this is the slow path).
+#pragma unroll 1
+            for (int it = 0; it < ITERS; ++it) {
+                dg_u32 w[4] = {0u, 0u, 0u, 0u};
+                if (line + it * RSTEP < lim_l && cbytes > 0) {
+                    const dg_u16* q = p + it * RSTEP * ld;
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) {
+                        const dg_u32 v = 2 * e < cbytes ? (dg_u32)q[e] : 0u;
+                        w[e >> 1] |= v << (16 * (e & 1));
+                    }
+                }
+                *reinterpret_cast<uint4*>(s + s0 + it * RSTEP * LD) = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+        }
+    }
+};
 
 // gemm_tile: one BM x BN tile of C. VEC: operands may be moved in 16-byte
 // chunks (lda, ldb multiples of 8 elements, base pointers 16-byte aligned);
@@ -105,6 +192,7 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias,
                               dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
     extern __shared__ __align__(16) dg_u16 smem[];
+    constexpr int STAGES = T::STAGES;
     constexpr int A_ELEMS = T::template a_elems<A_RC>();
     constexpr int B_ELEMS = T::template b_elems<B_JC>();
     dg_u16* sA = smem;                     // STAGES x A_ELEMS
@@ -115,61 +203,30 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
     const int wm = warp / T::WN, wn = warp % T::WN;
-    const dg_i64 i0 = (dg_i64)blockIdx.x * T::BM;
-    const dg_i64 j0 = (dg_i64)blockIdx.y * T::BN;
 
+    // Grouped block order: launch index -> (row tile, column tile).
+    dg_i64 i0, j0;
+    {
+        const dg_i64 rows = gridDim.x, cols = gridDim.y;
+        const dg_i64 pid = (dg_i64)blockIdx.y * rows + blockIdx.x;
+        const dg_i64 per_group = (dg_i64)GROUP * cols;
+        const dg_i64 first = (pid / per_group) * GROUP;
+        const dg_i64 gsize = rows - first < GROUP ? rows - first : (dg_i64)GROUP;
+        const dg_i64 in_group = pid % per_group;
+        i0 = (first + in_group % gsize) * T::BM;
+        j0 = (in_group / gsize) * T::BN;
+    }
+
+    // The operands' stagers: A(i, r) has k contiguous when A_RC, B(r, j)
+    // when not B_JC.
+    const Stager<VEC, A_RC, A_RC ? T::BM : BK, A_RC ? BK : T::BM, A_LD, T::THREADS> stA(
+        A, lda, A_RC ? i0 : 0, A_RC ? 0 : i0, A_RC ? M : R, A_RC ? R : M, tid);
+    const Stager<VEC, !B_JC, B_JC ? BK : T::BN, B_JC ? T::BN : BK, B_LD, T::THREADS> stB(
+        B, ldb, B_JC ? 0 : j0, B_JC ? j0 : 0, B_JC ? R : N, B_JC ? N : R, tid);
     // Fill one stage with the k-tile starting at k0.
     auto load_stage = [&](int stage, dg_i64 k0) {
-        dg_u16* a = sA + stage * A_ELEMS;
-        dg_u16* b = sB + stage * B_ELEMS;
-        if (VEC) {
-            // A: rows x 8-element chunks along its contiguous axis.
-            constexpr int A_ROWS = A_RC ? T::BM : BK;
-            constexpr int A_CH = (A_RC ? BK : T::BM) / 8;
-            for (int c = tid; c < A_ROWS * A_CH; c += T::THREADS) {
-                const int row = c / A_CH, ch = c % A_CH;
-                dg_i64 gl, gc, lim_l, lim_c;  // line (strided axis) and column (contiguous)
-                if (A_RC) { gl = i0 + row; gc = k0 + ch * 8; lim_l = M; lim_c = R; }
-                else      { gl = k0 + row; gc = i0 + ch * 8; lim_l = R; lim_c = M; }
-                dg_i64 left = lim_c - gc;
-                int bytes = (gl < lim_l && left > 0) ? (left >= 8 ? 16 : (int)left * 2) : 0;
-                const dg_u16* src = bytes ? A + gl * lda + gc : A;
-                cp_async16(a + row * A_LD + ch * 8, src, bytes);
-            }
-            constexpr int B_ROWS = B_JC ? BK : T::BN;
-            constexpr int B_CH = (B_JC ? T::BN : BK) / 8;
-            for (int c = tid; c < B_ROWS * B_CH; c += T::THREADS) {
-                const int row = c / B_CH, ch = c % B_CH;
-                dg_i64 gl, gc, lim_l, lim_c;
-                if (B_JC) { gl = k0 + row; gc = j0 + ch * 8; lim_l = R; lim_c = N; }
-                else      { gl = j0 + row; gc = k0 + ch * 8; lim_l = N; lim_c = R; }
-                dg_i64 left = lim_c - gc;
-                int bytes = (gl < lim_l && left > 0) ? (left >= 8 ? 16 : (int)left * 2) : 0;
-                const dg_u16* src = bytes ? B + gl * ldb + gc : B;
-                cp_async16(b + row * B_LD + ch * 8, src, bytes);
-            }
-        } else {
-            constexpr int A_ROWS = A_RC ? T::BM : BK;
-            constexpr int A_COLS = A_RC ? BK : T::BM;
-            // Not unrolled: NVRTC 13 hoists every element's 64-bit address
-            // out of a fully unrolled loop and spills (this is the slow path).
-#pragma unroll 1
-            for (int e = tid; e < A_ROWS * A_COLS; e += T::THREADS) {
-                const int row = e / A_COLS, col = e % A_COLS;
-                const dg_i64 gi = A_RC ? i0 + row : i0 + col;
-                const dg_i64 gr = A_RC ? k0 + col : k0 + row;
-                a[row * A_LD + col] = (gi < M && gr < R) ? (A_RC ? A[gi * lda + gr] : A[gr * lda + gi]) : (dg_u16)0;
-            }
-            constexpr int B_ROWS = B_JC ? BK : T::BN;
-            constexpr int B_COLS = B_JC ? T::BN : BK;
-#pragma unroll 1
-            for (int e = tid; e < B_ROWS * B_COLS; e += T::THREADS) {
-                const int row = e / B_COLS, col = e % B_COLS;
-                const dg_i64 gj = B_JC ? j0 + col : j0 + row;
-                const dg_i64 gr = B_JC ? k0 + row : k0 + col;
-                b[row * B_LD + col] = (gj < N && gr < R) ? (B_JC ? B[gr * ldb + gj] : B[gj * ldb + gr]) : (dg_u16)0;
-            }
-        }
+        stA.load(sA + stage * A_ELEMS, k0);
+        stB.load(sB + stage * B_ELEMS, k0);
     };
 
     // Accumulators: acc[mi][ni][0..3] = rows g, g, g+8, g+8; cols 2t, 2t+1.
@@ -196,13 +253,19 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
         cp_async_commit();
     }
 
+    int stage = 0, refill = STAGES - 1;
     for (dg_i64 kt = 0; kt < ktiles; ++kt) {
         cp_async_wait<STAGES - 2>();
         __syncthreads();
-        const int stage = (int)(kt % STAGES);
         const dg_u16* a = sA + stage * A_ELEMS;
         const dg_u16* b = sB + stage * B_ELEMS;
         const dg_i64 k0 = kt * BK;
+        // Refill the slot computed in the previous iteration (every warp is
+        // past it: the barrier above), before this stage's math.
+        if (kt + STAGES - 1 < ktiles) load_stage(refill, k0 + (STAGES - 1) * BK);
+        cp_async_commit();
+        stage = stage + 1 == STAGES ? 0 : stage + 1;
+        refill = refill + 1 == STAGES ? 0 : refill + 1;
 #pragma unroll
         for (int ks = 0; ks < BK / 16; ++ks) {
             if (k0 + ks * 16 >= R) break;  // never issue a step wholly past the end
@@ -241,34 +304,47 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
 #pragma unroll
                 for (int ni = 0; ni < T::NI; ++ni) mma16816<DTIN>(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
         }
-        const dg_i64 next = kt + STAGES - 1;
-        if (next < ktiles) load_stage((int)(next % STAGES), next * BK);
-        cp_async_commit();
     }
     cp_async_wait<0>();
 
+    // Epilogue: a thread owns column pairs (2t, 2t+1); store each pair with
+    // one access when C and ldc keep it aligned, else element by element.
+    const bool pairs = (ldc & 1) == 0 && (reinterpret_cast<dg_u64>(C) & (DTOUT == F32 ? 7u : 3u)) == 0;
 #pragma unroll
     for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
         for (int ni = 0; ni < T::NI; ++ni)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const dg_i64 i = i0 + wm * T::TM + mi * 16 + g + (q >> 1) * 8;
-                const dg_i64 j = j0 + wn * T::TN + ni * 8 + t4 * 2 + (q & 1);
-                if (i < M && j < N) store_out<DTOUT>(C, i * ldc + j, acc[mi][ni][q]);
+            for (int h = 0; h < 2; ++h) {
+                const dg_i64 i = i0 + wm * T::TM + mi * 16 + g + h * 8;
+                const dg_i64 j = j0 + wn * T::TN + ni * 8 + t4 * 2;
+                if (i >= M) continue;
+                const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
+                if (pairs && j + 1 < N) {
+                    store_pair<DTOUT>(C, i * ldc + j, v0, v1);
+                } else {
+                    if (j < N) store_out<DTOUT>(C, i * ldc + j, v0);
+                    if (j + 1 < N) store_out<DTOUT>(C, i * ldc + j + 1, v1);
+                }
             }
 }
 
-// The tile families: 128x128 (8 warps of 64x32) and 64x64 (4 warps of 32x32).
-typedef Tile<128, 128, 2, 4> T128;
-typedef Tile<64, 64, 2, 2> T64;
+// The tile families. tc256: 128x256, 8 warps of 64x64 (the large-shape
+// workhorse; _vec only). tc128: 128x128, 8 warps of 64x32, two blocks per
+// SM (at most 128 registers: no spills with NVRTC 12.4 and 13.0). tc64:
+// 64x64, 4 warps of 32x32 (fills the GPU on shapes with few 128-tiles).
+typedef Tile<128, 256, 2, 4, 4, 1> T256;
+typedef Tile<128, 128, 2, 4, 4, 2> T128;
+typedef Tile<64, 64, 2, 2, 4, 1> T64;
 
 }  // namespace tc
 
-// Entry points: detgemm_tc{128,64}_{nn,nt,tn}_{in}_{out}_{vec,any}. Arguments
-// as in gemm_simt.cu: A, B, C, bias (nullable), M, N, R, lda, ldb, ldc.
+// Entry points: detgemm_tc{256,128,64}_{nn,nt,tn}_{in}_{out}_{vec,any}.
+// Arguments as in gemm_simt.cu: A, B, C, bias (nullable), M, N, R, lda, ldb,
+// ldc. The grid is (row tiles, column tiles); blocks take their tile from
+// the grouped order above.
 #define DETGEMM_TC_ENTRY(NAME, TILE, DTIN, DTOUT, ARC, BJC, INIT, VEC)                                   \
-    DETGEMM_KERNEL void __launch_bounds__(tc::TILE::THREADS)                                              \
+    DETGEMM_KERNEL void __launch_bounds__(tc::TILE::THREADS, tc::TILE::MINB)                              \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,      \
              dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                        \
         tc::gemm_tile<tc::TILE, DTIN, DTOUT, ARC, BJC, INIT, VEC>(static_cast<const dg_u16*>(A),          \
@@ -276,6 +352,16 @@ typedef Tile<64, 64, 2, 2> T64;
                                                                N, R, lda, ldb, ldc);                      \
     }
 
+DETGEMM_TC_ENTRY(detgemm_tc256_nn_bf16_bf16_vec, T256, tc::BF16, tc::BF16, true, true, tc::INIT_BIAS, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_nn_bf16_f32_vec, T256, tc::BF16, tc::F32, true, true, tc::INIT_BIAS, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_nn_f16_f16_vec, T256, tc::F16, tc::F16, true, true, tc::INIT_BIAS, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_nn_f16_f32_vec, T256, tc::F16, tc::F32, true, true, tc::INIT_BIAS, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_nt_bf16_bf16_vec, T256, tc::BF16, tc::BF16, true, false, tc::INIT_ZERO, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_nt_bf16_f32_vec, T256, tc::BF16, tc::F32, true, false, tc::INIT_ZERO, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_nt_f16_f16_vec, T256, tc::F16, tc::F16, true, false, tc::INIT_ZERO, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_nt_f16_f32_vec, T256, tc::F16, tc::F32, true, false, tc::INIT_ZERO, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_tn_bf16_f32_vec, T256, tc::BF16, tc::F32, false, true, tc::INIT_OLD, true)
+DETGEMM_TC_ENTRY(detgemm_tc256_tn_f16_f32_vec, T256, tc::F16, tc::F32, false, true, tc::INIT_OLD, true)
 DETGEMM_TC_ENTRY(detgemm_tc128_nn_bf16_bf16_vec, T128, tc::BF16, tc::BF16, true, true, tc::INIT_BIAS, true)
 DETGEMM_TC_ENTRY(detgemm_tc128_nn_bf16_bf16_any, T128, tc::BF16, tc::BF16, true, true, tc::INIT_BIAS, false)
 DETGEMM_TC_ENTRY(detgemm_tc128_nn_bf16_f32_vec, T128, tc::BF16, tc::F32, true, true, tc::INIT_BIAS, true)

@@ -1,29 +1,34 @@
-// simt_tile.cuh: the register-tiled slab chains of the IEEE tiers, shared
-// by every tiled family.
+// simt_tile.cuh: the register-tiled slab chains of the IEEE tiers, the one
+// copy of the loop that every tiled family runs.
 //
-// tile_chains runs, for one BM x BN tile of the tile problem
-// C[rows, cols] = A(rows, R) B(R, cols), the plan's slab chains over a range
-// of whole slabs [r_begin, r_end) (r_begin a multiple of SLAB): each slab is
-// one ascending __fmaf_rn chain from +0 per output element. At the end of
-// every slab it hands the chains to the caller's Close functor, then starts
-// the next slab from +0. What happens to a slab's result is the family's
-// concern: gemm_slabs.cu writes each one to a workspace; a single-kernel
-// family folds them in order into a running total.
+// tile_chains runs, for the BM x BN tile of the tile problem
+// C[M, N] = A(M, R) B(R, N) at block (blockIdx.x, blockIdx.y), the plan's
+// slab chains over a range of whole slabs [r0, r0 + len) (r0 a multiple of
+// SLAB): each slab is one ascending __fmaf_rn chain from +0 per output
+// element, exactly one fma per r. At the end of every slab it hands the
+// chains to the caller's Close functor, then starts the next slab from +0.
+// What happens to a slab's result is the family's concern: gemm_simt.cu
+// folds the slabs in order into running totals (r0 = 0, len = R);
+// gemm_slabs.cu writes each one to a workspace. So both families run the
+// same chains by construction.
 //
-// Note for the lead: gemm_simt.cu still carries its own copy of this loop
-// (it is being tuned separately). To share it, make gemm_simt's gemm_tile
-// call dgtile::tile_chains(..., r_begin = 0, r_end = R, ...) with a Close
-// functor that does what its slab-closing block does today (first slab:
-// tot = acc; later slabs: tot = __fadd_rn(tot, acc)), and move the tuned
-// inner loop here; both families then run the same chains by construction.
+// The loop is gemm_simt's tuned "v2" (bench/NOTES-simt.md): 128 x 128 x 16
+// tiles, 256 threads of 8 x 8 outputs, vector loads where the block is in
+// range and aligned, r-contiguous operands read 8 rows x 64 bytes per warp
+// instruction, padded staged tiles, an unconditional 16-step body for full
+// k-tiles. Nothing here depends on M, on the grid, or on pointer alignment:
+// alignment and edges only pick how a tile is loaded; every path stages the
+// same values and runs the same chains.
 #pragma once
 #include "prelude.cuh"
+#include "widen_f16.cuh"
 
 namespace dgtile {
 
-// Block tile BM x BN, k-step BK; each of the THREADS threads owns TM x TN
-// outputs as two 4x4 quadrants 64 rows/columns apart (conflict-free float4
-// reads of the staged tiles).
+// Block tile BM x BN, k-step BK; each of the 256 threads owns TM x TN outputs
+// as two 4x4 quadrants 64 rows/columns apart (conflict-free float4 reads).
+// A warp's 32 threads cover 4 x 8 thread positions, so one k step's four
+// fragment reads are one shared-memory wavefront each.
 constexpr int BM = 128;
 constexpr int BN = 128;
 constexpr int BK = 16;
@@ -34,141 +39,309 @@ constexpr int THREADS = 256;
 // The contract's slab length; a slab boundary always falls on a k-tile edge.
 constexpr int SLAB = 256;
 static_assert(SLAB % BK == 0, "slab boundaries must fall on k-tile edges");
+constexpr int TILES_PER_SLAB = SLAB / BK;
 
-// Shared memory of the two staged k-tiles of A and B.
-constexpr int SMEM_TILE_BYTES = 2 * BK * (BM + BN) * 4;
+// Staged tiles are [BK][LD] with LD = 128 + 4: the pad spreads the
+// transposing stores (a warp writes 8 consecutive rows at four r offsets)
+// over 32 banks with at most two-way conflicts, and keeps each row 16-byte
+// aligned for float4 reads.
+constexpr int LD = BM + 4;
+static_assert(BM == BN, "one padded row length serves both operands");
+constexpr int STAGE = 2 * BK * LD;  // floats: A then B
+
+// Shared memory tile_chains needs: two stages of A and B tiles.
+constexpr int SMEM_TILES = 2 * STAGE * 4;
 
 // Element codes shared with the Go dispatcher.
 constexpr int F32 = 0;
 constexpr int BF16 = 1;
 constexpr int F16 = 2;
 
-// Staged elements travel as raw bits (an f32's, or a 16-bit code in the low
-// half) from the global load to the shared-memory store, and are widened
-// exactly only at the store: the f16 widening needs a few registers of its
-// own, and at that point the chain registers of the compute are not live
-// alongside the in-flight loads.
+// Four consecutive input elements as loaded, before widening: four f32 words
+// or four 16-bit values packed in two words. Elements travel as raw bits
+// from the global load to the shared-memory store and are widened exactly
+// only there.
 template <int DT>
-DETGEMM_INLINE dg_u32 load_raw(const void* DETGEMM_RESTRICT p, dg_i64 i) {
-    if constexpr (DT == F32) return static_cast<const dg_u32*>(p)[i];
-    else return static_cast<const dg_u16*>(p)[i];
-}
+struct Quad {
+    dg_u32 w[DT == F32 ? 4 : 2];
+};
 
 template <int DT>
-DETGEMM_INLINE float widen_raw(dg_u32 u) {
-    if constexpr (DT == F32) return dg_f32_from_bits(u);
-    else if constexpr (DT == BF16) return dg_bf16_to_f32((dg_u16)u);
-    else return dg_f16_to_f32((dg_u16)u);
+DETGEMM_INLINE float quad_elem(const Quad<DT>& q, int e) {
+    if (DT == F32) return dg_f32_from_bits(q.w[e]);
+    const dg_u16 h = (dg_u16)(q.w[e >> 1] >> (16 * (e & 1)));
+    return DT == BF16 ? dg_bf16_to_f32(h) : dg_f16_to_f32_fast(h);
 }
 
-// The tile row (column) of a thread's accumulator row m (column n).
-DETGEMM_INLINE int acc_row(int ty, int m) { return m < 4 ? ty * 4 + m : 64 + ty * 4 + m - 4; }
-DETGEMM_INLINE int acc_col(int tx, int n) { return n < 4 ? tx * 4 + n : 64 + tx * 4 + n - 4; }
+// One aligned vector load of four elements.
+template <int DT>
+DETGEMM_INLINE void load_quad_vec(Quad<DT>& q, const char* p) {
+    if (DT == F32) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+        q.w[0] = dg_f32_bits(v.x); q.w[1] = dg_f32_bits(v.y);
+        q.w[2] = dg_f32_bits(v.z); q.w[3] = dg_f32_bits(v.w);
+    } else {
+        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+        q.w[0] = v.x; q.w[1] = v.y;
+    }
+}
 
-// tile_chains: the tile at (i0, j0) of C[rows, cols], over [r_begin, r_end).
+// Element e of four consecutive elements, or zero (+0 in every type) where
+// ok is false.
+template <int DT>
+DETGEMM_INLINE void load_quad_elem(Quad<DT>& q, const char* p, int e, bool ok) {
+    if (DT == F32) {
+        q.w[e] = ok ? __ldg(reinterpret_cast<const dg_u32*>(p) + e) : 0u;
+    } else {
+        const dg_u32 h = ok ? (dg_u32)__ldg(reinterpret_cast<const unsigned short*>(p) + e) : 0u;
+        if (e & 1) q.w[e >> 1] |= h << 16;
+        else q.w[e >> 1] = h;
+    }
+}
+
+// One operand's share of staging a BK-deep tile. The operand is X(lin, r)
+// with lin the output row (A) or column (B) and r the reduction index;
+// RC means r is the contiguous axis in memory (X[lin*ld + r]), otherwise
+// lin is (X[r*ld + lin]). Each thread moves two quads (h = 0, 1) per tile,
+// along the contiguous axis:
+//   RC:  lin = row + 64h, r = 4*r4 .. 4*r4+3  (a warp: 8 rows x 4 quads,
+//        each row's 64 contiguous bytes)
+//   !RC: r = rr + 8h, lin = 4*c4 .. 4*c4+3    (a warp: one r, 128 lins)
+// The tile in shared memory is always [r][lin]. For RC, 8 rows x 64 bytes
+// per warp instruction beat 16 rows x 32 bytes by 10-20 % on the H200
+// (fewer cache lines per load), which outweighs the two-way conflicts of
+// the transposing stores.
+template <int DT, bool RC>
+struct Loader {
+    const char* p;  // quad h = 0's first element for the current tile
+
+    static constexpr int ESZ = DT == F32 ? 4 : 2;
+
+    // This thread's quad 0 position: RC: lin = row, r = 4*r4; !RC: lin =
+    // 4*c4, r = rr.
+    static DETGEMM_INLINE int lin_of(int t) { return RC ? t >> 2 : (t & 31) * 4; }
+    static DETGEMM_INLINE int r_of(int t) { return RC ? (t & 3) * 4 : t >> 5; }
+
+    // Byte distance from quad 0 to quad 1: 64 rows (RC) or 8 r (!RC). It is
+    // recomputed from the kernel parameter rather than held in registers.
+    static DETGEMM_INLINE dg_i64 hoff(dg_i64 ld) { return (RC ? 64 : 8) * ld * ESZ; }
+
+    // Positions the loader at (lin0, r0), the tile's first row (column) and
+    // the range's first reduction index.
+    DETGEMM_INLINE void init(const void* X, dg_i64 lin0, dg_i64 r0, dg_i64 ld, int t) {
+        const int lin = lin_of(t), r = r_of(t);
+        p = static_cast<const char*>(X) +
+            (RC ? (lin0 + lin) * ld + r0 + r : (r0 + r) * ld + lin0 + lin) * ESZ;
+    }
+
+    DETGEMM_INLINE void advance(dg_i64 ld) { p += RC ? (dg_i64)BK * ESZ : (dg_i64)BK * ld * ESZ; }
+
+    // Whole tile in range and aligned: two vector loads.
+    DETGEMM_INLINE void fetch_vec(Quad<DT> (&q)[2], dg_i64 ld) const {
+        load_quad_vec<DT>(q[0], p);
+        load_quad_vec<DT>(q[1], p + hoff(ld));
+    }
+
+    // Edge tiles: each element checked against lin_left = LIN - lin0 and
+    // r_left (reduction indices left in the range). t is read afresh
+    // (dg_tid) so the positions are not kept in registers across the main
+    // loop for this rare path.
+    DETGEMM_INLINE void fetch_checked(Quad<DT> (&q)[2], dg_i64 ld, dg_i64 lin_left, dg_i64 r_left, int t) const {
+        const int lin = lin_of(t), r = r_of(t);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const bool ok = RC ? (lin + 64 * h < lin_left && r + e < r_left)
+                                   : (lin + e < lin_left && r + 8 * h < r_left);
+                load_quad_elem<DT>(q[h], p + h * hoff(ld), e, ok);
+            }
+    }
+
+    DETGEMM_INLINE void stage(const Quad<DT> (&q)[2], float* S, int t) const {
+        const int lin = lin_of(t), r = r_of(t);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (RC) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) S[(r + e) * LD + lin + 64 * h] = quad_elem<DT>(q[h], e);
+            } else {
+                float4 v;
+                v.x = quad_elem<DT>(q[h], 0); v.y = quad_elem<DT>(q[h], 1);
+                v.z = quad_elem<DT>(q[h], 2); v.w = quad_elem<DT>(q[h], 3);
+                *reinterpret_cast<float4*>(&S[(r + 8 * h) * LD + lin]) = v;
+            }
+        }
+    }
+};
+
+// The thread and block indices, read so that the compiler cannot keep
+// values derived from them alive across the main loop (it recomputes them
+// where used).
+DETGEMM_INLINE int dg_tid() {
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+}
+DETGEMM_INLINE unsigned dg_ctaid_x() {
+    unsigned v;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(v));
+    return v;
+}
+DETGEMM_INLINE unsigned dg_ctaid_y() {
+    unsigned v;
+    asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(v));
+    return v;
+}
+DETGEMM_INLINE unsigned dg_ctaid_z() {
+    unsigned v;
+    asm volatile("mov.u32 %0, %%ctaid.z;" : "=r"(v));
+    return v;
+}
+
+// Compute positions: warp w covers thread rows 4*(w>>1) .. +3 and thread
+// columns 8*(w&1) .. +7; thread (ty, tx) owns rows ty*4 + {0..3} and
+// 64 + ty*4 + {0..3}, and likewise columns from tx. acc[m][n] of thread t
+// is the tile element (out_row(out_ty(t), m), out_col(out_tx(t), n)).
+DETGEMM_INLINE int out_ty(int t) { return ((t >> 6) << 2) + ((t & 31) >> 3); }
+DETGEMM_INLINE int out_tx(int t) { return (((t >> 5) & 1) << 3) + (t & 7); }
+DETGEMM_INLINE int out_row(int ty, int m) { return (m < 4 ? 0 : 64) + ty * 4 + (m & 3); }
+DETGEMM_INLINE int out_col(int tx, int n) { return (n < 4 ? 0 : 64) + tx * 4 + (n & 3); }
+
+// Whether a vector of four elements at every quad start is aligned.
+template <int DT>
+DETGEMM_INLINE bool vec_ok(const void* X, dg_i64 ld) {
+    const dg_u64 align = DT == F32 ? 16 : 8;
+    return ((dg_u64)X % align) == 0 && (ld % 4) == 0;
+}
+
+// The reduction ranges a block can run. A range is a policy rather than two
+// numbers so that a family whose range is derived (from the grid) recomputes
+// it where it is used instead of holding it in registers through the loop.
+//
+// Whole: [0, R), the single-kernel family.
+struct Whole {
+    dg_i64 R;
+    DETGEMM_INLINE dg_i64 r0() const { return 0; }
+    DETGEMM_INLINE dg_i64 len() const { return R; }
+};
+
+// SlabGroup: slabs [z*G, min((z+1)*G, S)) for block z = blockIdx.z, the
+// split-slab family. Empty (len <= 0) for a block past the last slab.
+struct SlabGroup {
+    dg_i64 R, G;
+    DETGEMM_INLINE dg_i64 r0() const { return (dg_i64)dg_ctaid_z() * G * SLAB; }
+    DETGEMM_INLINE dg_i64 len() const {
+        const dg_i64 left = R - r0(), span = G * SLAB;
+        return left < span ? left : span;
+    }
+};
+
+// tile_chains: the chains of the tile at (blockIdx.x * BM, blockIdx.y * BN)
+// of C[M, N] over the reduction range [rg.r0(), rg.r0() + rg.len()),
+// len > 0, r0 a multiple of SLAB:
 //   A(i, r) = A_RC ? A[i*lda + r] : A[r*lda + i]
 //   B(r, j) = B_JC ? B[r*ldb + j] : B[j*ldb + r]
-// smem holds SMEM_TILE_BYTES (16-byte aligned). close(slab, acc) is called
-// once per slab, by every thread, with the thread's chains: acc[m][n] is the
-// element (i0 + acc_row(ty, m), j0 + acc_col(tx, n)), ty = t / 16,
-// tx = t % 16. The call is followed by a __syncthreads, so a Close may use
-// shared memory of its own.
-template <int DTIN, bool A_RC, bool B_JC, class Close>
+// smem holds SMEM_TILES bytes (16-byte aligned). close(kt, acc) is called
+// once per slab, by every thread, with the thread's chains (see out_ty);
+// kt / TILES_PER_SLAB is the slab's index within the range. Every call is
+// followed by a __syncthreads, so a Close may use shared memory of its own.
+template <int DTIN, bool A_RC, bool B_JC, class Range, class Close>
 DETGEMM_INLINE void tile_chains(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
-                                dg_i64 rows, dg_i64 cols, dg_i64 r_begin, dg_i64 r_end,
-                                dg_i64 lda, dg_i64 ldb, dg_i64 i0, dg_i64 j0, float* smem,
-                                Close& close) {
-    float (*As)[BK][BM] = reinterpret_cast<float (*)[BK][BM]>(smem);
-    float (*Bs)[BK][BN] = reinterpret_cast<float (*)[BK][BN]>(smem + 2 * BK * BM);
+                                dg_i64 M, dg_i64 N, const Range& rg, dg_i64 lda, dg_i64 ldb,
+                                float* smem, Close& close) {
     const int t = threadIdx.x;
+    const dg_i64 i0 = (dg_i64)blockIdx.x * BM;  // x: row tiles (up to 2^31-1 of them)
+    const dg_i64 j0 = (dg_i64)blockIdx.y * BN;  // y: column tiles (up to 65535)
 
-    // Staging: each thread moves 8 elements of A and 8 of B per k-tile,
-    // along whichever axis is contiguous in memory.
-    const int a_lin = A_RC ? (t >> 1) : ((t & 15) * 8);
-    const int a_red = A_RC ? ((t & 1) * 8) : (t >> 4);
-    const int b_lin = B_JC ? ((t & 15) * 8) : (t >> 1);
-    const int b_red = B_JC ? (t >> 4) : ((t & 1) * 8);
+    Loader<DTIN, A_RC> la;
+    Loader<DTIN, !B_JC> lb;
+    la.init(A, i0, rg.r0(), lda, t);
+    lb.init(B, j0, rg.r0(), ldb, t);
+    Quad<DTIN> qa[2], qb[2];
 
-    dg_u32 ra[8], rb[8];  // raw bits of the next k-tile
-    const dg_i64 a_first = i0 + a_lin;
-    const dg_i64 b_first = j0 + b_lin;
-    const dg_i64 a_base = A_RC ? a_first * lda + a_red : (dg_i64)a_red * lda + a_first;
-    const dg_i64 b_base = B_JC ? (dg_i64)b_red * ldb + b_first : b_first * ldb + b_red;
-    const dg_i64 a_rstride = A_RC ? 1 : lda;
-    const dg_i64 b_rstride = B_JC ? ldb : 1;
-    const dg_i64 a_lin_left = rows - a_first;
-    const dg_i64 b_lin_left = cols - b_first;
-    const dg_i64 a_red_left = r_end - a_red;
-    const dg_i64 b_red_left = r_end - b_red;
-    constexpr int ES = DTIN == F32 ? 4 : 2;
+    // Vector loads when the block's rows and columns are all in range and
+    // every quad is aligned; the reduction edge is checked per tile.
+    const bool vec = i0 + BM <= M && j0 + BN <= N && vec_ok<DTIN>(A, lda) && vec_ok<DTIN>(B, ldb);
 
-    auto fetch = [&](dg_i64 k0) {
-        const void* pa = static_cast<const char*>(A) + (a_base + k0 * a_rstride) * ES;
-        const void* pb = static_cast<const char*>(B) + (b_base + k0 * b_rstride) * ES;
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-            const bool a_ok = A_RC ? (a_lin_left > 0 && k0 + q < a_red_left) : (q < a_lin_left && k0 < a_red_left);
-            const bool b_ok = B_JC ? (q < b_lin_left && k0 < b_red_left) : (b_lin_left > 0 && k0 + q < b_red_left);
-            ra[q] = a_ok ? load_raw<DTIN>(pa, q) : 0u;  // 0 widens to +0 in every type
-            rb[q] = b_ok ? load_raw<DTIN>(pb, q) : 0u;
+    // k: the tile's first reduction index, relative to r0.
+    auto fetch = [&](dg_i64 k) {
+        if (vec && k + BK <= rg.len()) {
+            la.fetch_vec(qa, lda);
+            lb.fetch_vec(qb, ldb);
+        } else {
+            const int tc = dg_tid();
+            la.fetch_checked(qa, lda, M - i0, rg.len() - k, tc);
+            lb.fetch_checked(qb, ldb, N - j0, rg.len() - k, tc);
         }
     };
     auto stage = [&](int buf) {
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-            const float a = widen_raw<DTIN>(ra[q]), b = widen_raw<DTIN>(rb[q]);
-            if (A_RC) As[buf][a_red + q][a_lin] = a;
-            else      As[buf][a_red][a_lin + q] = a;
-            if (B_JC) Bs[buf][b_red][b_lin + q] = b;
-            else      Bs[buf][b_red + q][b_lin] = b;
-        }
+        float* S = smem + buf * STAGE;
+        const int ts = dg_tid();
+        la.stage(qa, S, ts);
+        lb.stage(qb, S + BK * LD, ts);
     };
 
-    const int ty = t >> 4, tx = t & 15;
+    const int ty = out_ty(t), tx = out_tx(t);
+    const float* a_rd = smem + ty * 4;
+    const float* b_rd = smem + BK * LD + tx * 4;
+
     float acc[TM][TN];
 #pragma unroll
     for (int m = 0; m < TM; ++m)
 #pragma unroll
         for (int n = 0; n < TN; ++n) acc[m][n] = 0.0f;
 
-    const dg_i64 tiles = (r_end - r_begin + BK - 1) / BK;
-    fetch(r_begin);
+    // One k step: r = the tile's kk-th reduction index, one fma per output.
+    auto step = [&](const float* ap, const float* bp) {
+        float a[TM], b[TN];
+        const float4 a0 = *reinterpret_cast<const float4*>(ap);
+        const float4 a1 = *reinterpret_cast<const float4*>(ap + 64);
+        const float4 b0 = *reinterpret_cast<const float4*>(bp);
+        const float4 b1 = *reinterpret_cast<const float4*>(bp + 64);
+        a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w;
+        a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
+        b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w;
+        b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;
+#pragma unroll
+        for (int m = 0; m < TM; ++m)
+#pragma unroll
+            for (int n = 0; n < TN; ++n) acc[m][n] = __fmaf_rn(a[m], b[n], acc[m][n]);
+    };
+
+    const dg_i64 tiles = (rg.len() + BK - 1) / BK;
+
+    fetch(0);
     stage(0);
     __syncthreads();
 
+    int slab_tile = 0;  // tiles of the current slab done
     for (dg_i64 kt = 0; kt < tiles; ++kt) {
-        const int buf = (int)(kt & 1);
-        const dg_i64 k0 = r_begin + kt * BK;
+        const int off = (int)(kt & 1) * STAGE;
         const bool more = kt + 1 < tiles;
-        if (more) fetch(k0 + BK);
-
-        const dg_i64 left = r_end - k0;
-        const int kmax = left < BK ? (int)left : BK;
-#pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            if (kk < kmax) {  // uniform: only the range's last tile is short
-                float a[TM], b[TN];
-                const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][kk][ty * 4]);
-                const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][kk][64 + ty * 4]);
-                const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][kk][tx * 4]);
-                const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][kk][64 + tx * 4]);
-                a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w;
-                a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
-                b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w;
-                b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;
-#pragma unroll
-                for (int m = 0; m < TM; ++m)
-#pragma unroll
-                    for (int n = 0; n < TN; ++n) acc[m][n] = __fmaf_rn(a[m], b[n], acc[m][n]);
-            }
+        if (more) {
+            la.advance(lda);
+            lb.advance(ldb);
+            fetch((kt + 1) * BK);
         }
 
-        if (more) stage(buf ^ 1);
+        const dg_i64 left = rg.len() - kt * BK;
+        if (left >= BK) {
+#pragma unroll
+            for (int kk = 0; kk < BK; ++kk) step(a_rd + off + kk * LD, b_rd + off + kk * LD);
+        } else {
+            // The last, short tile: exactly one fma per remaining r.
+#pragma unroll 1
+            for (int kk = 0; kk < (int)left; ++kk) step(a_rd + off + kk * LD, b_rd + off + kk * LD);
+        }
+
+        if (more) stage((int)((kt + 1) & 1));
 
         // Close a slab at every SLAB boundary and at the end of the range
-        // (r_begin is a slab boundary, so slab edges are k-tile edges).
-        if (!more || ((kt + 1) * BK) % SLAB == 0) {
-            close(k0 / SLAB, acc);
+        // (r0 is a slab boundary, so slab edges are k-tile edges).
+        if (++slab_tile == TILES_PER_SLAB || !more) {
+            slab_tile = 0;
+            close(kt, acc);
 #pragma unroll
             for (int m = 0; m < TM; ++m)
 #pragma unroll

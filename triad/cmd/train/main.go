@@ -9,10 +9,12 @@
 //
 // Usage:
 //
-//	go run ./triad/cmd/train [--tier f32|typed] [--dtype f32|bf16|f16] [--cpu] ...
+//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--cpu] ...
 //
 // The digests printed for the f32 and typed tiers are the same on the GPU
-// and on the CPU backend. The exit status is 1 when a check fails.
+// and on the CPU backend; for the tensor-core tier (--tier tc) the CPU
+// backend reproduces an sm_90 (Hopper) GPU's digests. The exit status is 1
+// when a check fails.
 package main
 
 import (
@@ -40,8 +42,8 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.tier, "tier", "f32", "numerical tier: f32 or typed")
-	flag.StringVar(&o.dtype, "dtype", "", "activation dtype: f32 (tier f32), bf16 or f16 (tier typed; default bf16)")
+	flag.StringVar(&o.tier, "tier", "f32", "numerical tier: f32, typed or tc (tensor cores)")
+	flag.StringVar(&o.dtype, "dtype", "", "activation dtype: f32 (tier f32), bf16 or f16 (tiers typed and tc; default bf16)")
 	flag.IntVar(&o.in, "in", 32, "input width")
 	flag.IntVar(&o.hidden, "hidden", 64, "hidden width (two hidden layers)")
 	flag.IntVar(&o.out, "out", 8, "output width")
@@ -76,18 +78,21 @@ func (o options) config() (triad.TrainConfig, error) {
 		if o.dtype != "" && o.dtype != "f32" {
 			return cfg, fmt.Errorf("--tier f32 runs f32 activations; use --tier typed for --dtype %s", o.dtype)
 		}
-	case "typed":
+	case "typed", "tc":
 		cfg.Tier = gemm.TierTyped
+		if o.tier == "tc" {
+			cfg.Tier = gemm.TierTensorCore
+		}
 		switch o.dtype {
 		case "", "bf16":
 			cfg.DType = triad.BF16
 		case "f16":
 			cfg.DType = triad.F16
 		default:
-			return cfg, fmt.Errorf("--tier typed runs bf16 or f16 activations, not %q", o.dtype)
+			return cfg, fmt.Errorf("--tier %s runs bf16 or f16 activations, not %q", o.tier, o.dtype)
 		}
 	default:
-		return cfg, fmt.Errorf("--tier %q: want f32 or typed", o.tier)
+		return cfg, fmt.Errorf("--tier %q: want f32, typed or tc", o.tier)
 	}
 	if o.epochs <= 0 {
 		return cfg, fmt.Errorf("--epochs %d: want at least 1", o.epochs)

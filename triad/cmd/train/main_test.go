@@ -15,7 +15,7 @@ func small(tier, dtype string) options {
 }
 
 func TestDemoOnTheCPUPassesEveryCheck(t *testing.T) {
-	for _, o := range []options{small("f32", ""), small("typed", "bf16"), small("typed", "f16")} {
+	for _, o := range []options{small("f32", ""), small("typed", "bf16"), small("typed", "f16"), small("tc", ""), small("tc", "f16")} {
 		t.Run(o.tier+o.dtype, func(t *testing.T) {
 			var out bytes.Buffer
 			ok, err := run(o, &out, io.Discard)
@@ -31,7 +31,7 @@ func TestDemoOnTheCPUPassesEveryCheck(t *testing.T) {
 }
 
 func TestDemoRejectsBadFlags(t *testing.T) {
-	for _, o := range []options{small("f32", "bf16"), small("typed", "f32"), small("tc", ""), func() options { o := small("f32", ""); o.epochs = 0; return o }()} {
+	for _, o := range []options{small("f32", "bf16"), small("typed", "f32"), small("tc", "f32"), small("tensor", ""), func() options { o := small("f32", ""); o.epochs = 0; return o }()} {
 		_, err := run(o, io.Discard, io.Discard)
 		require.Error(t, err)
 	}

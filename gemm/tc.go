@@ -1,0 +1,245 @@
+package gemm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/detgemm/detgemm/cudaload"
+)
+
+// tcFamily is the tensor-core kernel family (kernels/cuda/gemm_tc.cu).
+const tcFamily = "gemm_tc"
+
+// tcTile names one tile shape of gemm_tc.cu. The zero value means "let the
+// dispatcher choose".
+type tcTile uint8
+
+const (
+	tcTile256 tcTile = iota + 1 // 128×256 output tiles, 8 warps of 64×64; 16-byte path only
+	tcTile128                   // 128×128, 8 warps of 64×32
+	tcTile64                    // 64×64, 4 warps of 32×32
+)
+
+// tcGeometry is what the host needs of a tile shape: its block tile, block
+// size, and whether it has an `_any` (element-wise) variant.
+type tcGeometry struct {
+	name       string
+	bm, bn     int64
+	threads    uint32
+	anyVariant bool
+	// relCost is the time of one block per output relative to tc256's on
+	// the forward and dX layouts, relCostTN on dW's; measured on the H200
+	// (bf16, 4096³ and 8192³, 2026-11-21): smaller tiles reuse less of
+	// each staged operand, and tc256's dW kernel (238 registers, transposed
+	// A loads) runs about 13 % below tc128's.
+	relCost, relCostTN float64
+}
+
+var tcGeometries = map[tcTile]tcGeometry{
+	tcTile256: {"tc256", 128, 256, 256, false, 1.0, 1.15},
+	tcTile128: {"tc128", 128, 128, 256, true, 1.04, 1.04},
+	tcTile64:  {"tc64", 64, 64, 128, true, 1.44, 1.44},
+}
+
+// tcTilesBySize lists the tile shapes from the largest down: the order in
+// which the dispatcher tries them.
+var tcTilesBySize = []tcTile{tcTile256, tcTile128, tcTile64}
+
+func (t tcTile) String() string {
+	if g, ok := tcGeometries[t]; ok {
+		return g.name
+	}
+	if t == 0 {
+		return "auto"
+	}
+	return fmt.Sprintf("tcTile(%d)", uint8(t))
+}
+
+// Staging constants of gemm_tc.cu: k per stage, stages, and the halves of
+// padding per shared-memory row.
+const (
+	tcBK     = 32
+	tcStages = 4
+	tcPad    = 8
+)
+
+// tcSharedBytes is gemm_tc.cu's Tile::smem_bytes for a tile shape and
+// layout: tcStages stages of the A and B tiles, each staged as it lies in
+// global memory with tcPad halves of padding per row.
+func tcSharedBytes(t tcTile, l layout) uint32 {
+	g := tcGeometries[t]
+	aRC, bJC := l != layoutTN, l != layoutNT
+	a := tcBK * (g.bm + tcPad)
+	if aRC {
+		a = g.bm * (tcBK + tcPad)
+	}
+	b := g.bn * (tcBK + tcPad)
+	if bJC {
+		b = tcBK * (g.bn + tcPad)
+	}
+	return uint32(tcStages * (a + b) * 2)
+}
+
+// tcKey names one gemm_tc entry point.
+type tcKey struct {
+	tile    tcTile
+	layout  layout
+	in, out DType
+	vec     bool
+}
+
+func (k tcKey) name() string {
+	path := "any"
+	if k.vec {
+		path = "vec"
+	}
+	return fmt.Sprintf("detgemm_%v_%v_%v_%v_%s", k.tile, k.layout, k.in, k.out, path)
+}
+
+// tcKernels is every gemm_tc entry point: each tile shape × layout × input
+// × output (nn and nt write the input type or f32, tn the f32 dW) × load
+// path.
+var tcKernels = func() (out []tcKey) {
+	for _, t := range tcTilesBySize {
+		for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
+			for _, in := range []DType{BF16, F16} {
+				outs := []DType{in, F32}
+				if l == layoutTN {
+					outs = []DType{F32}
+				}
+				for _, o := range outs {
+					out = append(out, tcKey{t, l, in, o, true})
+					if tcGeometries[t].anyVariant {
+						out = append(out, tcKey{t, l, in, o, false})
+					}
+				}
+			}
+		}
+	}
+	return out
+}()
+
+// tcForce pins the tensor-core kernel (tests run the contract suite once
+// per kernel). tile 0 lets the dispatcher choose the tile; path 0 the load
+// path.
+type tcForce struct {
+	tile tcTile
+	path tcPath
+}
+
+// tcPath is a load path: the 16-byte cp.async path or the element-wise one.
+type tcPath uint8
+
+const (
+	tcPathVec tcPath = iota + 1
+	tcPathAny
+)
+
+// errTCKernel is returned when a forced tensor-core kernel cannot run a
+// call (tests only: the dispatcher never picks one that cannot).
+var errTCKernel = errors.New("tensor-core kernel cannot run this call")
+
+// tcVecOK reports whether the 16-byte path can read both operands: every
+// row starts 16-byte aligned when the base pointers are and the leading
+// dimensions are multiples of 8 halves.
+func tcVecOK(p problem) bool {
+	return p.lda%8 == 0 && p.ldb%8 == 0 && p.a%16 == 0 && p.b%16 == 0
+}
+
+// tcFits reports whether tile t's grid fits the launch limits (row tiles on
+// grid.x, column tiles on grid.y).
+func tcFits(t tcTile, rows, cols int64) bool {
+	g := tcGeometries[t]
+	return tcCeilDiv(rows, g.bm) <= math.MaxInt32 && tcCeilDiv(cols, g.bn) <= maxGridYZ
+}
+
+// chooseTC picks the tensor-core kernel for a validated problem on a GPU
+// with sms multiprocessors. Every kernel computes each element by the same
+// chain, so this decides speed only.
+//
+//   - The load path: _vec when both operands' base pointers are 16-byte
+//     aligned and their leading dimensions multiples of 8, _any otherwise.
+//   - The tile: among the shapes whose grid fits the launch limits and
+//     whose shared memory fits the GPU's block (maxShared: sm_86 and sm_89
+//     hold 99 KiB, too little for tc256), tc256 only on the _vec path, the
+//     one with the least modelled time, the larger on a tie. The model is
+//     the busiest SM's work: a grid of T blocks leaves ceil(T / sms) blocks
+//     on some SM, each bm·bn outputs at the tile's measured relative cost
+//     for the layout (whether the SM runs them one after another or several
+//     at once). So a shape
+//     that fills the GPU with 128×256 tiles takes them, and one whose big
+//     tiles would leave most SMs idle in the last wave takes a smaller one.
+func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
+	k := tcKey{layout: p.layout, in: p.in, out: p.out, vec: tcVecOK(p)}
+	switch f.path {
+	case 0:
+	case tcPathVec:
+		if !k.vec {
+			return tcKey{}, fmt.Errorf("%w: the 16-byte path needs 16-byte aligned operands and leading dimensions that are multiples of 8 (lda %d, ldb %d)", errTCKernel, p.lda, p.ldb)
+		}
+	case tcPathAny:
+		k.vec = false
+	default:
+		return tcKey{}, fmt.Errorf("%w: load path %d", errTCKernel, f.path)
+	}
+	usable := func(t tcTile) bool {
+		g, ok := tcGeometries[t]
+		return ok && (k.vec || g.anyVariant) && tcFits(t, p.rows, p.cols) && tcSharedBytes(t, p.layout) <= maxShared
+	}
+	if f.tile != 0 {
+		if !usable(f.tile) {
+			return tcKey{}, fmt.Errorf("%w: %v (vec %v) for %d×%d outputs", errTCKernel, f.tile, k.vec, p.rows, p.cols)
+		}
+		k.tile = f.tile
+		return k, nil
+	}
+	best, bestCost := tcTile(0), 0.0
+	for _, t := range tcTilesBySize {
+		if !usable(t) {
+			continue
+		}
+		g := tcGeometries[t]
+		blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
+		rel := g.relCost
+		if p.layout == layoutTN {
+			rel = g.relCostTN
+		}
+		cost := float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
+		if best == 0 || cost < bestCost {
+			best, bestCost = t, cost
+		}
+	}
+	if best == 0 {
+		// Validation admits only shapes whose 128-wide column tiles fit
+		// grid.y, so tc128 always fits; this is a bug, not a user error.
+		return tcKey{}, fmt.Errorf("%w: no tile fits %d×%d outputs", errTCKernel, p.rows, p.cols)
+	}
+	k.tile = best
+	return k, nil
+}
+
+// launchTC enqueues one gemm_tc kernel: grid (row tiles, column tiles), no
+// workspace.
+func (e *Engine) launchTC(p problem) error {
+	k, err := chooseTC(p, e.sms, e.tcShared, e.tcForce)
+	if err != nil {
+		return fmt.Errorf("gemm.%s: %w", p.op, err)
+	}
+	fn := e.fns.tc[k]
+	if fn == nil {
+		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
+	}
+	g := tcGeometries[k.tile]
+	e.args.Reset().
+		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
+	grid := cudaload.Dim3{X: uint32(tcCeilDiv(p.rows, g.bm)), Y: uint32(tcCeilDiv(p.cols, g.bn)), Z: 1}
+	return e.launch(p.op, fn, grid, g.threads, tcSharedBytes(k.tile, k.layout))
+}
+
+// tcSharedLimit is the shared memory a gemm_tc block may use on a device
+// whose opt-in limit per block is optin bytes (48 KiB needs no opt-in).
+func tcSharedLimit(optin int) uint32 { return uint32(max(optin, 48<<10)) }
+
+func tcCeilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,669 @@
+package gemm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/stretchr/testify/require"
+)
+
+// tcCase is one way the engine can run a tensor-core call: the
+// dispatcher's choice, or one kernel forced. Each must give the model's
+// bits; a new TC kernel is verified by adding one line here.
+type tcCase struct {
+	name string
+	f    tcForce
+}
+
+var tcCases = []tcCase{
+	{"auto", tcForce{}},
+	{"tc256-vec", tcForce{tcTile256, tcPathVec}},
+	{"tc128-vec", tcForce{tcTile128, tcPathVec}},
+	{"tc128-any", tcForce{tcTile128, tcPathAny}},
+	{"tc64-vec", tcForce{tcTile64, tcPathVec}},
+	{"tc64-any", tcForce{tcTile64, tcPathAny}},
+}
+
+// tcCombos is every (input, output) the tensor-core tier accepts.
+var tcCombos = []struct{ in, out DType }{{BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}}
+
+// setTCForce makes eng run every TC call with f and returns the previous
+// force.
+func setTCForce(eng *Engine, f tcForce) tcForce {
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	old := eng.tcForce
+	eng.tcForce = f
+	return old
+}
+
+// tcEngine returns the engine and the tensor-core model its GPU is
+// verified against, or skips: the model is verified for sm_90 only (the
+// published Ampere model is not checked here).
+func tcEngine(t *testing.T) (*Engine, *cudaload.Context, ref.TCModel) {
+	t.Helper()
+	eng, ctx := gpuEngine(t)
+	if a := eng.Arch(); a.Major != 9 || a.Minor != 0 {
+		t.Skipf("the tensor-core model is verified for sm_90; this GPU is %v", a)
+	}
+	return eng, ctx, ref.Hopper
+}
+
+// skipIfCannot skips t when a forced kernel cannot run the call (the
+// 16-byte path on unaligned operands): the dispatcher never picks it there.
+func skipIfCannot(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, errTCKernel) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+}
+
+// tcSweep sits around the plan's and the kernels' boundaries: 16-wide
+// steps (K not a multiple of 16, K < 16), the 32-deep stages, the 64, 128
+// and 256 tiles, M = 1, and leading dimensions that are not multiples of 8
+// (only the element path runs those). (a, r, b) is (M, K, N) for Forward
+// and DW, (M, N, K) for DX.
+var tcSweep = [][3]int{
+	{1, 1, 1}, {1, 7, 5}, {1, 4096, 40}, {3, 17, 5}, {2, 4097, 3}, {16, 16, 16}, {64, 64, 64}, {130, 200, 72},
+	{257, 1000, 129}, {16, 4096, 40}, {200, 33, 300}, {129, 513, 264}, {300, 31, 64}, {5, 300, 1}, {96, 48, 520},
+}
+
+// tcRun runs one op on the engine and on the model over fresh random inputs
+// and returns both as raw bits. shift reads the left operand one element
+// past a 16-byte boundary (the element path).
+func tcRun(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, m ref.TCModel, op string, in, out DType, a, red, b int, withBias, shift bool) (want, got []uint32, cols int) {
+	t.Helper()
+	lhsAt := func(o operand) cudaload.DevicePtr {
+		if !shift {
+			return upload(t, ctx, o)
+		}
+		s := operand{d: o.d, values: append([]float32{0}, o.values...), half: append([]uint16{0}, o.half...)}
+		return upload(t, ctx, s) + cudaload.DevicePtr(o.d.Size())
+	}
+	switch op {
+	case "Forward":
+		M, K, N := a, red, b
+		x, w := randomOperand(r, in, M*K), randomOperand(r, in, K*N)
+		args := ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: lhsAt(x), W: upload(t, ctx, w), In: in, Out: out}
+		var bias []float32
+		if withBias {
+			bo := randomOperand(r, F32, N)
+			bias, args.Bias = bo.values, upload(t, ctx, bo)
+		}
+		args.Y = poisoned(t, ctx, uint64(M*N*out.Size()))
+		skipIfCannot(t, eng.Forward(args))
+		y := make([]float32, M*N)
+		require.NoError(t, ref.TCForward(m, in, y, x.values, w.values, bias, M, K, N))
+		return refBits(out, y), readBits(t, eng, ctx, args.Y, out, M*N), N
+	case "DX":
+		M, N, K := a, red, b
+		dy, w := randomOperand(r, in, M*N), randomOperand(r, in, K*N)
+		args := DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: lhsAt(dy), W: upload(t, ctx, w), In: in, Out: out}
+		args.DX = poisoned(t, ctx, uint64(M*K*out.Size()))
+		skipIfCannot(t, eng.DX(args))
+		dx := make([]float32, M*K)
+		require.NoError(t, ref.TCDX(m, in, dx, dy.values, w.values, M, N, K))
+		return refBits(out, dx), readBits(t, eng, ctx, args.DX, out, M*K), K
+	default:
+		M, K, N := a, red, b
+		x, dy := randomOperand(r, in, M*K), randomOperand(r, in, M*N)
+		dw0 := randomOperand(r, F32, K*N) // accumulate onto nonzero values
+		args := DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: lhsAt(x), DY: upload(t, ctx, dy), DW: upload(t, ctx, dw0), In: in}
+		skipIfCannot(t, eng.DW(args))
+		dw := append([]float32(nil), dw0.values...)
+		require.NoError(t, ref.TCDW(m, in, dw, x.values, dy.values, M, K, N))
+		return refBits(F32, dw), readBits(t, eng, ctx, args.DW, F32, K*N), N
+	}
+}
+
+// TestTCMatchesModelBitForBit is the tensor-core contract suite: every op ×
+// dtype × sweep shape, aligned and one element off alignment, against the
+// CPU model of the GPU's tensor cores, once per kernel (the dispatcher's
+// choice, then each tile shape and load path forced).
+func TestTCMatchesModelBitForBit(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	r := newRand(t)
+	for _, tc := range tcCases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer setTCForce(eng, setTCForce(eng, tc.f))
+			for _, op := range []string{"Forward", "DX", "DW"} {
+				for _, c := range tcCombos {
+					if op == "DW" && c.out != F32 {
+						continue // dW is always the f32 master buffer
+					}
+					for i, s := range tcSweep {
+						for _, shift := range []bool{false, true} {
+							name := fmt.Sprintf("%s/%v-%v/%dx%dx%d/shift=%v", op, c.in, c.out, s[0], s[1], s[2], shift)
+							t.Run(name, func(t *testing.T) {
+								want, got, cols := tcRun(t, eng, ctx, r, m, op, c.in, c.out, s[0], s[1], s[2], i%2 == 0, shift)
+								requireSameBits(t, want, got, cols, name)
+							})
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTCKernelsGiveIdenticalBitsOnLargeShapes runs shapes too large for a
+// quick CPU check by every kernel and requires identical bits (the model
+// checks the first kernel's rows on a sample).
+func TestTCKernelsGiveIdenticalBitsOnLargeShapes(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	r := newRand(t)
+	const M, K, N = 1024, 2000, 1280
+	for _, d := range []DType{BF16, F16} {
+		x, w := randomOperand(r, d, M*K), randomOperand(r, d, K*N)
+		bias := randomOperand(r, F32, N)
+		xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
+		var first []uint32
+		for _, tc := range tcCases {
+			old := setTCForce(eng, tc.f)
+			y := poisoned(t, ctx, uint64(M*N*d.Size()))
+			err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: d, Out: d})
+			setTCForce(eng, old)
+			require.NoError(t, err, tc.name)
+			got := readBits(t, eng, ctx, y, d, M*N)
+			if first == nil {
+				first = got
+				rows := 24 // the model on a sample of rows
+				want := make([]float32, rows*N)
+				require.NoError(t, ref.TCForward(m, d, want, x.values[(M-rows)*K:], w.values, bias.values, rows, K, N))
+				requireSameBits(t, refBits(d, want), got[(M-rows)*N:], N, fmt.Sprintf("%v %s vs model", d, tc.name))
+				continue
+			}
+			requireSameBits(t, first, got, N, fmt.Sprintf("%v %s vs %s", d, tc.name, tcCases[0].name))
+		}
+	}
+}
+
+// TestTCRowsInvariantToBatch: Forward and DX rows computed alone (M = 1, the
+// 64-tile), in blocks, in two chunks, through an unaligned pointer (the
+// element path), or followed by NaN padding rows have the bits of the same
+// rows inside a batch of 8192 computed by the 128×256 tile — under every
+// kernel.
+func TestTCRowsInvariantToBatch(t *testing.T) {
+	eng, ctx, _ := tcEngine(t)
+	r := newRand(t)
+	const big, red, cols = 8192, 600, 520 // red: 37.5 steps; cols: a partial 256 tile
+	for _, c := range []struct {
+		op      string
+		in, out DType
+		bias    bool
+	}{{"Forward", BF16, BF16, true}, {"Forward", F16, F32, false}, {"DX", BF16, F32, false}, {"DX", F16, F16, false}} {
+		t.Run(fmt.Sprintf("%s/%v-%v", c.op, c.in, c.out), func(t *testing.T) {
+			es, osz := uint64(c.in.Size()), uint64(c.out.Size())
+			lhs, rhs := randomOperand(r, c.in, big*red), randomOperand(r, c.in, red*cols)
+			lhsP, rhsP := upload(t, ctx, lhs), upload(t, ctx, rhs)
+			var biasP cudaload.DevicePtr
+			if c.bias {
+				biasP = upload(t, ctx, randomOperand(r, F32, cols))
+			}
+			call := func(src cudaload.DevicePtr, rows int) []uint32 {
+				outP := poisoned(t, ctx, uint64(rows)*cols*osz)
+				if c.op == "Forward" {
+					require.NoError(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: rows, K: red, N: cols, X: src, W: rhsP, Bias: biasP, Y: outP, In: c.in, Out: c.out}))
+				} else {
+					require.NoError(t, eng.DX(DXArgs{Tier: TierTensorCore, M: rows, N: red, K: cols, DY: src, W: rhsP, DX: outP, In: c.in, Out: c.out}))
+				}
+				return readBits(t, eng, ctx, outP, c.out, rows*cols)
+			}
+			old := setTCForce(eng, tcForce{tile: tcTile256, path: tcPathVec})
+			all := call(lhsP, big)
+			setTCForce(eng, old)
+			rowsOf := func(first, n int) []uint32 { return all[first*cols : (first+n)*cols] }
+
+			// The same rows at an unaligned address, and followed by NaN rows.
+			shifted := operand{d: c.in, values: append([]float32{1}, lhs.values...), half: append([]uint16{0x3c00}, lhs.half...)}
+			shiftedP := upload(t, ctx, shifted) + cudaload.DevicePtr(es)
+			const real, padded = 100, 128
+			pad := operand{d: c.in, values: make([]float32, padded*red), half: make([]uint16, padded*red)}
+			copy(pad.values, lhs.values[:real*red])
+			copy(pad.half, lhs.half[:real*red])
+			for i := real * red; i < padded*red; i++ {
+				pad.values[i], pad.half[i] = float32(math.NaN()), 0x7fff
+			}
+			padP := upload(t, ctx, pad)
+
+			for _, tc := range tcCases {
+				t.Run(tc.name, func(t *testing.T) {
+					defer setTCForce(eng, setTCForce(eng, tc.f))
+					for _, blk := range []struct{ first, n int }{{0, 1}, {1, 1}, {4095, 1}, {8191, 1}, {100, 7}, {17, 16}, {128, 129}, {3000, 1000}, {0, big}} {
+						requireSameBits(t, rowsOf(blk.first, blk.n), call(lhsP+cudaload.DevicePtr(uint64(blk.first)*red*es), blk.n), cols,
+							fmt.Sprintf("rows [%d,+%d) alone vs inside %d", blk.first, blk.n, big))
+					}
+					a, b := call(lhsP, 3001), call(lhsP+cudaload.DevicePtr(3001*red*es), big-3001)
+					requireSameBits(t, all, append(a, b...), cols, "two chunks")
+					if tc.f.path != tcPathVec {
+						requireSameBits(t, rowsOf(0, 64), call(shiftedP, 64), cols, "unaligned rows")
+					}
+					requireSameBits(t, rowsOf(0, real), call(padP, padded)[:real*cols], cols, "rows followed by NaN padding")
+				})
+			}
+		})
+	}
+}
+
+// TestTCDWMicroBatchesAtMultiplesOf16: dW over 1000 rows in one call
+// equals micro-batches split at multiples of 16 rows, applied in order,
+// under every kernel, and the model.
+func TestTCDWMicroBatchesAtMultiplesOf16(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	r := newRand(t)
+	const M, K, N = 1000, 72, 264
+	for _, d := range []DType{BF16, F16} {
+		x, dy, dw0 := randomOperand(r, d, M*K), randomOperand(r, d, M*N), randomOperand(r, F32, K*N)
+		xP, dyP := upload(t, ctx, x), upload(t, ctx, dy)
+		want := append([]float32(nil), dw0.values...)
+		require.NoError(t, ref.TCDW(m, d, want, x.values, dy.values, M, K, N))
+		es := cudaload.DevicePtr(d.Size())
+		for _, tc := range tcCases {
+			old := setTCForce(eng, tc.f)
+			one, split := upload(t, ctx, dw0), upload(t, ctx, dw0)
+			require.NoError(t, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: one, In: d}))
+			for _, s := range [][2]int{{0, 16}, {16, 512}, {512, M}} {
+				off := cudaload.DevicePtr(s[0])
+				require.NoError(t, eng.DW(DWArgs{Tier: TierTensorCore, M: s[1] - s[0], K: K, N: N, X: xP + off*K*es, DY: dyP + off*N*es, DW: split, In: d}))
+			}
+			setTCForce(eng, old)
+			requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, one, F32, K*N), N, fmt.Sprintf("%v %s one call", d, tc.name))
+			requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, split, F32, K*N), N, fmt.Sprintf("%v %s three calls", d, tc.name))
+		}
+	}
+}
+
+func TestTCRunToRunIdentical(t *testing.T) {
+	eng, ctx, _ := tcEngine(t)
+	r := newRand(t)
+	const M, K, N = 2048, 1536, 2048
+	for _, d := range []DType{BF16, F16} {
+		x, w := upload(t, ctx, randomOperand(r, d, M*K)), upload(t, ctx, randomOperand(r, d, K*N))
+		dw0 := randomOperand(r, F32, K*N)
+		var first, firstDW []uint32
+		for run := 0; run < 3; run++ {
+			y := poisoned(t, ctx, uint64(M*N*d.Size()))
+			require.NoError(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: x, W: w, Y: y, In: d, Out: d}))
+			dw := upload(t, ctx, dw0)
+			require.NoError(t, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: x, DY: y, DW: dw, In: d}))
+			got, gotDW := readBits(t, eng, ctx, y, d, M*N), readBits(t, eng, ctx, dw, F32, K*N)
+			if first == nil {
+				first, firstDW = got, gotDW
+				continue
+			}
+			requireSameBits(t, first, got, N, fmt.Sprintf("%v forward run %d", d, run))
+			requireSameBits(t, firstDW, gotDW, N, fmt.Sprintf("%v dW run %d", d, run))
+		}
+	}
+}
+
+// TestTCAccuracyAgainstFloat64Oracle bounds ‖y − y64‖/‖y64‖ at K = 4096 on
+// N(0,1) inputs. Measured by the model (which the GPU equals): f32 output
+// about 4.4e-6 (bf16 inputs) and 4.9e-6 (f16): every 16-wide step truncates
+// to 25 bits below the step's largest addend and the chain rounds toward
+// zero, about 15× the IEEE f32 plan's 3e-7; bf16 output about 1.7e-3, f16
+// output about 2.1e-4 (the store's rounding dominates).
+func TestTCAccuracyAgainstFloat64Oracle(t *testing.T) {
+	eng, ctx := gpuEngine(t) // accuracy needs no bit model: any sm_80+ GPU
+	r := newRand(t)
+	const M, K, N = 64, 4096, 96
+	bound := map[DType]float64{F32: 1e-5, BF16: 4e-3, F16: 5e-4}
+	normal := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	for _, c := range tcCombos {
+		x, w := fromValues(c.in, normal(M*K)), fromValues(c.in, normal(K*N))
+		y := poisoned(t, ctx, uint64(M*N*c.out.Size()))
+		require.NoError(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: upload(t, ctx, x), W: upload(t, ctx, w), Y: y, In: c.in, Out: c.out}))
+		got := readBits(t, eng, ctx, y, c.out, M*N)
+		gotF := make([]float32, len(got))
+		for i, b := range got {
+			if c.out.Half() {
+				gotF[i] = c.out.ToF32(uint16(b))
+			} else {
+				gotF[i] = math.Float32frombits(b)
+			}
+		}
+		want := make([]float64, M*N)
+		require.NoError(t, ref.ForwardF64(want, x.values, w.values, nil, M, K, N))
+		rel := ref.RelError(gotF, want)
+		t.Logf("tensor-core %v->%v: relative error %.3g (bound %g)", c.in, c.out, rel, bound[c.out])
+		require.LessOrEqual(t, rel, bound[c.out])
+	}
+}
+
+// bitClass names what kind of value a bit pattern of d is, to describe a
+// mismatch (NaN payloads, infinities, signed zeros).
+func bitClass(d DType, b uint32) string {
+	f := math.Float32frombits(b)
+	if d.Half() {
+		f = d.ToF32(uint16(b))
+	}
+	switch {
+	case f != f:
+		return "NaN"
+	case math.IsInf(float64(f), 0):
+		return "Inf"
+	case f == 0 && math.Signbit(float64(f)):
+		return "-0"
+	case f == 0:
+		return "+0"
+	case math.Abs(float64(f)) == math.MaxFloat32:
+		return "MaxFloat32"
+	}
+	return "finite"
+}
+
+// requireSameBitsClassified is requireSameBits that, on a mismatch, counts
+// the (model, GPU) value classes, so a difference in a special-value rule
+// reads as one line.
+func requireSameBitsClassified(t *testing.T, d DType, want, got []uint32, cols int, what string) {
+	t.Helper()
+	classes := map[string]int{}
+	for i := range want {
+		if want[i] != got[i] {
+			classes[fmt.Sprintf("model %s %#x / gpu %s %#x", bitClass(d, want[i]), want[i], bitClass(d, got[i]), got[i])]++
+		}
+	}
+	if len(classes) > 0 {
+		t.Errorf("%s: mismatches by class: %v", what, classes)
+	}
+	requireSameBits(t, want, got, cols, what)
+}
+
+// TestTCNaNAndInfPropagateAsModel: NaN, ±Inf and signed zeros scattered in
+// the inputs, and a bias with specials, under every kernel, against the
+// model's IEEE rules (a NaN operand, Inf·0 or Infs of both signs give NaN;
+// an Inf addend wins over finite ones).
+func TestTCNaNAndInfPropagateAsModel(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	r := newRand(t)
+	const M, K, N = 40, 600, 72
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))}
+	for _, c := range tcCombos {
+		x, w := randomOperand(r, c.in, M*K), randomOperand(r, c.in, K*N)
+		for i := 0; i < 40; i++ {
+			x.values[r.IntN(M*K)] = specials[r.IntN(len(specials))]
+			w.values[r.IntN(K*N)] = specials[r.IntN(len(specials))]
+		}
+		x, w = fromValues(c.in, x.values), fromValues(c.in, w.values)
+		bias := randomOperand(r, F32, N)
+		for i := range 6 {
+			bias.values[r.IntN(N)] = specials[i%len(specials)]
+		}
+		want := make([]float32, M*N)
+		require.NoError(t, ref.TCForward(m, c.in, want, x.values, w.values, bias.values, M, K, N))
+		xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
+		for _, tc := range tcCases {
+			old := setTCForce(eng, tc.f)
+			y := poisoned(t, ctx, uint64(M*N*c.out.Size()))
+			err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: c.in, Out: c.out})
+			setTCForce(eng, old)
+			require.NoError(t, err)
+			requireSameBitsClassified(t, c.out, refBits(c.out, want), readBits(t, eng, ctx, y, c.out, M*N), N, fmt.Sprintf("%v-%v %s", c.in, c.out, tc.name))
+		}
+	}
+}
+
+// TestTCModelEdgeRulesOnGPU checks the model's rules for overflow and for
+// the sign of an exactly zero sum against the GPU. Measured on the H200
+// (2026-11-21): signed zeros follow IEEE's rules on the truncated addends,
+// and a step whose exact sum reaches 2^128 gives ±Inf; the model now says
+// both.
+func TestTCModelEdgeRulesOnGPU(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	const K, N = 32, 8
+	big := float32(math.Ldexp(1, 127)) // bf16-exact
+	rows := [][]float32{
+		{big, big},   // 2^254: overflow
+		{-big, -big}, // -2^254
+		{big, 4},     // 2^127·(1+4): beyond 2^128 after the first step
+		{float32(math.Copysign(0, -1)), 0},
+		{1, -1},          // cancellation: +0
+		{-1e-30, -1e-30}, // tiny negatives truncated to zero
+		{float32(math.Ldexp(1, -100)), float32(math.Ldexp(-1, -100))},
+		{3, 5},
+	}
+	M := len(rows)
+	x := make([]float32, M*K)
+	for i, row := range rows {
+		copy(x[i*K:], row)
+	}
+	w := make([]float32, K*N)
+	for i := range w {
+		w[i] = 1
+		if i%N == 1 {
+			w[i] = -1
+		}
+		if i%N == 2 {
+			w[i] = float32(math.Copysign(0, -1))
+		}
+	}
+	xo, wo := fromValues(BF16, x), fromValues(BF16, w)
+	want := make([]float32, M*N)
+	require.NoError(t, ref.TCForward(m, BF16, want, xo.values, wo.values, nil, M, K, N))
+	y := poisoned(t, ctx, uint64(M*N*4))
+	require.NoError(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: upload(t, ctx, xo), W: upload(t, ctx, wo), Y: y, In: BF16, Out: F32}))
+	got := readBits(t, eng, ctx, y, F32, M*N)
+	for i := range M {
+		t.Logf("row %v: model %v gpu %v", rows[i], want[i*N:i*N+3], func() []float32 {
+			v := make([]float32, 3)
+			for j := range v {
+				v[j] = math.Float32frombits(got[i*N+j])
+			}
+			return v
+		}())
+	}
+	requireSameBitsClassified(t, F32, refBits(F32, want), got, N, "edge rules (overflow to ±Inf, signed zeros)")
+}
+
+// TestTCAdversarialInputs: exponent spreads inside one 16-wide step,
+// cancellation, subnormals of the input type, and bf16/f16 stores that land
+// exactly on a rounding tie, for every op and kernel.
+func TestTCAdversarialInputs(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	r := newRand(t)
+	const M, K, N = 96, 256, 80
+	for _, d := range []DType{BF16, F16} {
+		for _, kind := range []string{"spread", "cancel", "subnormal", "ties"} {
+			x, w := adversarial(r, d, kind, M, K, true), adversarial(r, d, kind, K, N, false)
+			xo, wo := fromValues(d, x), fromValues(d, w)
+			xP, wP := upload(t, ctx, xo), upload(t, ctx, wo)
+			out := F32
+			if kind == "ties" {
+				out = d // the store's rounding is what ties test
+			}
+			want := make([]float32, M*N)
+			require.NoError(t, ref.TCForward(m, d, want, xo.values, wo.values, nil, M, K, N))
+			// dX reads W as [K', N'] = [N, K] transposed: use x as dY [M, K]
+			// and the transpose of w ([N, K]) as W.
+			wt := make([]float32, N*K)
+			for k := range K {
+				for n := range N {
+					wt[n*K+k] = wo.values[k*N+n]
+				}
+			}
+			wto := fromValues(d, wt)
+			wtP := upload(t, ctx, wto)
+			wantDX := make([]float32, M*N)
+			require.NoError(t, ref.TCDX(m, d, wantDX, xo.values, wto.values, M, K, N))
+			// dW: X' = x [M, K], dY' = a second adversarial [M, N].
+			dy := fromValues(d, adversarial(r, d, kind, M, N, true))
+			dyP := upload(t, ctx, dy)
+			dw0 := randomOperand(r, F32, K*N)
+			wantDW := append([]float32(nil), dw0.values...)
+			require.NoError(t, ref.TCDW(m, d, wantDW, xo.values, dy.values, M, K, N))
+			for _, tc := range tcCases {
+				old := setTCForce(eng, tc.f)
+				y, dx, dw := poisoned(t, ctx, uint64(M*N*out.Size())), poisoned(t, ctx, uint64(M*N*out.Size())), upload(t, ctx, dw0)
+				require.NoError(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Y: y, In: d, Out: out}))
+				require.NoError(t, eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: K, K: N, DY: xP, W: wtP, DX: dx, In: d, Out: out}))
+				require.NoError(t, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: dw, In: d}))
+				setTCForce(eng, old)
+				what := fmt.Sprintf("%v %s %s", d, kind, tc.name)
+				requireSameBitsClassified(t, out, refBits(out, want), readBits(t, eng, ctx, y, out, M*N), N, what+" forward")
+				requireSameBitsClassified(t, out, refBits(out, wantDX), readBits(t, eng, ctx, dx, out, M*N), N, what+" dX")
+				requireSameBitsClassified(t, F32, refBits(F32, wantDW), readBits(t, eng, ctx, dw, F32, K*N), N, what+" dW")
+			}
+		}
+	}
+}
+
+// adversarial draws a rows×cols operand of one kind. For "ties", the left
+// operand's rows hold (v, ulp(v)/2, 0, ...) and the right operand is ones
+// in its first two rows, so each output is v + ulp_d(v)/2 exactly: a tie
+// of the output type, which must round to even.
+func adversarial(r *rand.Rand, d DType, kind string, rows, cols int, left bool) []float32 {
+	v := make([]float32, rows*cols)
+	frac := 7 // bf16 fraction bits
+	if d == F16 {
+		frac = 10
+	}
+	for i := range v {
+		u := r.Float64()*2 - 1
+		switch kind {
+		case "spread": // up to ±30 binades inside each step (f16 has fewer)
+			span := 60
+			if d == F16 {
+				span = 24
+			}
+			v[i] = float32(math.Ldexp(u, r.IntN(span)-span/2))
+		case "cancel": // pairs of nearly equal and opposite terms
+			v[i] = float32(u)
+			if i%2 == 1 {
+				v[i] = -v[i-1] * float32(1+math.Ldexp(1, -8))
+			}
+		case "subnormal": // the input format's subnormals mixed with normals
+			e := -130
+			if d == F16 {
+				e = -20
+			}
+			v[i] = float32(math.Ldexp(u, e+r.IntN(8)))
+		}
+	}
+	if kind == "ties" {
+		clear(v)
+		if left {
+			for i := range rows {
+				// v = ±(1 + j·2^-frac)·2^e, its half-ulp 2^(e-frac-1).
+				e := r.IntN(8) - 4
+				s := float64(1 - 2*r.IntN(2))
+				v[i*cols] = float32(s * math.Ldexp(1+float64(r.IntN(1<<frac))*math.Ldexp(1, -frac), e))
+				v[i*cols+1] = float32(s * math.Ldexp(1, e-frac-1))
+			}
+		} else {
+			for j := range 2 * cols {
+				v[j] = 1
+			}
+		}
+	}
+	return v
+}
+
+// TestTCThroughput times each tensor-core kernel on the bench's headline
+// shapes (bf16), for tuning the dispatcher's relative costs. It runs only
+// with DETGEMM_TC_PERF=1; bench measures the engine for the record.
+func TestTCThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_TC_PERF") == "" {
+		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels")
+	}
+	eng, ctx := gpuEngine(t)
+	if b, err := kernels.Build(eng.Arch()); err == nil { // the cache: the engine's own build
+		for _, r := range b.Modules[tcFamily].Resources {
+			t.Logf("ptxas %s %s: %d registers, %d bytes stack, %d/%d bytes spilled", b.NVRTCVersion, r.Kernel, r.Registers, r.StackBytes, r.SpillStores, r.SpillLoads)
+		}
+	}
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	for _, s := range [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 768, 3072}, {4096, 1536, 3072}} {
+		M, K, N := s[0], s[1], s[2]
+		a, b := alloc(t, ctx, uint64(M*K*2)), alloc(t, ctx, uint64(K*N*2))
+		c, dw := alloc(t, ctx, uint64(M*N*2)), alloc(t, ctx, uint64(K*N*4))
+		require.NoError(t, ctx.MemsetD8(a, 0x3c, uint64(M*K*2)))
+		require.NoError(t, ctx.MemsetD8(b, 0x3c, uint64(K*N*2)))
+		require.NoError(t, ctx.MemsetD8(c, 0x3c, uint64(M*N*2)))
+		require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
+		for _, op := range []string{"fwd", "dx", "dw"} {
+			for _, tc := range tcCases {
+				if tc.f.path == tcPathAny && tc.f.tile != tcTile128 {
+					continue
+				}
+				launch := func() error {
+					switch op {
+					case "fwd":
+						return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: a, W: b, Y: c, In: BF16, Out: BF16})
+					case "dx":
+						return eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: c, W: b, DX: a, In: BF16, Out: BF16})
+					}
+					return eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: a, DY: c, DW: dw, In: BF16})
+				}
+				old := setTCForce(eng, tc.f)
+				require.NoError(t, launch())
+				require.NoError(t, launch())
+				const reps = 10
+				best := time.Duration(math.MaxInt64)
+				for range 3 {
+					require.NoError(t, start.Record(eng.Stream()))
+					for range reps {
+						require.NoError(t, launch())
+					}
+					require.NoError(t, end.Record(eng.Stream()))
+					require.NoError(t, end.Synchronize())
+					d, err := cudaload.ElapsedTime(start, end)
+					require.NoError(t, err)
+					best = min(best, d/reps)
+				}
+				setTCForce(eng, old)
+				tf := 2 * float64(M) * float64(N) * float64(K) / best.Seconds() / 1e12
+				t.Logf("perf %5dx%5dx%5d %-3s %-10s %8.1f us %6.1f TFLOP/s", M, K, N, op, tc.name, float64(best.Nanoseconds())/1e3, tf)
+			}
+		}
+	}
+}
+
+func mustEvent(t *testing.T, ctx *cudaload.Context) *cudaload.Event {
+	t.Helper()
+	e, err := ctx.NewEvent()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// TestTCGoldenDigestsOnGPU runs every tensor-core golden case on the device
+// (sm_90: the file holds the Hopper model's bits).
+func TestTCGoldenDigestsOnGPU(t *testing.T) {
+	eng, ctx, _ := tcEngine(t)
+	golden := readGoldenFile(t, tcGoldenPath)
+	for _, g := range tcGoldenCases() {
+		lhs, rhs, extra := goldenInputs(g)
+		var got []uint32
+		switch g.op {
+		case "Forward":
+			y := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
+			require.NoError(t, eng.Forward(ForwardArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), W: upload(t, ctx, rhs),
+				Bias: upload(t, ctx, extra), Y: y, In: g.in, Out: g.out}))
+			got = readBits(t, eng, ctx, y, g.out, g.a*g.b)
+		case "DX":
+			dx := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
+			require.NoError(t, eng.DX(DXArgs{Tier: g.tier, M: g.a, N: g.r, K: g.b, DY: upload(t, ctx, lhs), W: upload(t, ctx, rhs), DX: dx, In: g.in, Out: g.out}))
+			got = readBits(t, eng, ctx, dx, g.out, g.a*g.b)
+		default:
+			dw := upload(t, ctx, extra)
+			require.NoError(t, eng.DW(DWArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), DY: upload(t, ctx, rhs), DW: dw, In: g.in}))
+			got = readBits(t, eng, ctx, dw, F32, g.r*g.b)
+		}
+		require.Equal(t, golden[g.key()], digestBits(g.out, got), g.key())
+	}
+}

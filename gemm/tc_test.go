@@ -1,0 +1,290 @@
+package gemm
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/stretchr/testify/require"
+)
+
+// tcProblem is a validated tensor-core problem with 16-byte aligned operands
+// and leading dimensions as the op gives them.
+func tcProblem(t *testing.T, c Call) problem {
+	t.Helper()
+	p, err := c.build(false)
+	require.NoError(t, err)
+	p.a, p.b, p.c = 0x10000, 0x20000, 0x30000
+	return p
+}
+
+func TestTensorCoreTierAcceptsHalfInputsOnly(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		in, out DType
+		want    error
+	}{
+		{"bf16→bf16", BF16, BF16, nil}, {"bf16→f32", BF16, F32, nil},
+		{"f16→f16", F16, F16, nil}, {"f16→f32", F16, F32, nil},
+		{"f32 input", F32, F32, ErrDType}, {"bf16→f16", BF16, F16, ErrDType}, {"f16→bf16", F16, BF16, ErrDType},
+		{"invalid input", 0, F32, ErrDType},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := ForwardArgs{Tier: TierTensorCore, M: 3, K: 5, N: 7, X: 0x1000, W: 0x2000, Y: 0x3000, In: c.in, Out: c.out}
+			_, err := f.problem()
+			requireIs(t, err, c.want)
+			x := DXArgs{Tier: TierTensorCore, M: 3, N: 5, K: 7, DY: 0x1000, W: 0x2000, DX: 0x3000, In: c.in, Out: c.out}
+			_, err = x.problem()
+			requireIs(t, err, c.want)
+			if c.out == F32 {
+				w := DWArgs{Tier: TierTensorCore, M: 3, K: 5, N: 7, X: 0x1000, DY: 0x2000, DW: 0x3000, In: c.in}
+				_, err = w.problem()
+				requireIs(t, err, c.want)
+			}
+		})
+	}
+}
+
+func requireIs(t *testing.T, err, want error) {
+	t.Helper()
+	if want == nil {
+		require.NoError(t, err)
+		return
+	}
+	require.True(t, errors.Is(err, want), "got %v, want %v", err, want)
+}
+
+// TestTCDispatchRule pins the dispatcher's choices on a 132-SM GPU (the
+// H200): the 128×256 tile where it fills the GPU (not for dW, whose tc256
+// kernel is slower), smaller tiles where a big tile's last wave would leave
+// SMs idle.
+func TestTCDispatchRule(t *testing.T) {
+	const sms = 132
+	for _, c := range []struct {
+		name string
+		call Call
+		want tcTile
+	}{
+		{"4096³ forward", ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTile256},
+		{"8192³ dX", DXArgs{Tier: TierTensorCore, M: 8192, N: 8192, K: 8192, In: BF16, Out: BF16}, tcTile256},
+		{"8192³ dW", DWArgs{Tier: TierTensorCore, M: 8192, K: 8192, N: 8192, In: BF16}, tcTile128},
+		{"4096×1536×3072 dW", DWArgs{Tier: TierTensorCore, M: 4096, K: 1536, N: 3072, In: BF16}, tcTile128},
+		{"4096×1536×3072 forward", ForwardArgs{Tier: TierTensorCore, M: 4096, K: 1536, N: 3072, In: BF16, Out: BF16}, tcTile256},
+		{"M = 1", ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTile64},
+		{"M = 64, 1024 columns", ForwardArgs{Tier: TierTensorCore, M: 64, K: 4096, N: 1024, In: F16, Out: F32}, tcTile64},
+		{"2048×768×3072", ForwardArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 3072, In: BF16, Out: BF16}, tcTile128},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k, err := chooseTC(tcProblem(t, c.call), sms, 227<<10, tcForce{})
+			require.NoError(t, err)
+			require.Equal(t, c.want, k.tile, "chose %s", k.name())
+			require.True(t, k.vec, "aligned operands take the 16-byte path")
+		})
+	}
+}
+
+func TestTCDispatchTakesTheElementPathWhenUnaligned(t *testing.T) {
+	base := ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16}
+	for _, c := range []struct {
+		name string
+		edit func(p *problem)
+	}{
+		{"X off 16 bytes", func(p *problem) { p.a += 2 }},
+		{"W off 16 bytes", func(p *problem) { p.b += 8 }},
+		{"lda not a multiple of 8", func(p *problem) { p.lda = 4095 }},
+		{"ldb not a multiple of 8", func(p *problem) { p.ldb = 4092 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := tcProblem(t, base)
+			c.edit(&p)
+			k, err := chooseTC(p, 132, 227<<10, tcForce{})
+			require.NoError(t, err)
+			require.False(t, k.vec)
+			require.NotEqual(t, tcTile256, k.tile, "tc256 has no element path")
+			_, err = chooseTC(p, 132, 227<<10, tcForce{path: tcPathVec})
+			require.ErrorIs(t, err, errTCKernel)
+			_, err = chooseTC(p, 132, 227<<10, tcForce{tile: tcTile256})
+			require.ErrorIs(t, err, errTCKernel)
+		})
+	}
+}
+
+func TestTCForcedKernelsAreHonouredOrRefused(t *testing.T) {
+	p := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 5, K: 40, N: 16, In: F16, Out: F16})
+	for _, tile := range tcTilesBySize {
+		for _, path := range []tcPath{tcPathVec, tcPathAny} {
+			k, err := chooseTC(p, 132, 227<<10, tcForce{tile: tile, path: path})
+			if path == tcPathAny && !tcGeometries[tile].anyVariant {
+				require.ErrorIs(t, err, errTCKernel)
+				continue
+			}
+			require.NoError(t, err)
+			require.Equal(t, tcKey{tile, layoutNN, F16, F16, path == tcPathVec}, k)
+		}
+	}
+	// Grid limits: 64-wide column tiles exceed grid.y long before 128-wide ones.
+	wide := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 16, N: 64*maxGridYZ + 64, In: BF16, Out: BF16})
+	_, err := chooseTC(wide, 132, 227<<10, tcForce{tile: tcTile64})
+	require.ErrorIs(t, err, errTCKernel)
+	k, err := chooseTC(wide, 132, 227<<10, tcForce{})
+	require.NoError(t, err)
+	require.NotEqual(t, tcTile64, k.tile)
+}
+
+// TestTCKernelTableMatchesTheSource: every entry point the engine resolves
+// exists in gemm_tc.cu and every accepted combination has one per tile
+// shape and load path.
+func TestTCKernelTableMatchesTheSource(t *testing.T) {
+	src, err := kernels.Source(tcFamily)
+	require.NoError(t, err)
+	have := map[tcKey]bool{}
+	for _, k := range tcKernels {
+		require.True(t, strings.Contains(src, "DETGEMM_TC_ENTRY("+k.name()+","), "gemm_tc.cu defines %s", k.name())
+		have[k] = true
+	}
+	require.Equal(t, strings.Count(src, "\nDETGEMM_TC_ENTRY("), len(tcKernels), "every entry point of gemm_tc.cu is loaded")
+	for _, tile := range tcTilesBySize {
+		for _, vec := range []bool{true, false} {
+			if !vec && !tcGeometries[tile].anyVariant {
+				continue
+			}
+			for _, in := range []DType{BF16, F16} {
+				for _, out := range []DType{in, F32} {
+					require.True(t, have[tcKey{tile, layoutNN, in, out, vec}])
+					require.True(t, have[tcKey{tile, layoutNT, in, out, vec}])
+				}
+				require.True(t, have[tcKey{tile, layoutTN, in, F32, vec}])
+			}
+		}
+	}
+}
+
+// TestTCSharedMemoryFits: gemm_tc.cu asks for these sizes; every tile fits
+// an sm_90 block (227 KiB) and all but tc256 a block of sm_86/89 (99 KiB),
+// where the dispatcher then never picks tc256.
+func TestTCSharedMemoryFits(t *testing.T) {
+	require.Equal(t, uint32(4*(128*40+32*136)*2), tcSharedBytes(tcTile128, layoutNN))
+	require.Equal(t, uint32(4*(128*40+256*40)*2), tcSharedBytes(tcTile256, layoutNT))
+	require.Equal(t, uint32(4*(32*72+32*72)*2), tcSharedBytes(tcTile64, layoutTN))
+	small := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 8192, K: 8192, N: 8192, In: BF16, Out: BF16})
+	k, err := chooseTC(small, 84, 99<<10, tcForce{})
+	require.NoError(t, err)
+	require.NotEqual(t, tcTile256, k.tile, "sm_86 blocks cannot hold tc256")
+	_, err = chooseTC(small, 84, 99<<10, tcForce{tile: tcTile256})
+	require.ErrorIs(t, err, errTCKernel)
+	for _, k := range tcKernels {
+		limit := uint32(227 << 10) // sm_90
+		if k.tile != tcTile256 {
+			limit = 99 << 10 // sm_86 and sm_89
+		}
+		require.LessOrEqual(t, tcSharedBytes(k.tile, k.layout), limit, k.name())
+	}
+}
+
+func TestTCCallsNeedNoWorkspace(t *testing.T) {
+	e := &Engine{sms: 132}
+	for _, c := range []Call{
+		ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16},
+		DXArgs{Tier: TierTensorCore, M: 16, N: 11008, K: 4096, In: F16, Out: F32},
+		DWArgs{Tier: TierTensorCore, M: 8192, K: 64, N: 64, In: BF16},
+	} {
+		pl, err := e.plan(c)
+		require.NoError(t, err)
+		require.Zero(t, pl.ws)
+		require.Equal(t, StrategyTiled, pl.strategy)
+	}
+}
+
+// tcGoldenPath holds the tensor-core tier's digests on sm_90 (the Hopper
+// model's bits); -update-golden rewrites it with the IEEE file.
+const tcGoldenPath = "../testdata/golden/tc_sm90.txt"
+
+// tcGoldenCases are the IEEE golden shapes for every op and type pair of
+// the tensor-core tier, on the same seeded inputs.
+func tcGoldenCases() []goldenCase {
+	var out []goldenCase
+	shapes := [][3]int{{1, 4097, 5}, {7, 300, 33}, {64, 512, 96}, {130, 1000, 17}, {256, 64, 264}}
+	for _, op := range []string{"Forward", "DX", "DW"} {
+		for _, c := range []struct{ in, out DType }{{BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
+			if op == "DW" && c.out != F32 {
+				continue
+			}
+			for i, s := range shapes {
+				out = append(out, goldenCase{op, TierTensorCore, c.in, c.out, s[0], s[1], s[2], uint64(2000 + i)})
+			}
+		}
+	}
+	return out
+}
+
+// tcGoldenReference computes a case on the Hopper model, as output bits.
+func tcGoldenReference(t *testing.T, g goldenCase) []uint32 {
+	lhs, rhs, extra := goldenInputs(g)
+	switch g.op {
+	case "Forward":
+		y := make([]float32, g.a*g.b)
+		require.NoError(t, ref.TCForward(ref.Hopper, g.in, y, lhs.values, rhs.values, extra.values, g.a, g.r, g.b))
+		return refBits(g.out, y)
+	case "DX":
+		dx := make([]float32, g.a*g.b)
+		require.NoError(t, ref.TCDX(ref.Hopper, g.in, dx, lhs.values, rhs.values, g.a, g.r, g.b))
+		return refBits(g.out, dx)
+	default:
+		dw := append([]float32(nil), extra.values...)
+		require.NoError(t, ref.TCDW(ref.Hopper, g.in, dw, lhs.values, rhs.values, g.a, g.r, g.b))
+		return refBits(F32, dw)
+	}
+}
+
+// readGoldenFile reads "key => digest" lines.
+func readGoldenFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err, "golden digests missing: run go test ./gemm -run TestTCGoldenDigestsFromModel -update-golden")
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, digest, ok := strings.Cut(line, " => ")
+		require.True(t, ok, "bad golden line %q", line)
+		out[key] = digest
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// TestTCGoldenDigestsFromModel recomputes every tensor-core golden case on
+// the Hopper model (no GPU needed) and checks the digests on file; the GPU
+// test checks the device against the same file.
+func TestTCGoldenDigestsFromModel(t *testing.T) {
+	cases := tcGoldenCases()
+	if *updateGolden {
+		var b strings.Builder
+		b.WriteString("# SHA-256 of the output bits (little-endian, stored width) of the tensor-core tier on sm_90\n")
+		b.WriteString("# (the Hopper model of gemm/ref, which the H200 matches bit for bit) on seeded inputs.\n")
+		b.WriteString("# Written by: go test ./gemm -run TestTCGoldenDigestsFromModel -update-golden\n")
+		b.WriteString("# Changing a digest changes the numerical contract: record it in CHANGELOG.md.\n")
+		for _, g := range cases {
+			fmt.Fprintf(&b, "%s => %s\n", g.key(), digestBits(g.out, tcGoldenReference(t, g)))
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(tcGoldenPath), 0o755))
+		require.NoError(t, os.WriteFile(tcGoldenPath, []byte(b.String()), 0o644))
+	}
+	golden := readGoldenFile(t, tcGoldenPath)
+	require.Len(t, golden, len(cases), "the golden file and the case list disagree")
+	for _, g := range cases {
+		want, ok := golden[g.key()]
+		require.True(t, ok, "no golden digest for %s", g.key())
+		require.Equal(t, want, digestBits(g.out, tcGoldenReference(t, g)), g.key())
+	}
+}
