@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/detgemm/detgemm/gemm/ref"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -148,10 +149,12 @@ func (im *inputMaker) fillRegion(dst cudaload.DevicePtr, s Shape, dt DType, n in
 	}
 }
 
+// narrowHost rounds on the host with the CPU reference's conversions (the
+// same RNE as the util kernels).
 func narrowHost(dst []uint16, src []float32, dt DType) {
-	conv := f32ToBF16
+	conv := ref.BF16FromF32
 	if dt == F16 {
-		conv = f32ToF16
+		conv = ref.F16FromF32
 	}
 	for i, v := range src {
 		dst[i] = conv(v)
