@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/detgemm/detgemm/gemm/ref"
 	"math/rand/v2"
 	"runtime"
 	"sync"
 	"unsafe"
 
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/ref"
 )
 
 // inputMaker fills input sets with seeded random values in [-1, 1): drawn
