@@ -27,6 +27,7 @@ var strategyCases = []strategyCase{
 	{"split-slab", force{strategy: StrategySplitSlab}},
 	{"split-slab/1-per-block", force{strategy: StrategySplitSlab, perBlock: 1}},
 	{"split-slab/2-per-block", force{strategy: StrategySplitSlab, perBlock: 2}},
+	{"split-slab/3-per-block", force{strategy: StrategySplitSlab, perBlock: 3}},
 	{"rows", force{strategy: StrategyRows}},
 }
 
