@@ -8,16 +8,15 @@ import (
 // Sentinels matched with errors.Is. Every argument problem is an *ArgError
 // wrapping one of them; nothing is launched when a call returns one.
 var (
-	ErrDimension       = errors.New("invalid dimension")
-	ErrTooLarge        = errors.New("problem too large")
-	ErrNilPointer      = errors.New("nil device pointer")
-	ErrMisaligned      = errors.New("misaligned device pointer")
-	ErrDType           = errors.New("dtype not accepted")
-	ErrTier            = errors.New("invalid tier")
-	ErrTierUnavailable = errors.New("tier not available")
-	ErrAlias           = errors.New("output overlaps an input")
-	ErrArch            = errors.New("unsupported GPU architecture")
-	ErrClosed          = errors.New("engine is closed")
+	ErrDimension  = errors.New("invalid dimension")
+	ErrTooLarge   = errors.New("problem too large")
+	ErrNilPointer = errors.New("nil device pointer")
+	ErrMisaligned = errors.New("misaligned device pointer")
+	ErrDType      = errors.New("dtype not accepted")
+	ErrTier       = errors.New("invalid tier")
+	ErrAlias      = errors.New("output overlaps an input")
+	ErrArch       = errors.New("unsupported GPU architecture")
+	ErrClosed     = errors.New("engine is closed")
 	// ErrWorkspace: a call needs more workspace than was presized while its
 	// stream is capturing a CUDA graph (or the workspace could not be
 	// allocated). Presize the call's shape before capturing.
