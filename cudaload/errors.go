@@ -94,6 +94,7 @@ type ArgumentError struct {
 	Reason string
 }
 
+// Error implements the error interface.
 func (e *ArgumentError) Error() string {
 	return "cudaload: " + e.Op + ": invalid argument: " + e.Reason
 }
@@ -114,6 +115,7 @@ type ClosedError struct {
 	Object string // "context", "stream", "event", "module", "function"
 }
 
+// Error implements the error interface.
 func (e *ClosedError) Error() string { return "cudaload: " + e.Op + ": " + e.Object + " is closed" }
 
 // Is matches ErrClosed.
@@ -128,6 +130,7 @@ type SymbolMissingError struct {
 	Err     error
 }
 
+// Error implements the error interface.
 func (e *SymbolMissingError) Error() string {
 	if e.Version <= 0 {
 		return fmt.Sprintf("cudaload: %s does not export %s: not a CUDA driver, or a very old one", e.Path, e.Symbol)
@@ -149,6 +152,7 @@ type DriverNotFoundError struct {
 	Search *dynlib.NotFoundError
 }
 
+// Error implements the error interface.
 func (e *DriverNotFoundError) Error() string {
 	return e.Search.Error() + "\n(set " + EnvLibraryPath + " to the path of the driver library to choose one explicitly)"
 }

@@ -112,6 +112,7 @@ type LaunchError struct {
 	Err            *Error
 }
 
+// Error implements the error interface.
 func (e *LaunchError) Error() string {
 	return "launch " + e.Kernel + " grid " + e.Grid.String() + " block " + e.Block.String() +
 		" shared " + strconv.FormatUint(uint64(e.SharedMemBytes), 10) + " B: " + e.Err.Error()

@@ -76,6 +76,7 @@ type FunctionError struct {
 	Err  error
 }
 
+// Error implements the error interface.
 func (e *FunctionError) Error() string { return "kernel " + e.Name + ": " + e.Err.Error() }
 
 // Unwrap returns the driver error.

@@ -72,6 +72,7 @@ type CallError struct {
 	Message string // nvrtcGetErrorString's text, when available
 }
 
+// Error implements the error interface.
 func (e *CallError) Error() string {
 	if e.Message != "" && !strings.HasPrefix(e.Status.Error(), e.Message+" ") {
 		return fmt.Sprintf("nvrtc: %s: %v: %s", e.Func, e.Status, e.Message)
@@ -98,6 +99,7 @@ type CompileError struct {
 	Library string
 }
 
+// Error implements the error interface.
 func (e *CompileError) Error() string {
 	var b strings.Builder
 	if e.Builtins != "" {
@@ -130,6 +132,7 @@ type ArchError struct {
 	Option string // the offending option, or "" when none named an architecture
 }
 
+// Error implements the error interface.
 func (e *ArchError) Error() string {
 	if e.Option == "" {
 		return "nvrtc: no --gpu-architecture=sm_XX option; detgemm compiles CUBIN only, " +

@@ -31,6 +31,7 @@ type NotFoundError struct {
 	Attempts []Attempt // every candidate, in the order tried
 }
 
+// Error implements the error interface.
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s not found; tried %d candidate(s):", e.Library, len(e.Attempts))
@@ -50,6 +51,7 @@ type SymbolError struct {
 	Err     error
 }
 
+// Error implements the error interface.
 func (e *SymbolError) Error() string {
 	return fmt.Sprintf("symbol %s not found in %s: %v", e.Symbol, e.Library, e.Err)
 }
