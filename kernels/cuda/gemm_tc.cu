@@ -38,11 +38,19 @@ constexpr int BK = 32;      // k per pipeline stage: two 16-wide steps
 constexpr int PAD = 8;      // halves of padding per smem row: conflict-free ldmatrix
 constexpr int GROUP = 16;   // row tiles per group of the block order
 
+template <bool V>
+struct tc_bool {
+    static constexpr bool value = V;
+};
+
 // A block tile BM x BN computed by WM x WN warps, STAGES deep, with
-// MINB blocks per SM asked of the register allocator.
-template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int MINB_>
+// MINB blocks per SM asked of the register allocator. DBUF: two fragment
+// sets, the next step's read from shared memory while this step's mma
+// issue (needs the registers: off where MINB caps them).
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int MINB_, bool DBUF_>
 struct Tile {
     static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, MINB = MINB_;
+    static constexpr bool DBUF = DBUF_;
     static constexpr int THREADS = WM * WN * 32;
     static constexpr int TM = BM / WM, TN = BN / WN;  // warp tile
     static constexpr int MI = TM / 16, NI = TN / 8;   // mma tiles per warp
@@ -94,9 +102,20 @@ DETGEMM_INLINE void mma16816(float (&d)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_
     }
 }
 
+// f32 -> f16, RNE, with the bits of dg_f32_to_f16_rne: the hardware
+// conversion is IEEE round-to-nearest-even (subnormal results, overflow to
+// infinity, signed zeros); a NaN becomes the prelude's canonical 0x7fff.
+// Branch-free, unlike the prelude's portable version, whose branches cost
+// the f16-output kernels a large share of their time in the epilogue.
+DETGEMM_INLINE dg_u16 f32_to_f16_rne_hw(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
+    return (dg_f32_bits(v) & 0x7fffffffu) > 0x7f800000u ? (dg_u16)0x7fffu : (dg_u16)h;
+}
+
 template <int DT>
 DETGEMM_INLINE dg_u16 to_half(float v) {
-    return DT == BF16 ? dg_f32_to_bf16_rne(v) : dg_f32_to_f16_rne(v);
+    return DT == BF16 ? dg_f32_to_bf16_rne(v) : f32_to_f16_rne_hw(v);
 }
 
 // Store one element, rounded once (RNE) to the output type.
@@ -246,64 +265,129 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
                 acc[mi][ni][q] = v;
             }
 
+    // Fragments of one 16-wide step: A's MI 16x16 pieces, B's NI 16x8 ones.
+    struct Frags {
+        dg_u32 a[T::MI][4];
+        dg_u32 b[T::NI][2];
+    };
+    auto load_frags = [&](Frags& f, int st, int ks) {
+        const dg_u16* a = sA + st * A_ELEMS;
+        const dg_u16* b = sB + st * B_ELEMS;
+#pragma unroll
+        for (int mi = 0; mi < T::MI; ++mi) {
+            const int m_base = wm * T::TM + mi * 16;
+            if (A_RC) {
+                const int row = m_base + (lane & 15), col = ks * 16 + (lane >> 4) * 8;
+                ldmatrix_x4(f.a[mi], a + row * A_LD + col);
+            } else {
+                const int krow = ks * 16 + (lane & 7) + (lane >> 4) * 8;
+                const int mcol = m_base + ((lane >> 3) & 1) * 8;
+                ldmatrix_x4_trans(f.a[mi], a + krow * A_LD + mcol);
+            }
+        }
+#pragma unroll
+        for (int np = 0; np < T::NI / 2; ++np) {
+            const int n_base = wn * T::TN + np * 16;
+            dg_u32 r[4];
+            if (B_JC) {
+                const int krow = ks * 16 + (lane & 15), ncol = n_base + (lane >> 4) * 8;
+                ldmatrix_x4_trans(r, b + krow * B_LD + ncol);
+            } else {
+                const int nrow = n_base + (lane & 7) + (lane >> 4) * 8, kcol = ks * 16 + ((lane >> 3) & 1) * 8;
+                ldmatrix_x4(r, b + nrow * B_LD + kcol);
+            }
+            f.b[2 * np][0] = r[0];
+            f.b[2 * np][1] = r[1];
+            f.b[2 * np + 1][0] = r[2];
+            f.b[2 * np + 1][1] = r[3];
+        }
+    };
+    auto mma_frags = [&](const Frags& f) {
+#pragma unroll
+        for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < T::NI; ++ni) mma16816<DTIN>(acc[mi][ni], f.a[mi], f.b[ni][0], f.b[ni][1]);
+    };
+
+    // With DBUF the main loop keeps two fragment sets: the fragments of step
+    // ks+1 are read from shared memory while the mma of step ks issue, and
+    // the first step of the next stage is read (after its barrier) while the
+    // last step of this one issues. Only when operands are read changes;
+    // each accumulator still takes the same steps in ascending k.
+    constexpr int KS = BK / 16;
+    static_assert(KS % 2 == 0, "the next stage's first step lands in fragment set 0");
     const dg_i64 ktiles = (R + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < ktiles) load_stage(s, (dg_i64)s * BK);
         cp_async_commit();
     }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
 
-    int stage = 0, refill = STAGES - 1;
-    for (dg_i64 kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        const dg_u16* a = sA + stage * A_ELEMS;
-        const dg_u16* b = sB + stage * B_ELEMS;
-        const dg_i64 k0 = kt * BK;
-        // Refill the slot computed in the previous iteration (every warp is
-        // past it: the barrier above), before this stage's math.
-        if (kt + STAGES - 1 < ktiles) load_stage(refill, k0 + (STAGES - 1) * BK);
-        cp_async_commit();
-        stage = stage + 1 == STAGES ? 0 : stage + 1;
-        refill = refill + 1 == STAGES ? 0 : refill + 1;
+    Frags fr[2];
+    int rd = 0, wr = STAGES - 1;
+    if (!VEC) {
+        // The element-wise path keeps one fragment set and checks every
+        // step (its loads dominate; the 64-bit addressing of the split
+        // loop below spills on sm_80).
+        for (dg_i64 kt = 0; kt < ktiles; ++kt) {
+            const dg_i64 k0 = kt * BK;
+            if (kt + STAGES - 1 < ktiles) load_stage(wr, k0 + (STAGES - 1) * BK);
+            cp_async_commit();
+            wr = wr + 1 == STAGES ? 0 : wr + 1;
 #pragma unroll
-        for (int ks = 0; ks < BK / 16; ++ks) {
-            if (k0 + ks * 16 >= R) break;  // never issue a step wholly past the end
-            dg_u32 af[T::MI][4];
-#pragma unroll
-            for (int mi = 0; mi < T::MI; ++mi) {
-                const int m_base = wm * T::TM + mi * 16;
-                if (A_RC) {
-                    const int row = m_base + (lane & 15), col = ks * 16 + (lane >> 4) * 8;
-                    ldmatrix_x4(af[mi], a + row * A_LD + col);
-                } else {
-                    const int krow = ks * 16 + (lane & 7) + (lane >> 4) * 8;
-                    const int mcol = m_base + ((lane >> 3) & 1) * 8;
-                    ldmatrix_x4_trans(af[mi], a + krow * A_LD + mcol);
-                }
+            for (int ks = 0; ks < KS; ++ks) {
+                if (k0 + ks * 16 >= R) break;  // never issue a step wholly past the end
+                load_frags(fr[0], rd, ks);
+                mma_frags(fr[0]);
             }
-            dg_u32 bf[T::NI][2];
-#pragma unroll
-            for (int np = 0; np < T::NI / 2; ++np) {
-                const int n_base = wn * T::TN + np * 16;
-                dg_u32 r[4];
-                if (B_JC) {
-                    const int krow = ks * 16 + (lane & 15), ncol = n_base + (lane >> 4) * 8;
-                    ldmatrix_x4_trans(r, b + krow * B_LD + ncol);
-                } else {
-                    const int nrow = n_base + (lane & 7) + (lane >> 4) * 8, kcol = ks * 16 + ((lane >> 3) & 1) * 8;
-                    ldmatrix_x4(r, b + nrow * B_LD + kcol);
-                }
-                bf[2 * np][0] = r[0];
-                bf[2 * np][1] = r[1];
-                bf[2 * np + 1][0] = r[2];
-                bf[2 * np + 1][1] = r[3];
-            }
-#pragma unroll
-            for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-                for (int ni = 0; ni < T::NI; ++ni) mma16816<DTIN>(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
+            rd = rd + 1 == STAGES ? 0 : rd + 1;
         }
+    } else {
+    if (T::DBUF && VEC) load_frags(fr[0], 0, 0);  // unused when ktiles == 0: registers only
+    // One k-tile. LAST: the final one, whose steps wholly past the end are
+    // not issued (every earlier tile lies wholly below R).
+    auto ktile = [&](dg_i64 kt, auto last_tag) {
+        constexpr bool LAST = decltype(last_tag)::value;
+        const dg_i64 k0 = kt * BK;
+        // Refill the slot read in the previous k-tile: every warp read its
+        // fragments before the barrier that ended that k-tile.
+        if (kt + STAGES - 1 < ktiles) load_stage(wr, k0 + (STAGES - 1) * BK);
+        cp_async_commit();
+        wr = wr + 1 == STAGES ? 0 : wr + 1;
+        if (!T::DBUF) {
+#pragma unroll
+            for (int ks = 0; ks < KS; ++ks) {
+                if (LAST && k0 + ks * 16 >= R) break;  // never issue a step wholly past the end
+                load_frags(fr[0], rd, ks);
+                mma_frags(fr[0]);
+            }
+            if (!LAST) {
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                rd = rd + 1 == STAGES ? 0 : rd + 1;
+            }
+            return;
+        }
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+            if (ks + 1 < KS) {
+                load_frags(fr[(ks + 1) & 1], rd, ks + 1);
+            } else if (!LAST) {
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                rd = rd + 1 == STAGES ? 0 : rd + 1;
+                load_frags(fr[(ks + 1) & 1], rd, 0);
+            }
+            if (LAST && k0 + ks * 16 >= R) break;  // never issue a step wholly past the end
+            mma_frags(fr[ks & 1]);
+        }
+    };
+    for (dg_i64 kt = 0; kt + 1 < ktiles; ++kt) ktile(kt, tc_bool<false>());
+    if (ktiles > 0) ktile(ktiles - 1, tc_bool<true>());
     }
     cp_async_wait<0>();
 
@@ -333,9 +417,9 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
 // workhorse; _vec only). tc128: 128x128, 8 warps of 64x32, two blocks per
 // SM (at most 128 registers: no spills with NVRTC 12.4 and 13.0). tc64:
 // 64x64, 4 warps of 32x32 (fills the GPU on shapes with few 128-tiles).
-typedef Tile<128, 256, 2, 4, 4, 1> T256;
-typedef Tile<128, 128, 2, 4, 4, 2> T128;
-typedef Tile<64, 64, 2, 2, 4, 1> T64;
+typedef Tile<128, 256, 2, 4, 4, 1, true> T256;
+typedef Tile<128, 128, 2, 4, 4, 2, false> T128;
+typedef Tile<64, 64, 2, 2, 4, 1, true> T64;
 
 }  // namespace tc
 
