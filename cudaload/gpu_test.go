@@ -443,6 +443,37 @@ func TestGPUEncodeTiled(t *testing.T) {
 	require.ErrorIs(t, err, cudaload.ErrInvalidArgument)
 }
 
+// TestGPUTiledEncoderMatchesEncodeTiledWithoutAllocating: Encode2D gives
+// EncodeTiled's bytes for the same matrix and box, allocates nothing, and
+// checks its arguments the same way.
+func TestGPUTiledEncoderMatchesEncodeTiledWithoutAllocating(t *testing.T) {
+	ctx := gputest.Context(t)
+	const rows, cols = 256, 520
+	buf := alloc(t, ctx, 2*rows*cols)
+	want, err := ctx.EncodeTiled(cudaload.TensorMapFloat16, 2, buf,
+		[]uint64{cols, rows}, []uint64{2 * cols}, []uint32{64, 64}, []uint32{1, 1},
+		cudaload.TensorMapInterleaveNone, cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone)
+	if errors.Is(err, cudaload.ErrSymbolMissing) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	enc := ctx.NewTiledEncoder()
+	var got cudaload.TensorMap
+	encode := func() {
+		err = enc.Encode2D(&got, cudaload.TensorMapFloat16, buf, cols, rows, 2*cols, 64, 64,
+			cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone)
+	}
+	encode()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Zero(t, testing.AllocsPerRun(20, encode))
+	require.NoError(t, err)
+
+	err = enc.Encode2D(&got, cudaload.TensorMapFloat16, buf, cols, rows, 2*cols+2, 64, 64,
+		cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone)
+	require.ErrorIs(t, err, cudaload.ErrInvalidArgument, "a row pitch that is not a multiple of 16 bytes")
+}
+
 // TestGPUBadDevicePointerIsTypedError runs last among the GPU tests: if a
 // driver ever turned a bogus address into a device fault, the context
 // would be lost for the rest of the process.

@@ -2,8 +2,6 @@ package cudaload
 
 import (
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // TensorMap is an encoded TMA descriptor (CUtensorMap): 128 opaque bytes.
@@ -109,30 +107,80 @@ func (c *Context) EncodeTiled(dtype TensorMapDataType, rank int, base DevicePtr,
 	if err := validateTiled(dtype, rank, base, dims, stridesBytes, box, elemStrides, interleave, swizzle, l2promo, oobFill); err != nil {
 		return tm, err
 	}
+	// The driver writes the descriptor to 64-byte-aligned memory.
+	var scratch tensorMapScratch
+	strides := stridesBytes
+	if len(strides) == 0 {
+		// A rank-1 map has no strides; the driver still gets a valid pointer.
+		strides = []uint64{0}
+	}
+	if err := c.encodeTiled(&tm, &scratch, dtype, rank, base, &dims[0], &strides[0], &box[0], &elemStrides[0], interleave, swizzle, l2promo, oobFill); err != nil {
+		return tm, err
+	}
+	return tm, nil
+}
+
+// tensorMapScratch holds one descriptor at a 64-byte-aligned offset.
+type tensorMapScratch [len(TensorMap{}) + 64]byte
+
+// encodeTiled calls cuTensorMapEncodeTiled on validated arguments, through
+// scratch (the driver's output must be 64-byte aligned), into dst.
+func (c *Context) encodeTiled(dst *TensorMap, scratch *tensorMapScratch, dtype TensorMapDataType, rank int, base DevicePtr, dims, strides *uint64, box, elemStrides *uint32, interleave, swizzle, l2promo, oobFill int) error {
 	fn, err := c.drv.tensorMapEncoder()
 	if err != nil {
-		return tm, err
+		return err
 	}
-	// The driver writes the descriptor to 64-byte-aligned memory.
-	scratch := make([]byte, len(tm)+64)
 	off := alignPad(uintptr(unsafe.Pointer(&scratch[0])), 64)
-	// A rank-1 map has no strides; the driver still gets a valid pointer.
-	var noStrides [1]uint64
-	strides := noStrides[:]
-	if len(stridesBytes) > 0 {
-		strides = stridesBytes
-	}
-	r, _, _ := purego.SyscallN(fn,
+	// Through a pooled call frame: purego.SyscallN's variadic slice would
+	// otherwise be one allocation per encode. The argument arrays belong to
+	// the caller, which holds them for the call.
+	r := callKeep(fn, unsafe.Pointer(scratch),
 		uintptr(unsafe.Pointer(&scratch[off])),
 		uintptr(uint32(dtype)), uintptr(rank), uintptr(base),
-		uintptr(unsafe.Pointer(&dims[0])), uintptr(unsafe.Pointer(&strides[0])),
-		uintptr(unsafe.Pointer(&box[0])), uintptr(unsafe.Pointer(&elemStrides[0])),
+		uintptr(unsafe.Pointer(dims)), uintptr(unsafe.Pointer(strides)),
+		uintptr(unsafe.Pointer(box)), uintptr(unsafe.Pointer(elemStrides)),
 		uintptr(interleave), uintptr(swizzle), uintptr(l2promo), uintptr(oobFill))
-	if err := check(symTensorMapEncodeTiled, Result(int32(r))); err != nil {
-		return tm, err
+	if err := check(symTensorMapEncodeTiled, r); err != nil {
+		return err
 	}
-	copy(tm[:], scratch[off:])
-	return tm, nil
+	copy(dst[:], scratch[off:off+uintptr(len(dst))])
+	return nil
+}
+
+// TiledEncoder encodes 2-D tiled tensor maps without allocating, for code
+// that builds a map per call on a hot path (a GEMM over caller-owned
+// pointers). Its scratch space is reused, so one encoder must not be used
+// from two goroutines at once.
+type TiledEncoder struct {
+	ctx     *Context
+	scratch tensorMapScratch
+	dims    [2]uint64
+	strides [1]uint64
+	box     [2]uint32
+	elem    [2]uint32
+}
+
+// NewTiledEncoder returns an encoder bound to c's driver.
+func (c *Context) NewTiledEncoder() *TiledEncoder {
+	return &TiledEncoder{ctx: c, elem: [2]uint32{1, 1}}
+}
+
+// Encode2D encodes into dst the map of a row-major matrix at base with
+// outer rows of inner elements, rows pitchBytes apart, moved in boxes of
+// boxInner × boxOuter elements; swizzle, l2promo and oobFill take the
+// TensorMapSwizzle*, TensorMapL2Promotion* and TensorMapOOBFill* values.
+// The checks and errors are EncodeTiled's.
+func (e *TiledEncoder) Encode2D(dst *TensorMap, dtype TensorMapDataType, base DevicePtr, inner, outer, pitchBytes uint64, boxInner, boxOuter uint32, swizzle, l2promo, oobFill int) error {
+	if err := e.ctx.usable("EncodeTiled"); err != nil {
+		return err
+	}
+	e.dims = [2]uint64{inner, outer}
+	e.strides = [1]uint64{pitchBytes}
+	e.box = [2]uint32{boxInner, boxOuter}
+	if err := validateTiled(dtype, 2, base, e.dims[:], e.strides[:], e.box[:], e.elem[:], TensorMapInterleaveNone, swizzle, l2promo, oobFill); err != nil {
+		return err
+	}
+	return e.ctx.encodeTiled(dst, &e.scratch, dtype, 2, base, &e.dims[0], &e.strides[0], &e.box[0], &e.elem[0], TensorMapInterleaveNone, swizzle, l2promo, oobFill)
 }
 
 // tensorMapEncoder resolves cuTensorMapEncodeTiled once.

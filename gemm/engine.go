@@ -27,6 +27,11 @@ type Engine struct {
 	// tcForce: tests run every TierTensorCore call with this kernel.
 	tcForce  tcForce
 	tcShared uint32 // shared memory a gemm_tc block may use (tc.go)
+	// gemm_wgmma (sm_90a): whether it is loaded, and the per-call TMA maps
+	// (encoded under mu, without allocating).
+	hasWG    bool
+	tmEnc    *cudaload.TiledEncoder
+	tmA, tmB cudaload.TensorMap
 	closed   bool
 }
 
@@ -75,7 +80,8 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("gemm.New: building kernels for %s: %w", arch, err)
 	}
-	e := &Engine{ctx: ctx, arch: arch, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin())}
+	e := &Engine{ctx: ctx, arch: arch, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin()),
+		hasWG: wgArch(arch), tmEnc: ctx.NewTiledEncoder()}
 	mods, fns, err := loadModules(ctx, bundle)
 	e.modules, e.fns = mods, fns
 	if err != nil {

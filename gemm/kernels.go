@@ -192,5 +192,13 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 			return mods, fns, err
 		}
 	}
+	if wgArch(bundle.Arch) {
+		if mod, err = load(wgFamily); err != nil {
+			return mods, fns, err
+		}
+		if err = loadWG(mod, &fns, get); err != nil {
+			return mods, fns, err
+		}
+	}
 	return mods, fns, nil
 }

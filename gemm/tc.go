@@ -50,6 +50,9 @@ func (t tcTile) String() string {
 	if g, ok := tcGeometries[t]; ok {
 		return g.name
 	}
+	if g, ok := wgGeometries[t]; ok {
+		return g.name
+	}
 	if t == 0 {
 		return "auto"
 	}
@@ -90,6 +93,10 @@ type tcKey struct {
 }
 
 func (k tcKey) name() string {
+	if isWG(k.tile) {
+		// gemm_wgmma has the TMA path only.
+		return fmt.Sprintf("detgemm_%v_%v_%v_%v", k.tile, k.layout, k.in, k.out)
+	}
 	path := "any"
 	if k.vec {
 		path = "vec"
@@ -199,13 +206,7 @@ func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
 		if !usable(t) {
 			continue
 		}
-		g := tcGeometries[t]
-		blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
-		rel := g.relCost
-		if p.layout == layoutTN {
-			rel = g.relCostTN
-		}
-		cost := float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
+		cost := tcCost(t, p, sms)
 		if best == 0 || cost < bestCost {
 			best, bestCost = t, cost
 		}
@@ -219,12 +220,27 @@ func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
 	return k, nil
 }
 
-// launchTC enqueues one gemm_tc kernel: grid (row tiles, column tiles), no
-// workspace.
+// tcCost is the modelled time of gemm_tc tile t on p: the busiest SM's
+// blocks times each block's outputs at the tile's relative cost.
+func tcCost(t tcTile, p problem, sms int) float64 {
+	g := tcGeometries[t]
+	blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
+	rel := g.relCost
+	if p.layout == layoutTN {
+		rel = g.relCostTN
+	}
+	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
+}
+
+// launchTC enqueues one tensor-core kernel: gemm_wgmma's (tc_wgmma.go) or
+// gemm_tc's, grid (row tiles, column tiles), no workspace.
 func (e *Engine) launchTC(p problem) error {
-	k, err := chooseTC(p, e.sms, e.tcShared, e.tcForce)
+	k, err := chooseTCKernel(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
 	if err != nil {
 		return fmt.Errorf("gemm.%s: %w", p.op, err)
+	}
+	if isWG(k.tile) {
+		return e.launchWG(p, k)
 	}
 	fn := e.fns.tc[k]
 	if fn == nil {

@@ -30,6 +30,10 @@ var tcCases = []tcCase{
 	{"tc128-any", tcForce{tcTile128, tcPathAny}},
 	{"tc64-vec", tcForce{tcTile64, tcPathVec}},
 	{"tc64-any", tcForce{tcTile64, tcPathAny}},
+	{"wg128x256", tcForce{tcTileWG128x256, tcPathVec}},
+	{"wg128x192", tcForce{tcTileWG128x192, tcPathVec}},
+	{"wg128x128", tcForce{tcTileWG128x128, tcPathVec}},
+	{"wg192x192", tcForce{tcTileWG192x192, tcPathVec}},
 }
 
 // tcCombos is every (input, output) the tensor-core tier accepts.
@@ -75,6 +79,10 @@ func skipIfCannot(t *testing.T, err error) {
 var tcSweep = [][3]int{
 	{1, 1, 1}, {1, 7, 5}, {1, 4096, 40}, {3, 17, 5}, {2, 4097, 3}, {16, 16, 16}, {64, 64, 64}, {130, 200, 72},
 	{257, 1000, 129}, {16, 4096, 40}, {200, 33, 300}, {129, 513, 264}, {300, 31, 64}, {5, 300, 1}, {96, 48, 520},
+	// Leading dimensions that are multiples of 8 around the wgmma tiles'
+	// edges: 64-deep stages ending after one step, partial 128-row and
+	// 256-column tiles.
+	{8, 8, 8}, {200, 264, 328}, {136, 72, 264},
 }
 
 // tcRun runs one op on the engine and on the model over fresh random inputs

@@ -61,9 +61,8 @@ func (a ForwardArgs) build(pointers bool) (problem, error) {
 		rows: int64(a.M), cols: int64(a.N), red: int64(a.K),
 		a: uintptr(a.X), b: uintptr(a.W), c: uintptr(a.Y), bias: uintptr(a.Bias),
 		lda: int64(a.K), ldb: int64(a.N), ldc: int64(a.N)}
-	ins := []buffer{
-		{"X", p.a, 0, 0}, {"W", p.b, 0, 0},
-	}
+	var room [3]buffer // X, W and the bias without a heap allocation
+	ins := append(room[:0], buffer{"X", p.a, 0, 0}, buffer{"W", p.b, 0, 0})
 	var err error
 	if ins[0].bytes, err = bytesOf(op, "X", a.M, a.K, a.In); err != nil {
 		return problem{}, err
@@ -210,7 +209,11 @@ func checkBuffers(op string, out buffer, ins []buffer, p problem, pointers bool)
 	if !pointers {
 		return checkGrid(op, p)
 	}
-	for _, b := range append([]buffer{out}, ins...) {
+	for i := -1; i < len(ins); i++ {
+		b := out
+		if i >= 0 {
+			b = ins[i]
+		}
 		if b.ptr == 0 {
 			return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
 		}

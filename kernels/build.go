@@ -102,7 +102,7 @@ func NewBuilder(compiler *nvrtc.Compiler, opts ...BuildOption) *Builder {
 	return &Builder{compiler: compiler, cfg: cfg}
 }
 
-// Build compiles every family for arch with the NVRTC from WithCompiler, or
+// Build compiles every family for arch (FamiliesFor) with the NVRTC from WithCompiler, or
 // else nvrtc.Open().
 func Build(arch Arch, opts ...BuildOption) (*Bundle, error) {
 	if err := arch.check(); err != nil {
@@ -151,12 +151,17 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 	}
 	cache := diskCache{dir: dir}
 
-	families := Families()
+	families := FamiliesFor(arch)
 	if b.cfg.families != nil {
 		families = nil
 		for _, f := range b.cfg.families {
-			if _, err := Source(f); err != nil {
+			ok, err := familyBuildsFor(f, arch)
+			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				targets, _ := FamilyTargets(f)
+				return nil, fmt.Errorf("%w: %s is built only for %v, not %s", ErrFamilyArch, f, targets, arch)
 			}
 			if !slices.Contains(families, f) {
 				families = append(families, f)

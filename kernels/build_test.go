@@ -77,10 +77,10 @@ func TestEveryFamilyCompilesWithoutSpillsOrStack(t *testing.T) {
 			b, err := NewBuilder(c, WithCache(false)).Build(arch)
 			require.NoError(t, err)
 			require.Equal(t, arch, b.Arch)
-			require.Len(t, b.Modules, len(Families()))
-			require.Equal(t, len(Families()), b.Misses)
+			require.Len(t, b.Modules, len(FamiliesFor(arch)))
+			require.Equal(t, len(FamiliesFor(arch)), b.Misses)
 			require.Zero(t, b.Hits)
-			for _, fam := range Families() {
+			for _, fam := range FamiliesFor(arch) {
 				m := b.Modules[fam]
 				require.NotNil(t, m, fam)
 				require.Equal(t, fam, m.Family)
@@ -330,4 +330,6 @@ func TestWithFamiliesBuildsOnlyThoseAndRejectsUnknown(t *testing.T) {
 	require.Contains(t, b.Modules, "util")
 	_, err = NewBuilder(c, WithCache(false), WithFamilies("no_such_family")).Build(Arch{Major: 8})
 	require.ErrorIs(t, err, ErrUnknownFamily)
+	_, err = NewBuilder(c, WithCache(false), WithFamilies("gemm_wgmma")).Build(Arch{Major: 9})
+	require.ErrorIs(t, err, ErrFamilyArch, "wgmma exists on sm_90a only")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,6 +35,60 @@ func Families() []string {
 		}
 	}
 	return out
+}
+
+// ErrFamilyArch is matched when a family is asked for on an architecture it
+// is not built for (see FamiliesFor).
+var ErrFamilyArch = errors.New("kernels: kernel family not built for this architecture")
+
+// onlyDirective marks a family that exists for some targets only: a line
+// "//detgemm:only sm_90a" (names separated by spaces) in its source.
+const onlyDirective = "//detgemm:only "
+
+// FamilyTargets returns the architectures a family is restricted to by its
+// //detgemm:only line, or nil when it is built for every architecture.
+func FamilyTargets(family string) ([]Arch, error) {
+	src, err := Source(family)
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.Lines(src) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), onlyDirective)
+		if !ok {
+			continue
+		}
+		var out []Arch
+		for _, name := range strings.Fields(rest) {
+			a, err := ParseArch(name)
+			if err != nil {
+				return nil, fmt.Errorf("kernels: %s.cu: %w", family, err)
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	return nil, nil
+}
+
+// FamiliesFor returns the families built for arch, sorted: every family
+// without a //detgemm:only line, and those whose line names arch (the
+// wgmma family names sm_90a: its instructions exist there only).
+func FamiliesFor(arch Arch) []string {
+	var out []string
+	for _, f := range Families() {
+		if ok, _ := familyBuildsFor(f, arch); ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func familyBuildsFor(family string, arch Arch) (bool, error) {
+	targets, err := FamilyTargets(family)
+	if err != nil || targets == nil {
+		return err == nil, err
+	}
+	return slices.Contains(targets, arch), nil
 }
 
 // Source returns the CUDA C source of one family, as embedded.

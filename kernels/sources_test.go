@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,4 +61,23 @@ func TestHeadersHoldThePrelude(t *testing.T) {
 	require.NotEmpty(t, hs)
 	require.Equal(t, "prelude.cuh", hs[0].Name)
 	require.True(t, strings.Contains(hs[0].Source, "#pragma once"))
+}
+
+// TestArchSpecificFamiliesAreBuiltForTheirTargetsOnly: the wgmma family is
+// marked sm_90a-only, so it is in sm_90a's set and in no other, and asking
+// for it elsewhere is a typed error (TestWithFamilies...), not a compile
+// failure.
+func TestArchSpecificFamiliesAreBuiltForTheirTargetsOnly(t *testing.T) {
+	targets, err := FamilyTargets("gemm_wgmma")
+	require.NoError(t, err)
+	require.Equal(t, []Arch{{Major: 9, Minor: 0, Specific: true}}, targets)
+	targets, err = FamilyTargets("gemm_tc")
+	require.NoError(t, err)
+	require.Nil(t, targets, "gemm_tc builds everywhere")
+	for _, a := range SupportedArchs() {
+		fams := FamiliesFor(a)
+		require.Equal(t, a.Specific, slices.Contains(fams, "gemm_wgmma"), "%s", a)
+		require.Contains(t, fams, "gemm_tc")
+	}
+	require.Len(t, FamiliesFor(Arch{Major: 9, Minor: 0, Specific: true}), len(Families()))
 }

@@ -1,0 +1,199 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/kernels"
+)
+
+// wgFamily is the Hopper tensor-core family (kernels/cuda/gemm_wgmma.cu):
+// wgmma fed by TMA, built only for sm_90a. It runs the TC contract's chain
+// exactly as gemm_tc does, so the dispatcher may pick it freely.
+const wgFamily = "gemm_wgmma"
+
+// The wgmma tile shapes: 128×256, 128×192, 128×128 and 192×192 outputs; a
+// block is a TMA producer warpgroup and one consumer warpgroup per 64 rows.
+const (
+	tcTileWG128x256 tcTile = 16 + iota
+	tcTileWG128x192
+	tcTileWG128x128
+	tcTileWG192x192
+)
+
+// wgTilesBySize lists the wgmma tiles, largest first.
+var wgTilesBySize = []tcTile{tcTileWG192x192, tcTileWG128x256, tcTileWG128x192, tcTileWG128x128}
+
+// wgGeometry describes one wgmma tile shape; relCost is on chooseTC's scale
+// (tc256's forward = 1): the time per output and round measured on the H200
+// (bf16, TestTCThroughput, 2026-11-21) against tc256 on the same shape —
+// 0.41-0.45 for 128×256 and 192×192, 0.47 for 128×192, 0.61-0.62 for
+// 128×128 at 4096³ and 8192³, all ops alike; higher for every tile at
+// K = 768, where per-tile overheads weigh more, in the same order.
+type wgGeometry struct {
+	name      string
+	bm, bn    int64
+	stages    int64
+	relCost   float64
+	relCostTN float64
+}
+
+// wgBK is the reduction per stage of the ring.
+const wgBK = 64
+
+var wgGeometries = map[tcTile]wgGeometry{
+	tcTileWG128x256: {"wg128x256", 128, 256, 4, 0.45, 0.45},
+	tcTileWG128x192: {"wg128x192", 128, 192, 5, 0.47, 0.47},
+	tcTileWG128x128: {"wg128x128", 128, 128, 6, 0.62, 0.62},
+	tcTileWG192x192: {"wg192x192", 192, 192, 4, 0.45, 0.45},
+}
+
+// threads is a block's size: the producer and one consumer warpgroup per
+// 64 rows.
+func (g wgGeometry) threads() uint32 { return uint32(128 * (g.bm/64 + 1)) }
+
+func isWG(t tcTile) bool { _, ok := wgGeometries[t]; return ok }
+
+// wgSharedBytes is gemm_wgmma.cu's Tile::SMEM: the ring of A (BM×64) and B
+// (64×BN) halves, 1 KiB to align it, the barriers, BN zero floats.
+func wgSharedBytes(t tcTile) uint32 {
+	g := wgGeometries[t]
+	stage := (g.bm*wgBK + g.bn*wgBK) * 2
+	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4)
+}
+
+// wgKernels is every gemm_wgmma entry point: tile × layout × input ×
+// output (nn and nt write the input type or f32, tn the f32 dW).
+var wgKernels = func() (out []tcKey) {
+	for _, t := range wgTilesBySize {
+		for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
+			for _, in := range []DType{BF16, F16} {
+				outs := []DType{in, F32}
+				if l == layoutTN {
+					outs = []DType{F32}
+				}
+				for _, o := range outs {
+					out = append(out, tcKey{t, l, in, o, true})
+				}
+			}
+		}
+	}
+	return out
+}()
+
+// wgArch reports whether the bundle's architecture has the wgmma family.
+func wgArch(a kernels.Arch) bool { return a.Major == 9 && a.Minor == 0 && a.Specific }
+
+// wgFits reports whether a wgmma kernel can run p: the TMA maps need
+// 16-byte aligned bases and row pitches (tcVecOK), and the copy
+// coordinates are 32-bit, so every extent must stay below 2^31 with a
+// box to spare.
+func wgFits(t tcTile, p problem) bool {
+	const lim = math.MaxInt32 - 256
+	if !tcVecOK(p) || p.rows > lim || p.cols > lim || p.red > lim {
+		return false
+	}
+	g := wgGeometries[t]
+	return tcCeilDiv(p.rows, g.bm)*tcCeilDiv(p.cols, g.bn) <= math.MaxInt32
+}
+
+// wgCost is a wgmma tile's modelled time on chooseTC's scale.
+func wgCost(t tcTile, p problem, sms int) float64 {
+	g := wgGeometries[t]
+	rel := g.relCost
+	if p.layout == layoutTN {
+		rel = g.relCostTN
+	}
+	blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
+	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
+}
+
+// chooseTCKernel picks the tensor-core kernel for p: a forced wgmma tile
+// when f names one; otherwise gemm_tc's choice (chooseTC), replaced by the
+// cheapest wgmma tile when the GPU has the family (hasWG), the operands
+// suit TMA and the model says it is faster. Every kernel computes each
+// element by the same chain, so this decides speed only.
+func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce) (tcKey, error) {
+	if isWG(f.tile) {
+		if !hasWG {
+			return tcKey{}, fmt.Errorf("%w: %v needs sm_90a (wgmma)", errTCKernel, f.tile)
+		}
+		if f.path == tcPathAny || !wgFits(f.tile, p) || wgSharedBytes(f.tile) > maxShared {
+			return tcKey{}, fmt.Errorf("%w: %v needs 16-byte aligned operands with leading dimensions that are multiples of 8 and extents below 2^31 (lda %d, ldb %d)", errTCKernel, f.tile, p.lda, p.ldb)
+		}
+		return tcKey{f.tile, p.layout, p.in, p.out, true}, nil
+	}
+	k, err := chooseTC(p, sms, maxShared, f)
+	if err != nil || f != (tcForce{}) || !hasWG {
+		return k, err
+	}
+	best, bestCost := tcTile(0), tcCost(k.tile, p, sms)
+	for _, t := range wgTilesBySize {
+		if !wgFits(t, p) || wgSharedBytes(t) > maxShared {
+			continue
+		}
+		if c := wgCost(t, p, sms); c < bestCost {
+			best, bestCost = t, c
+		}
+	}
+	if best != 0 {
+		k = tcKey{best, p.layout, p.in, p.out, true}
+	}
+	return k, nil
+}
+
+// launchWG enqueues one gemm_wgmma kernel: the TMA maps of both operands
+// for this call, then a persistent one-dimensional grid.
+func (e *Engine) launchWG(p problem, k tcKey) error {
+	fn := e.fns.tc[k]
+	if fn == nil {
+		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
+	}
+	g := wgGeometries[k.tile]
+	dt := cudaload.TensorMapBFloat16
+	if p.in == F16 {
+		dt = cudaload.TensorMapFloat16
+	}
+	const sw, l2, oob = cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	var err error
+	// A: 64 reduction steps × BM rows where r is contiguous (nn, nt);
+	// 64 rows × 64 steps, once per 64 rows, where the rows are (tn).
+	if p.layout == layoutTN {
+		err = e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.rows), uint64(p.red), uint64(p.lda)*2, 64, 64, sw, l2, oob)
+	} else {
+		err = e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*2, 64, uint32(g.bm), sw, l2, oob)
+	}
+	if err == nil {
+		// B: 64 columns × 64 steps where the columns are contiguous (nn,
+		// tn); 64 steps × BN columns where r is (nt).
+		if p.layout == layoutNT {
+			err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.red), uint64(p.cols), uint64(p.ldb)*2, 64, uint32(g.bn), sw, l2, oob)
+		} else {
+			err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.cols), uint64(p.red), uint64(p.ldb)*2, 64, 64, sw, l2, oob)
+		}
+	}
+	if err != nil {
+		// wgFits admitted the call, so this is a bug, not a user error.
+		return fmt.Errorf("gemm.%s: encoding the TMA maps of %s: %w", p.op, k.name(), err)
+	}
+	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
+		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
+	// Persistent: one block per SM at most (the ring fills its shared
+	// memory), each looping over tiles.
+	blocks := min(tcCeilDiv(p.rows, g.bm)*tcCeilDiv(p.cols, g.bn), int64(max(e.sms, 1)))
+	return e.launch(p.op, fn, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile))
+}
+
+// loadWG resolves the wgmma entry points of mod into fns (sm_90a only).
+func loadWG(mod *cudaload.Module, fns *functions, get func(*cudaload.Module, string, uint32) (*cudaload.Function, error)) error {
+	for _, k := range wgKernels {
+		fn, err := get(mod, k.name(), wgSharedBytes(k.tile))
+		if err != nil {
+			return err
+		}
+		fns.tc[k] = fn
+	}
+	return nil
+}

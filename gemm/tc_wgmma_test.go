@@ -1,0 +1,95 @@
+package gemm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/detgemm/detgemm/kernels"
+)
+
+// TestWGDispatchRule: on a GPU with the wgmma family the large aligned
+// shapes take it, for every op; shapes TMA cannot read (unaligned bases,
+// leading dimensions that are not multiples of 8) stay on gemm_tc; without
+// the family nothing changes.
+func TestWGDispatchRule(t *testing.T) {
+	const sms = 132
+	for _, c := range []struct {
+		name string
+		call Call
+		want tcTile
+	}{
+		{"4096³ forward", ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTileWG128x256},
+		{"8192³ dX", DXArgs{Tier: TierTensorCore, M: 8192, N: 8192, K: 8192, In: BF16, Out: BF16}, tcTileWG128x256},
+		{"8192³ dW", DWArgs{Tier: TierTensorCore, M: 8192, K: 8192, N: 8192, In: F16}, tcTileWG128x256},
+		{"4096×1536×3072 forward", ForwardArgs{Tier: TierTensorCore, M: 4096, K: 1536, N: 3072, In: BF16, Out: F32}, tcTileWG128x256},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := tcProblem(t, c.call)
+			k, err := chooseTCKernel(p, sms, 227<<10, true, tcForce{})
+			require.NoError(t, err)
+			require.Equal(t, c.want, k.tile, "chose %s", k.name())
+			without, err := chooseTCKernel(p, sms, 227<<10, false, tcForce{})
+			require.NoError(t, err)
+			mma, err := chooseTC(p, sms, 227<<10, tcForce{})
+			require.NoError(t, err)
+			require.Equal(t, mma, without, "no wgmma family: gemm_tc's choice")
+		})
+	}
+	p := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16})
+	p.lda = 4095
+	k, err := chooseTCKernel(p, sms, 227<<10, true, tcForce{})
+	require.NoError(t, err)
+	require.False(t, isWG(k.tile), "TMA needs leading dimensions that are multiples of 8")
+	_, err = chooseTCKernel(p, sms, 227<<10, true, tcForce{tile: tcTileWG128x256})
+	require.ErrorIs(t, err, errTCKernel)
+}
+
+func TestWGForcedTilesAreHonouredOrRefused(t *testing.T) {
+	p := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 5, K: 40, N: 16, In: F16, Out: F16})
+	for _, tile := range wgTilesBySize {
+		k, err := chooseTCKernel(p, 132, 227<<10, true, tcForce{tile: tile})
+		require.NoError(t, err)
+		require.Equal(t, tcKey{tile, layoutNN, F16, F16, true}, k)
+		_, err = chooseTCKernel(p, 132, 227<<10, true, tcForce{tile: tile, path: tcPathAny})
+		require.ErrorIs(t, err, errTCKernel, "no element path")
+		_, err = chooseTCKernel(p, 132, 227<<10, false, tcForce{tile: tile})
+		require.ErrorIs(t, err, errTCKernel, "sm_90a only")
+		_, err = chooseTCKernel(p, 132, 99<<10, true, tcForce{tile: tile})
+		require.ErrorIs(t, err, errTCKernel, "needs more than 99 KiB of shared memory")
+	}
+	huge := p
+	huge.red = 1 << 31
+	_, err := chooseTCKernel(huge, 132, 227<<10, true, tcForce{tile: tcTileWG128x128})
+	require.ErrorIs(t, err, errTCKernel, "TMA coordinates are 32-bit")
+}
+
+// TestWGKernelTableMatchesTheSource: gemm_wgmma.cu defines every entry
+// point the engine resolves, and nothing else.
+func TestWGKernelTableMatchesTheSource(t *testing.T) {
+	src, err := kernels.Source(wgFamily)
+	require.NoError(t, err)
+	for _, k := range wgKernels {
+		require.True(t, strings.Contains(src, "\nDETGEMM_WG_ENTRY("+k.name()+","), "gemm_wgmma.cu defines %s", k.name())
+	}
+	require.Equal(t, strings.Count(src, "\nDETGEMM_WG_ENTRY("), len(wgKernels), "every entry point of gemm_wgmma.cu is loaded")
+	require.Len(t, wgKernels, len(wgTilesBySize)*10, "3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs")
+}
+
+// TestWGSharedMemory: gemm_wgmma.cu's Tile::SMEM, which fits an sm_90
+// block (227 KiB).
+func TestWGSharedMemory(t *testing.T) {
+	require.Equal(t, uint32(4*(128*64+256*64)*2+1024+64+1024), wgSharedBytes(tcTileWG128x256))
+	require.Equal(t, uint32(5*(128*64+192*64)*2+1024+80+768), wgSharedBytes(tcTileWG128x192))
+	require.Equal(t, uint32(6*(128*64+128*64)*2+1024+96+512), wgSharedBytes(tcTileWG128x128))
+	require.Equal(t, uint32(4*(192*64+192*64)*2+1024+64+768), wgSharedBytes(tcTileWG192x192))
+	require.Equal(t, uint32(512), wgGeometries[tcTileWG192x192].threads())
+	require.Equal(t, uint32(384), wgGeometries[tcTileWG128x256].threads())
+	for _, tile := range wgTilesBySize {
+		require.LessOrEqual(t, wgSharedBytes(tile), uint32(227<<10))
+	}
+	require.True(t, wgArch(kernels.Arch{Major: 9, Minor: 0, Specific: true}))
+	require.False(t, wgArch(kernels.Arch{Major: 9, Minor: 0}))
+	require.False(t, wgArch(kernels.Arch{Major: 8, Minor: 0}))
+}

@@ -1,0 +1,611 @@
+// gemm_wgmma.cu: the tensor-core tier on Hopper (sm_90a only): warpgroup
+// wgmma fed by the bulk tensor copy engine (TMA).
+//
+// Same contract as gemm_tc.cu, bit for bit: per output element the f32
+// accumulator starts at the bias (forward), +0 (dX) or the current dW value,
+// and consumes the reduction in ascending 16-wide steps — here one
+// wgmma.m64nNk16 per step, issued in k order on the same accumulators, which
+// on the H200 adds exactly as mma.sync.m16n8k16 does (design.md: both match
+// the same per-element block model). TMA zero-fills everything past the
+// matrix, so the tail of the last step is 0 on both operands; steps that
+// would lie wholly past the end are never issued; one RNE rounding at the
+// store. The tile shape therefore never changes a bit, and the dispatcher
+// may pick this family or gemm_tc's by shape and alignment.
+//
+// Layout names follow gemm_tc.cu: C[i, j] (op)= sum_r A(i, r) B(r, j) with
+//   A(i, r) = A_RC ? A[i*lda + r] : A[r*lda + i]
+//   B(r, j) = B_JC ? B[r*ldb + j] : B[j*ldb + r]
+// Both operands are staged by TMA with the 128-byte swizzle, 64 halves (one
+// swizzle row) along the contiguous axis per copy, and read by wgmma straight
+// from shared memory through matrix descriptors: K-major where the
+// contiguous axis is r (A of nn/nt, B of nt), MN-major ("transposed", a
+// bf16/f16-only wgmma mode) where it is i or j (A of tn, B of nn/tn).
+//
+// A block is three warpgroups: warpgroup 0 is the producer (one thread
+// issues the copies of a STAGES-deep ring, gated by "empty" mbarriers);
+// warpgroups 1 and 2 each own 64 rows of the 128-row tile and wait on
+// "full" mbarriers, which TMA completes by transaction bytes.
+//
+// The whole family needs sm_90a (wgmma): the directive below tells the
+// kernels package to build it for that target only.
+//detgemm:only sm_90a
+#include "prelude.cuh"
+
+namespace wg {
+
+constexpr int F32 = 0;
+constexpr int BF16 = 1;
+constexpr int F16 = 2;
+
+constexpr int INIT_ZERO = 0;  // dX: the chain starts at +0
+constexpr int INIT_BIAS = 1;  // forward: at bias[j] (or +0 without bias)
+constexpr int INIT_OLD = 2;   // dW: at the current value of C (f32)
+
+constexpr int BK = 64;         // reduction per stage: four 16-wide steps, one 128-byte swizzle row of halves
+constexpr int GROUP = 16;      // row tiles per group of the block order (L2 reuse)
+constexpr int BOX = 64 * 64 * 2;  // bytes of one 64x64 half box
+
+// A tile of BM x BN outputs with a STAGES-deep ring: BM/64 consumer
+// warpgroups of 64 rows and one producer warpgroup. The Go side computes
+// the same shared-memory size (wgSharedBytes).
+template <int BM_, int BN_, int STAGES_>
+struct Tile {
+    static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
+    static constexpr int CONSUMERS = BM / 64;
+    static constexpr int THREADS = 128 * (CONSUMERS + 1);
+    // setmaxnreg: the producer keeps few registers a thread (40, or the
+    // minimum 24 where three consumer warpgroups need every one) and the
+    // consumers share the rest of the SM's 64 K (multiples of 8).
+    static constexpr int PRODUCER_REGS = CONSUMERS == 2 ? 40 : 24;
+    static constexpr int CONSUMER_REGS = ((65536 / 128 - PRODUCER_REGS) / CONSUMERS) / 8 * 8 > 232
+                                             ? 232
+                                             : ((65536 / 128 - PRODUCER_REGS) / CONSUMERS) / 8 * 8;
+    static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int B_BYTES = BN * BK * 2;
+    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    // The ring, 1 KiB of slack to align it to the swizzle atom, the
+    // barriers, then BN zero floats (the bias of a call without one).
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4;
+    static_assert(BN == 128 || BN == 192 || BN == 256, "consumers issue m64n128, m64n192 or m64n256");
+    static_assert(BM == 128 || BM == 192, "two or three consumer warpgroups");
+};
+
+// A TMA descriptor (CUtensorMap) passed by value as a __grid_constant__
+// parameter, so the copy engine reads it from the parameter space.
+struct __align__(64) tensor_map {
+    dg_u64 opaque[16];
+};
+
+DETGEMM_INLINE dg_u32 smem_addr(const void* p) {
+    return static_cast<dg_u32>(__cvta_generic_to_shared(p));
+}
+
+DETGEMM_INLINE void mbar_init(dg_u32 bar, dg_u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+DETGEMM_INLINE bool mbar_try_wait(dg_u32 bar, dg_u32 parity) {
+    dg_u32 ok;
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    return ok != 0;
+}
+
+// Waits until the barrier's phase of the given parity has completed.
+DETGEMM_INLINE void mbar_wait(dg_u32 bar, dg_u32 parity) {
+    while (!mbar_try_wait(bar, parity)) {
+    }
+}
+
+DETGEMM_INLINE void mbar_arrive(dg_u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+DETGEMM_INLINE void mbar_expect_tx(dg_u32 bar, dg_u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// One 2-D TMA copy of a box at (c0 innermost, c1) into shared memory,
+// completing on bar; out-of-range elements arrive as zeros.
+DETGEMM_INLINE void tma_load_2d(dg_u32 dst, const tensor_map& map, int c0, int c1, dg_u32 bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+        "l"(reinterpret_cast<dg_u64>(&map)), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
+}
+
+DETGEMM_INLINE void prefetch_map(const tensor_map& map) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<dg_u64>(&map)) : "memory");
+}
+
+// A shared-memory matrix descriptor with the 128-byte swizzle: start
+// address, leading and stride byte offsets (each in 16-byte units), layout
+// type 1 (SWIZZLE_128B) in bits 62-63. The ring is 1 KiB aligned, so the
+// base-offset field stays 0.
+DETGEMM_INLINE dg_u64 sw128_desc(dg_u32 addr, dg_u32 lbo, dg_u32 sbo) {
+    return (dg_u64)((addr & 0x3ffffu) >> 4) | ((dg_u64)(lbo >> 4) << 16) | ((dg_u64)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+DETGEMM_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+DETGEMM_INLINE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+DETGEMM_INLINE void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Pins the accumulators in place around asynchronous wgmma: the compiler may
+// not move their reads or writes across this point.
+template <int N>
+DETGEMM_INLINE void fence_acc(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// The wgmma instructions: D (f32, in registers) += A · B, both from shared
+// memory through descriptors; TA/TB: A/B MN-major (transposed).
+// m64n256k16, bf16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n256_bf16(float (&d)[128], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, %130, %131;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n256k16, f16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n256_f16(float (&d)[128], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, %130, %131;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n192k16, bf16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n192_bf16(float (&d)[96], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %100, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1, %98, %99;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n192k16, f16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n192_f16(float (&d)[96], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %100, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1, %98, %99;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n128k16, bf16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n128_bf16(float (&d)[64], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %68, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, %66, %67;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n128k16, f16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n128_f16(float (&d)[64], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %68, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, %66, %67;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+
+// One 16-wide step on the accumulators: d += A(64 x 16) · B(16 x BN).
+template <int BN, int DT, int TA, int TB>
+DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db) {
+    if constexpr (BN == 256) {
+        if constexpr (DT == BF16) wgmma_m64n256_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n256_f16<TA, TB>(d, da, db);
+    } else if constexpr (BN == 192) {
+        if constexpr (DT == BF16) wgmma_m64n192_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n192_f16<TA, TB>(d, da, db);
+    } else {
+        if constexpr (DT == BF16) wgmma_m64n128_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n128_f16<TA, TB>(d, da, db);
+    }
+}
+
+// f32 -> f16 RNE with the prelude's bits (hardware conversion; NaN
+// canonicalised), as gemm_tc.cu does: branch-free in the epilogue.
+DETGEMM_INLINE dg_u16 f32_to_f16_rne_hw(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
+    return (dg_f32_bits(v) & 0x7fffffffu) > 0x7f800000u ? (dg_u16)0x7fffu : (dg_u16)h;
+}
+
+template <int DT>
+DETGEMM_INLINE dg_u16 to_half(float v) {
+    return DT == BF16 ? dg_f32_to_bf16_rne(v) : f32_to_f16_rne_hw(v);
+}
+
+template <int DT>
+DETGEMM_INLINE void store_out(void* p, dg_i64 i, float v) {
+    if constexpr (DT == F32) static_cast<float*>(p)[i] = v;
+    else static_cast<dg_u16*>(p)[i] = to_half<DT>(v);
+}
+
+template <int DT>
+DETGEMM_INLINE void store_pair(void* p, dg_i64 i, float v0, float v1) {
+    if constexpr (DT == F32) {
+        *reinterpret_cast<float2*>(static_cast<float*>(p) + i) = make_float2(v0, v1);
+    } else {
+        *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(p) + i) = (dg_u32)to_half<DT>(v0) | ((dg_u32)to_half<DT>(v1) << 16);
+    }
+}
+
+// Consumers: warpgroup c owns rows [64c, 64c + 64) of the tile.
+// Grouped tile order: tile index -> origin (i0, j0), GROUP row tiles at a
+// time, so the tiles in flight at once share rows of A and columns of B in
+// L2. It decides where a tile is computed, never how.
+template <int BM, int BN>
+DETGEMM_INLINE void tile_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_i64& i0, dg_i64& j0) {
+    const dg_i64 tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const dg_i64 per_group = (dg_i64)GROUP * tiles_n;
+    const dg_i64 first = (t / per_group) * GROUP;
+    const dg_i64 rows_in_group = tiles_m - first < GROUP ? tiles_m - first : GROUP;
+    i0 = (first + (t % per_group) % rows_in_group) * BM;
+    j0 = ((t % per_group) / rows_in_group) * BN;
+}
+
+// Producer: one thread keeps the ring full across all of the block's tiles,
+// so the next tile's first stages load while the consumers store this one.
+template <class T, bool A_RC, bool B_JC>
+DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32 ring, dg_u32 bars, dg_i64 tiles,
+                            dg_i64 ktiles, dg_i64 M, dg_i64 N) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    prefetch_map(tmA);
+    prefetch_map(tmB);
+    dg_i64 it = 0;  // the block's k-tile count: it % STAGES is the slot, it / STAGES its use
+    for (dg_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        dg_i64 i0, j0;
+        tile_origin<T::BM, BN>(tile, M, N, i0, j0);
+        for (dg_i64 kt = 0; kt < ktiles; ++kt, ++it) {
+            const int s = (int)(it % STAGES);
+            mbar_wait(bars + 8 * (STAGES + s), ((dg_u32)(it / STAGES) & 1u) ^ 1u);
+            const dg_u32 full = bars + 8 * s;
+            mbar_expect_tx(full, T::STAGE_BYTES);
+            const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
+            const int k0 = (int)(kt * BK);
+            if constexpr (A_RC) {
+                tma_load_2d(a, tmA, k0, (int)i0, full);  // box 64 (r) x BM (i)
+            } else {
+#pragma unroll
+                for (int q = 0; q < T::CONSUMERS; ++q) tma_load_2d(a + q * BOX, tmA, (int)i0 + 64 * q, k0, full);  // 64 (i) x 64 (r)
+            }
+            if constexpr (B_JC) {
+#pragma unroll
+                for (int q = 0; q < BN / 64; ++q) tma_load_2d(b + q * BOX, tmB, (int)j0 + 64 * q, k0, full);
+            } else {
+                tma_load_2d(b, tmB, k0, (int)j0, full);  // box 64 (r) x BN (j)
+            }
+        }
+    }
+}
+
+// Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
+DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktiles, int c, void* C,
+                            const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    constexpr int TA = A_RC ? 0 : 1, TB = B_JC ? 1 : 0;
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    extern __shared__ unsigned char smem_raw[];
+    const float* zeros = reinterpret_cast<const float*>(smem_raw + (bars + 16 * STAGES - smem_addr(smem_raw)));
+    const bool pairs = (ldc & 1) == 0 && (reinterpret_cast<dg_u64>(C) & (DTOUT == F32 ? 7u : 3u)) == 0;
+
+    dg_i64 it = 0;  // as the producer's
+    for (dg_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        dg_i64 i0, j0;
+        tile_origin<T::BM, BN>(tile, M, N, i0, j0);
+        const dg_i64 row0 = i0 + c * 64 + warp * 16 + lane / 4;  // and row0 + 8
+        const dg_i64 col0 = j0 + 2 * (lane % 4);                 // + 8q, and + 1
+
+        // Without a bias every chain starts at +0, read from zeros in shared
+        // memory rather than written as a constant: with constant
+        // accumulators on one path, ptxas versions the pipeline and
+        // serialises every wgmma of the kernel (warning C7515).
+        const float* bsrc = bias != nullptr ? bias : zeros - j0;  // indexed by column
+        asm volatile("" : "+l"(bsrc));                            // one path from here on
+        float acc[BN / 2];
+#pragma unroll
+        for (int q = 0; q < BN / 8; ++q) {
+            const dg_i64 j = col0 + 8 * q;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const dg_i64 i = row0 + 8 * h;
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float v = 0.0f;
+                    if constexpr (INIT == INIT_BIAS) {
+                        if (j + e < N) v = bsrc[j + e];
+                    } else if constexpr (INIT == INIT_OLD) {
+                        if (i < M && j + e < N) v = static_cast<const float*>(C)[i * ldc + j + e];
+                    }
+                    acc[4 * q + 2 * h + e] = v;
+                }
+            }
+        }
+
+        fence_acc(acc);
+        for (dg_i64 kt = 0; kt < ktiles; ++kt, ++it) {
+            const int s = (int)(it % STAGES);
+            mbar_wait(bars + 8 * s, (dg_u32)(it / STAGES) & 1u);
+            const dg_u32 a = ring + s * T::STAGE_BYTES + c * BOX, b = ring + s * T::STAGE_BYTES + T::A_BYTES;
+            const dg_i64 left = R - kt * BK;
+            const int steps = left >= BK ? BK / 16 : (int)((left + 15) / 16);  // never a step wholly past the end
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; ++kk) {
+                if (kk < steps) {
+                    // K-major (swizzled rows of 64 halves): step kk starts 32
+                    // bytes further along the row; MN-major: 16 rows (two
+                    // 8-row groups) on.
+                    const dg_u64 da = A_RC ? sw128_desc(a + kk * 32, 16, 1024) : sw128_desc(a + kk * 2048, BOX, 1024);
+                    const dg_u64 db = B_JC ? sw128_desc(b + kk * 2048, BOX, 1024) : sw128_desc(b + kk * 32, 16, 1024);
+                    mma_step<BN, DTIN, TA, TB>(acc, da, db);
+                }
+            }
+            wgmma_commit();
+            // The previous stage's steps are done once at most this one's
+            // group is pending: hand its buffers back to the producer.
+            wgmma_wait<1>();
+            fence_acc(acc);
+            if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+        }
+        wgmma_wait<0>();
+        fence_acc(acc);
+        if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+
+        // Epilogue: a thread owns column pairs (col0 + 8q, +1) of rows row0
+        // and row0 + 8; each pair is one access when C and ldc keep it
+        // aligned.
+#pragma unroll
+        for (int q = 0; q < BN / 8; ++q) {
+            const dg_i64 j = col0 + 8 * q;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const dg_i64 i = row0 + 8 * h;
+                if (i >= M) continue;
+                const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];
+                if (pairs && j + 1 < N) {
+                    store_pair<DTOUT>(C, i * ldc + j, v0, v1);
+                } else {
+                    if (j < N) store_out<DTOUT>(C, i * ldc + j, v0);
+                    if (j + 1 < N) store_out<DTOUT>(C, i * ldc + j + 1, v1);
+                }
+            }
+        }
+    }
+}
+
+// A persistent kernel: the grid has at most one block per SM, and block b
+// computes tiles b, b + gridDim.x, ... (which tile a block computes never
+// changes a bit).
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
+DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, const float* bias, dg_i64 M,
+                         dg_i64 N, dg_i64 R, dg_i64 ldc) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    extern __shared__ unsigned char smem_raw[];
+    const dg_u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const dg_u32 bars = ring + STAGES * T::STAGE_BYTES;  // full[STAGES], empty[STAGES], zeros[BN]
+
+    if (threadIdx.x < BN) {
+        asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
+    }
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);             // the producer's expect_tx arrival
+            mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    const dg_i64 tiles = ((M + T::BM - 1) / T::BM) * ((N + BN - 1) / BN);
+    const dg_i64 ktiles = (R + BK - 1) / BK;
+    if (threadIdx.x < 128) {
+        // The producer warpgroup gives its registers to the consumers
+        // (setmaxnreg needs the cap of __launch_bounds__(THREADS, 1) and one
+        // branch per role).
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
+        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, tiles, ktiles, M, N);
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
+        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT>(ring, bars, tiles, ktiles, threadIdx.x / 128 - 1, C, bias, M, N, R,
+                                                  ldc);
+    }
+}
+
+// The tiles and their rings: 128x256 (4 stages, 192 KiB), 128x192 (5,
+// 200 KiB), 128x128 (6, 192 KiB), 192x192 (4, 192 KiB). Several shapes
+// exist for wave quantisation on 132 SMs: 1536x3072 outputs are 144 tiles
+// of 128x256 (two rounds, the second nearly empty), 192 of 128x192, but 128
+// of 192x192 (one round).
+typedef Tile<128, 256, 4> T128x256;
+typedef Tile<128, 192, 5> T128x192;
+typedef Tile<128, 128, 6> T128x128;
+typedef Tile<192, 192, 4> T192x192;
+
+}  // namespace wg
+
+// Entry points: detgemm_wg{BM}x{BN}_{nn,nt,tn}_{in}_{out}. Arguments: the
+// TMA maps of A and B (built by the engine for this call), C, bias
+// (nullable), M, N, R, ldc. Tile::THREADS threads; grid: min(tiles, SMs).
+#define DETGEMM_WG_ENTRY(NAME, TILE, DTIN, DTOUT, ARC, BJC, INIT)                                            \
+    DETGEMM_KERNEL void __launch_bounds__(wg::TILE::THREADS, 1)                                                     \
+        NAME(const __grid_constant__ wg::tensor_map tmA, const __grid_constant__ wg::tensor_map tmB, void* C, \
+             const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {                                   \
+        wg::gemm<wg::TILE, DTIN, DTOUT, ARC, BJC, INIT>(tmA, tmB, C, bias, M, N, R, ldc);                     \
+    }
+
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nn_bf16_bf16, T128x256, wg::BF16, wg::BF16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nn_bf16_f32, T128x256, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nn_f16_f16, T128x256, wg::F16, wg::F16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nn_f16_f32, T128x256, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nt_bf16_bf16, T128x256, wg::BF16, wg::BF16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nt_bf16_f32, T128x256, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nt_f16_f16, T128x256, wg::F16, wg::F16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_nt_f16_f32, T128x256, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_tn_bf16_f32, T128x256, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x256_tn_f16_f32, T128x256, wg::F16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nn_bf16_bf16, T128x192, wg::BF16, wg::BF16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nn_bf16_f32, T128x192, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nn_f16_f16, T128x192, wg::F16, wg::F16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nn_f16_f32, T128x192, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nt_bf16_bf16, T128x192, wg::BF16, wg::BF16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nt_bf16_f32, T128x192, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nt_f16_f16, T128x192, wg::F16, wg::F16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_nt_f16_f32, T128x192, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_tn_bf16_f32, T128x192, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x192_tn_f16_f32, T128x192, wg::F16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nn_bf16_bf16, T128x128, wg::BF16, wg::BF16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nn_bf16_f32, T128x128, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nn_f16_f16, T128x128, wg::F16, wg::F16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nn_f16_f32, T128x128, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nt_bf16_bf16, T128x128, wg::BF16, wg::BF16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nt_bf16_f32, T128x128, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nt_f16_f16, T128x128, wg::F16, wg::F16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_nt_f16_f32, T128x128, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_tn_bf16_f32, T128x128, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x128_tn_f16_f32, T128x128, wg::F16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nn_bf16_bf16, T192x192, wg::BF16, wg::BF16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nn_bf16_f32, T192x192, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nn_f16_f16, T192x192, wg::F16, wg::F16, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nn_f16_f32, T192x192, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nt_bf16_bf16, T192x192, wg::BF16, wg::BF16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nt_bf16_f32, T192x192, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nt_f16_f16, T192x192, wg::F16, wg::F16, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_nt_f16_f32, T192x192, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_tn_bf16_f32, T192x192, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg192x192_tn_f16_f32, T192x192, wg::F16, wg::F32, false, true, wg::INIT_OLD)
