@@ -192,6 +192,17 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 			return mods, fns, err
 		}
 	}
+	if mod, err = load(tcRowsFamily); err != nil {
+		return mods, fns, err
+	}
+	for _, k := range tcRowsKernels {
+		if tcRowsSharedBytes(k.tile, k.layout) > limit {
+			continue // as above
+		}
+		if fns.tc[k], err = get(mod, k.name(), tcRowsSharedBytes(k.tile, k.layout)); err != nil {
+			return mods, fns, err
+		}
+	}
 	if wgArch(bundle.Arch) {
 		if mod, err = load(wgFamily); err != nil {
 			return mods, fns, err

@@ -53,6 +53,9 @@ func (t tcTile) String() string {
 	if g, ok := wgGeometries[t]; ok {
 		return g.name
 	}
+	if g, ok := tcRowsGeometries[t]; ok {
+		return g.name
+	}
 	if t == 0 {
 		return "auto"
 	}
@@ -167,7 +170,9 @@ func tcFits(t tcTile, rows, cols int64) bool {
 //
 //   - The load path: _vec when both operands' base pointers are 16-byte
 //     aligned and their leading dimensions multiples of 8, _any otherwise.
-//   - The tile: among the shapes whose grid fits the launch limits and
+//   - Few rows: Forward and dX calls of at most 16 rows on the _vec path
+//     take a gemm_tc_rows tile (chooseTCRows, tc_rows.go).
+//   - The tile otherwise: among the shapes whose grid fits the launch limits and
 //     whose shared memory fits the GPU's block (maxShared: sm_86 and sm_89
 //     hold 99 KiB, too little for tc256), tc256 only on the _vec path, the
 //     one with the least modelled time, the larger on a tie. The model is
@@ -194,11 +199,22 @@ func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
 		g, ok := tcGeometries[t]
 		return ok && (k.vec || g.anyVariant) && tcFits(t, p.rows, p.cols) && tcSharedBytes(t, p.layout) <= maxShared
 	}
+	if _, rows := tcRowsGeometries[f.tile]; rows {
+		if !tcRowsUsable(f.tile, p, k.vec, maxShared) {
+			return tcKey{}, fmt.Errorf("%w: %v (vec %v, layout %v) for %d×%d outputs", errTCKernel, f.tile, k.vec, p.layout, p.rows, p.cols)
+		}
+		k.tile = f.tile
+		return k, nil
+	}
 	if f.tile != 0 {
 		if !usable(f.tile) {
 			return tcKey{}, fmt.Errorf("%w: %v (vec %v) for %d×%d outputs", errTCKernel, f.tile, k.vec, p.rows, p.cols)
 		}
 		k.tile = f.tile
+		return k, nil
+	}
+	if t, ok := chooseTCRows(p, k.vec, maxShared); ok {
+		k.tile = t
 		return k, nil
 	}
 	best, bestCost := tcTile(0), 0.0
@@ -250,6 +266,9 @@ func (e *Engine) launchTC(p problem) error {
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
+	if _, rows := tcRowsGeometries[k.tile]; rows {
+		return e.launchTCRows(p, k, fn)
+	}
 	grid := cudaload.Dim3{X: uint32(tcCeilDiv(p.rows, g.bm)), Y: uint32(tcCeilDiv(p.cols, g.bn)), Z: 1}
 	return e.launch(p.op, fn, grid, g.threads, tcSharedBytes(k.tile, k.layout))
 }

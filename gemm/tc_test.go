@@ -63,7 +63,7 @@ func requireIs(t *testing.T, err, want error) {
 // TestTCDispatchRule pins the dispatcher's choices on a 132-SM GPU (the
 // H200): the 128×256 tile where it fills the GPU (not for dW, whose tc256
 // kernel is slower), smaller tiles where a big tile's last wave would leave
-// SMs idle.
+// SMs idle, and gemm_tc_rows for Forward and dX of at most 16 rows.
 func TestTCDispatchRule(t *testing.T) {
 	const sms = 132
 	for _, c := range []struct {
@@ -76,7 +76,12 @@ func TestTCDispatchRule(t *testing.T) {
 		{"8192³ dW", DWArgs{Tier: TierTensorCore, M: 8192, K: 8192, N: 8192, In: BF16}, tcTile128},
 		{"4096×1536×3072 dW", DWArgs{Tier: TierTensorCore, M: 4096, K: 1536, N: 3072, In: BF16}, tcTile128},
 		{"4096×1536×3072 forward", ForwardArgs{Tier: TierTensorCore, M: 4096, K: 1536, N: 3072, In: BF16, Out: BF16}, tcTile256},
-		{"M = 1", ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTile64},
+		{"M = 1", ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTileRows8},
+		{"M = 8", ForwardArgs{Tier: TierTensorCore, M: 8, K: 4096, N: 11008, In: BF16, Out: F32}, tcTileRows8},
+		{"M = 9 dX", DXArgs{Tier: TierTensorCore, M: 9, N: 4096, K: 11008, In: F16, Out: F16}, tcTileRows16},
+		{"M = 16 dX", DXArgs{Tier: TierTensorCore, M: 16, N: 4096, K: 11008, In: F16, Out: F16}, tcTileRows16},
+		{"M = 17", ForwardArgs{Tier: TierTensorCore, M: 17, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTile64},
+		{"M = 1 dW", DWArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16}, tcTile128},
 		{"M = 64, 1024 columns", ForwardArgs{Tier: TierTensorCore, M: 64, K: 4096, N: 1024, In: F16, Out: F32}, tcTile64},
 		{"2048×768×3072", ForwardArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 3072, In: BF16, Out: BF16}, tcTile128},
 	} {
@@ -107,6 +112,13 @@ func TestTCDispatchTakesTheElementPathWhenUnaligned(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, k.vec)
 			require.NotEqual(t, tcTile256, k.tile, "tc256 has no element path")
+			small := p
+			small.rows = 1
+			k, err = chooseTC(small, 132, 227<<10, tcForce{})
+			require.NoError(t, err)
+			require.Equal(t, tcTile64, k.tile, "gemm_tc_rows has no element path")
+			_, err = chooseTC(small, 132, 227<<10, tcForce{tile: tcTileRows8})
+			require.ErrorIs(t, err, errTCKernel)
 			_, err = chooseTC(p, 132, 227<<10, tcForce{path: tcPathVec})
 			require.ErrorIs(t, err, errTCKernel)
 			_, err = chooseTC(p, 132, 227<<10, tcForce{tile: tcTile256})
@@ -165,6 +177,47 @@ func TestTCKernelTableMatchesTheSource(t *testing.T) {
 	}
 }
 
+// TestTCRowsKernelTableMatchesTheSource: every gemm_tc_rows entry point the
+// engine resolves exists in gemm_tc_rows.cu, and the source has no other.
+func TestTCRowsKernelTableMatchesTheSource(t *testing.T) {
+	src, err := kernels.Source(tcRowsFamily)
+	require.NoError(t, err)
+	for _, k := range tcRowsKernels {
+		require.True(t, strings.Contains(src, "\nDETGEMM_TCROWS_ENTRY("+k.name()+","), "gemm_tc_rows.cu defines %s", k.name())
+	}
+	require.Equal(t, strings.Count(src, "\nDETGEMM_TCROWS_ENTRY("), len(tcRowsKernels), "every entry point of gemm_tc_rows.cu is loaded")
+	for _, tile := range tcRowsTiles {
+		for _, in := range []DType{BF16, F16} {
+			for _, out := range []DType{in, F32} {
+				require.Contains(t, tcRowsKernels, tcKey{tile, layoutNN, in, out, true})
+				require.Contains(t, tcRowsKernels, tcKey{tile, layoutNT, in, out, true})
+			}
+		}
+	}
+}
+
+// TestTCRowsForcedOnlyWhereItRuns: a forced gemm_tc_rows tile runs Forward
+// and dX of any row count on the 16-byte path and refuses dW and the
+// element path.
+func TestTCRowsForcedOnlyWhereItRuns(t *testing.T) {
+	for _, tile := range tcRowsTiles {
+		for _, c := range []Call{
+			ForwardArgs{Tier: TierTensorCore, M: 5000, K: 40, N: 16, In: F16, Out: F16},
+			DXArgs{Tier: TierTensorCore, M: 1, N: 40, K: 17, In: BF16, Out: F32},
+		} {
+			p := tcProblem(t, c)
+			k, err := chooseTC(p, 132, 227<<10, tcForce{tile: tile})
+			require.NoError(t, err)
+			require.Equal(t, tcKey{tile, p.layout, p.in, p.out, true}, k)
+			_, err = chooseTC(p, 132, 227<<10, tcForce{tile: tile, path: tcPathAny})
+			require.ErrorIs(t, err, errTCKernel)
+		}
+		dw := tcProblem(t, DWArgs{Tier: TierTensorCore, M: 1, K: 40, N: 16, In: BF16})
+		_, err := chooseTC(dw, 132, 227<<10, tcForce{tile: tile})
+		require.ErrorIs(t, err, errTCKernel)
+	}
+}
+
 // TestTCSharedMemoryFits: gemm_tc.cu asks for these sizes; every tile fits
 // an sm_90 block (227 KiB) and all but tc256 a block of sm_86/89 (99 KiB),
 // where the dispatcher then never picks tc256.
@@ -184,6 +237,12 @@ func TestTCSharedMemoryFits(t *testing.T) {
 			limit = 99 << 10 // sm_86 and sm_89
 		}
 		require.LessOrEqual(t, tcSharedBytes(k.tile, k.layout), limit, k.name())
+	}
+	// gemm_tc_rows: Rows::smem_bytes, and small enough for sm_86/89 blocks.
+	require.Equal(t, uint32(6*(8*136+128*40)*2), tcRowsSharedBytes(tcTileRows8, layoutNN))
+	require.Equal(t, uint32(5*(16*136+32*136)*2), tcRowsSharedBytes(tcTileRows16, layoutNT))
+	for _, k := range tcRowsKernels {
+		require.LessOrEqual(t, tcRowsSharedBytes(k.tile, k.layout), uint32(99<<10), k.name())
 	}
 }
 

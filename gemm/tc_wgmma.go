@@ -110,9 +110,10 @@ func wgCost(t tcTile, p problem, sms int) float64 {
 }
 
 // chooseTCKernel picks the tensor-core kernel for p: a forced wgmma tile
-// when f names one; otherwise gemm_tc's choice (chooseTC), replaced by the
-// cheapest wgmma tile when the GPU has the family (hasWG), the operands
-// suit TMA and the model says it is faster. Every kernel computes each
+// when f names one; otherwise gemm_tc's choice (chooseTC, which sends few
+// rows to gemm_tc_rows), replaced by the cheapest wgmma tile when the GPU
+// has the family (hasWG), the operands suit TMA and the model says it is
+// faster than a gemm_tc tile. Every kernel computes each
 // element by the same chain, so this decides speed only.
 func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce) (tcKey, error) {
 	if isWG(f.tile) {
@@ -127,6 +128,9 @@ func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 	k, err := chooseTC(p, sms, maxShared, f)
 	if err != nil || f != (tcForce{}) || !hasWG {
 		return k, err
+	}
+	if _, rows := tcRowsGeometries[k.tile]; rows {
+		return k, nil // few rows: gemm_tc_rows streams W, which no tile does better
 	}
 	best, bestCost := tcTile(0), tcCost(k.tile, p, sms)
 	for _, t := range wgTilesBySize {

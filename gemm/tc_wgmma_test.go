@@ -37,9 +37,14 @@ func TestWGDispatchRule(t *testing.T) {
 			require.Equal(t, mma, without, "no wgmma family: gemm_tc's choice")
 		})
 	}
+	few := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
+	k, err := chooseTCKernel(few, sms, 227<<10, true, tcForce{})
+	require.NoError(t, err)
+	require.Equal(t, tcTileRows8, k.tile, "few rows stay on gemm_tc_rows")
+
 	p := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16})
 	p.lda = 4095
-	k, err := chooseTCKernel(p, sms, 227<<10, true, tcForce{})
+	k, err = chooseTCKernel(p, sms, 227<<10, true, tcForce{})
 	require.NoError(t, err)
 	require.False(t, isWG(k.tile), "TMA needs leading dimensions that are multiples of 8")
 	_, err = chooseTCKernel(p, sms, 227<<10, true, tcForce{tile: tcTileWG128x256})

@@ -30,16 +30,21 @@
 // kernels package to build it for that target only.
 //detgemm:only sm_90a
 #include "prelude.cuh"
+#include "tc_common.cuh"
 
 namespace wg {
 
-constexpr int F32 = 0;
-constexpr int BF16 = 1;
-constexpr int F16 = 2;
-
-constexpr int INIT_ZERO = 0;  // dX: the chain starts at +0
-constexpr int INIT_BIAS = 1;  // forward: at bias[j] (or +0 without bias)
-constexpr int INIT_OLD = 2;   // dW: at the current value of C (f32)
+// Element and chain-start codes, the shared-memory address and the
+// rounding stores are gemm_tc's (tc_common.cuh): the same epilogue bits.
+using tc::BF16;
+using tc::F16;
+using tc::F32;
+using tc::INIT_BIAS;
+using tc::INIT_OLD;
+using tc::INIT_ZERO;
+using tc::smem_addr;
+using tc::store_out;
+using tc::store_pair;
 
 constexpr int BK = 64;         // reduction per stage: four 16-wide steps, one 128-byte swizzle row of halves
 constexpr int GROUP = 16;      // row tiles per group of the block order (L2 reuse)
@@ -75,10 +80,6 @@ struct Tile {
 struct __align__(64) tensor_map {
     dg_u64 opaque[16];
 };
-
-DETGEMM_INLINE dg_u32 smem_addr(const void* p) {
-    return static_cast<dg_u32>(__cvta_generic_to_shared(p));
-}
 
 DETGEMM_INLINE void mbar_init(dg_u32 bar, dg_u32 count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -336,35 +337,6 @@ DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db) {
     }
 }
 
-// f32 -> f16 RNE with the prelude's bits (hardware conversion; NaN
-// canonicalised), as gemm_tc.cu does: branch-free in the epilogue.
-DETGEMM_INLINE dg_u16 f32_to_f16_rne_hw(float v) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
-    return (dg_f32_bits(v) & 0x7fffffffu) > 0x7f800000u ? (dg_u16)0x7fffu : (dg_u16)h;
-}
-
-template <int DT>
-DETGEMM_INLINE dg_u16 to_half(float v) {
-    return DT == BF16 ? dg_f32_to_bf16_rne(v) : f32_to_f16_rne_hw(v);
-}
-
-template <int DT>
-DETGEMM_INLINE void store_out(void* p, dg_i64 i, float v) {
-    if constexpr (DT == F32) static_cast<float*>(p)[i] = v;
-    else static_cast<dg_u16*>(p)[i] = to_half<DT>(v);
-}
-
-template <int DT>
-DETGEMM_INLINE void store_pair(void* p, dg_i64 i, float v0, float v1) {
-    if constexpr (DT == F32) {
-        *reinterpret_cast<float2*>(static_cast<float*>(p) + i) = make_float2(v0, v1);
-    } else {
-        *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(p) + i) = (dg_u32)to_half<DT>(v0) | ((dg_u32)to_half<DT>(v1) << 16);
-    }
-}
-
-// Consumers: warpgroup c owns rows [64c, 64c + 64) of the tile.
 // Grouped tile order: tile index -> origin (i0, j0), GROUP row tiles at a
 // time, so the tiles in flight at once share rows of A and columns of B in
 // L2. It decides where a tile is computed, never how.

@@ -1,0 +1,75 @@
+package gemm
+
+import (
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTCRowsThroughput times the tensor-core kernels on few-row Forward and
+// dX calls (bf16), the shapes gemm_tc_rows is for, with the weights rotated
+// over sets larger than the L2 so every launch reads them from memory. It
+// runs only with DETGEMM_TC_PERF=1; bench measures the engine for the
+// record.
+func TestTCRowsThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_TC_PERF") == "" {
+		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels")
+	}
+	eng, ctx := gpuEngine(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	const sets = 6 // 6 × 32 MiB of weights at 4096², 6 × 86 MiB at 4096×11008: beyond the 50 MiB L2
+	for _, s := range [][2]int{{4096, 4096}, {4096, 11008}, {11008, 4096}} {
+		K, N := s[0], s[1]
+		var ws []cudaload.DevicePtr
+		for range sets {
+			w := alloc(t, ctx, uint64(K*N*2))
+			require.NoError(t, ctx.MemsetD8(w, 0x3c, uint64(K*N*2)))
+			ws = append(ws, w)
+		}
+		for _, M := range []int{1, 8, 16, 32} {
+			x, y := alloc(t, ctx, uint64(M*max(K, N)*2)), alloc(t, ctx, uint64(M*max(K, N)*2))
+			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*max(K, N)*2)))
+			for _, op := range []string{"fwd", "dx"} {
+				for _, tc := range tcCases {
+					if tc.f.path == tcPathAny || tc.f.tile == tcTile256 || tc.f.tile == tcTile128 {
+						continue
+					}
+					launch := func(i int) error {
+						w := ws[i%sets]
+						if op == "fwd" {
+							return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: x, W: w, Y: y, In: BF16, Out: BF16})
+						}
+						// dX with the reduction over the 4096 side: dY [M, K], W [N, K].
+						return eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: K, K: N, DY: x, W: w, DX: y, In: BF16, Out: BF16})
+					}
+					old := setTCForce(eng, tc.f)
+					if refused(t, tc.f, launch(0)) {
+						setTCForce(eng, old)
+						continue
+					}
+					const reps = 30
+					best := time.Duration(math.MaxInt64)
+					for range 3 {
+						require.NoError(t, start.Record(eng.Stream()))
+						for i := range reps {
+							require.NoError(t, launch(i+1))
+						}
+						require.NoError(t, end.Record(eng.Stream()))
+						require.NoError(t, end.Synchronize())
+						d, err := cudaload.ElapsedTime(start, end)
+						require.NoError(t, err)
+						best = min(best, d/reps)
+					}
+					setTCForce(eng, old)
+					bytes := 2 * float64(K*N+M*K+M*N)
+					t.Logf("rowsperf M=%-3d %5dx%-5d %-3s %-12s %7.2f us %6.2f TB/s", M, K, N, op, tc.name,
+						float64(best.Nanoseconds())/1e3, bytes/best.Seconds()/1e12)
+				}
+			}
+		}
+	}
+}

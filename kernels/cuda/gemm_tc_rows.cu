@@ -1,0 +1,244 @@
+// gemm_tc_rows.cu: the tensor-core tier for few rows (Forward and dX with
+// M <= 16), where the work is a weight matrix streamed once past a handful
+// of activation rows and the time is the memory's and the chain's.
+//
+// The chain per element is the TC contract's (gemm_tc.cu): the accumulator
+// starts at bias[j] (Forward) or +0 (dX) and takes the reduction in
+// ascending 16-wide mma.sync.m16n8k16 steps, the tail zero-filled on both
+// operands, no step wholly past the end, one rounding at the store. Only
+// the tiling and the operands' roles differ, which the tensor core's
+// per-element addition does not see (it depends on the element's 16 exact
+// products and its incoming accumulator only; products commute exactly):
+// these kernels give gemm_tc.cu's bits.
+//
+// Roles swapped: W is the mma's A operand (16 columns of C as the mma's 16
+// rows) and the rows of X its B operand (8 rows of C as the mma's 8
+// columns). A warp owns 16 columns of C for the block's MR (8 or 16) rows:
+// one chain of K/16 mma per 8 rows, NB = MR/8 chains. With the usual roles
+// a 16-row mma would compute 15 padding rows for M = 1 and read a 16-row X
+// fragment per 8 columns; swapped, the fragment traffic per column halves.
+//
+// A block owns MR rows x BN = 32 columns (two warps) for the whole
+// reduction: with N = 4096, 128 blocks, about one per SM and up to three
+// resident per SM. Each stage holds BK = 128 of the reduction of both
+// operands, staged with 16-byte cp.async as they lie in global memory (the
+// _vec requirement: 16-byte aligned bases, leading dimensions multiples of
+// 8; the dispatcher sends other calls to gemm_tc.cu), STAGES-1 stages (at
+// least 32 KiB of W) in flight per block. A k-tile's fragments are read
+// from shared memory one k-tile ahead, right after the barrier that
+// publishes it, while the current k-tile's steps issue, so the chain waits
+// on the tensor core rather than on shared memory.
+//
+// Measured on the H200 (bench/NOTES-tcrows.md): a pure chain of 256 steps
+// takes about 4 us (16 ns a step), the cp.async stream of 32 MiB alone
+// about 10 us plus launch and fill; the kernel lands between their sum and
+// their maximum.
+//
+// Layouts (gemm_tc.cu's names): A(i, r) = A[i*lda + r] always (X or dY,
+// row-major along the reduction); B(r, j) = B_JC ? B[r*ldb + j] (nn: W[K,N])
+// : B[j*ldb + r] (nt: W[K,N] read as its transpose, dX).
+#include "prelude.cuh"
+#include "tc_common.cuh"
+
+namespace tcr {
+
+constexpr int PAD = 8;  // halves of padding per smem row: conflict-free ldmatrix
+
+// Rows<MR, BN, BK, STAGES, MINB, SPLIT>: MR rows (8 or 16) and BN columns
+// (16 per warp) per block, BK of the reduction per stage (a multiple of 32:
+// X fragments come two steps per ldmatrix), STAGES deep, MINB blocks per SM
+// asked of the register allocator; the next k-tile's barrier and fragment
+// reads sit after SPLIT of the current k-tile's steps.
+template <int MR_, int BN_, int BK_, int STAGES_, int MINB_, int SPLIT_>
+struct Rows {
+    static constexpr int MR = MR_, BN = BN_, BK = BK_, STAGES = STAGES_, MINB = MINB_, SPLIT = SPLIT_;
+    static constexpr int NB = MR / 8;  // 8-row groups: one mma each per step
+    static constexpr int WARPS = BN / 16;
+    static constexpr int THREADS = WARPS * 32;
+    static constexpr int KS = BK / 16;
+    static_assert((MR == 8 || MR == 16) && BN % 16 == 0 && BK % 32 == 0, "tile must hold whole mma pieces");
+    static constexpr int A_LD = BK + PAD;  // X rows (the B operand)
+    static constexpr int A_ELEMS = MR * A_LD;
+    template <bool B_JC>
+    static constexpr int b_ld() { return B_JC ? BN + PAD : BK + PAD; }
+    template <bool B_JC>
+    static constexpr int b_elems() { return B_JC ? BK * b_ld<B_JC>() : BN * b_ld<B_JC>(); }
+};
+
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
+DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
+                              void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias, dg_i64 M,
+                              dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+    extern __shared__ __align__(16) dg_u16 smem[];
+    constexpr int STAGES = T::STAGES, BK = T::BK, KS = T::KS, NB = T::NB;
+    constexpr int A_LD = T::A_LD, A_ELEMS = T::A_ELEMS;
+    constexpr int B_LD = T::template b_ld<B_JC>(), B_ELEMS = T::template b_elems<B_JC>();
+    dg_u16* sA = smem;                     // STAGES x A_ELEMS: X
+    dg_u16* sB = smem + STAGES * A_ELEMS;  // STAGES x B_ELEMS: W
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t4 = lane & 3;
+    // Launch index -> (row tile, column block), row tiles fastest: the
+    // blocks that share a column block run together, so W leaves DRAM once
+    // however many row tiles there are.
+    const dg_i64 rtiles = (M + T::MR - 1) / T::MR;
+    const dg_i64 i0 = ((dg_i64)blockIdx.x % rtiles) * T::MR;
+    const dg_i64 j0 = ((dg_i64)blockIdx.x / rtiles) * T::BN;
+    const int n0 = warp * 16;  // the warp's 16 columns inside the block
+
+    const tc::Stager<true, true, T::MR, BK, A_LD, T::THREADS> stA(A, lda, i0, 0, M, R, tid);
+    const tc::Stager<true, !B_JC, B_JC ? BK : T::BN, B_JC ? T::BN : BK, B_LD, T::THREADS> stB(
+        B, ldb, B_JC ? 0 : j0, B_JC ? j0 : 0, B_JC ? R : N, B_JC ? N : R, tid);
+    auto load_stage = [&](int stage, dg_i64 k0) {
+        stA.load(sA + stage * A_ELEMS, k0);
+        stB.load(sB + stage * B_ELEMS, k0);
+    };
+
+    // acc[nb][q]: column n0+g (q < 2) or n0+g+8, rows nb*8 + 2t + (q & 1).
+    float acc[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const dg_i64 j = j0 + n0 + g + (q >> 1) * 8;
+            acc[nb][q] = INIT == tc::INIT_BIAS && bias != nullptr && j < N ? bias[j] : 0.0f;
+        }
+
+    // One k-tile's fragments.
+    struct Frags {
+        dg_u32 w[KS][4];       // W: 16 columns x 16 k per step
+        dg_u32 x[KS][NB][2];   // X: 16 k x 8 rows per step and group
+    };
+    auto load_frags = [&](Frags& f, int st) {
+        const dg_u16* a = sA + st * A_ELEMS;
+        const dg_u16* b = sB + st * B_ELEMS;
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+            if (B_JC) {
+                tc::ldmatrix_x4_trans(f.w[ks], b + (ks * 16 + (lane & 7) + (lane >> 4) * 8) * B_LD + n0 + ((lane >> 3) & 1) * 8);
+            } else {
+                tc::ldmatrix_x4(f.w[ks], b + (n0 + (lane & 15)) * B_LD + ks * 16 + (lane >> 4) * 8);
+            }
+        }
+        if (NB == 1) {
+            // One x4: k 0-7, 8-15 of step 2p and of step 2p+1.
+#pragma unroll
+            for (int p = 0; p < KS / 2; ++p) {
+                dg_u32 r[4];
+                tc::ldmatrix_x4(r, a + (lane & 7) * A_LD + p * 32 + (lane >> 3) * 8);
+                f.x[2 * p][0][0] = r[0];
+                f.x[2 * p][0][1] = r[1];
+                f.x[2 * p + 1][0][0] = r[2];
+                f.x[2 * p + 1][0][1] = r[3];
+            }
+        } else {
+            // One x4 per step: rows 0-7 (k 0-7, 8-15), rows 8-15.
+#pragma unroll
+            for (int ks = 0; ks < KS; ++ks) {
+                dg_u32 r[4];
+                tc::ldmatrix_x4(r, a + ((lane & 7) + (lane >> 4) * 8) * A_LD + ks * 16 + ((lane >> 3) & 1) * 8);
+                f.x[ks][0][0] = r[0];
+                f.x[ks][0][1] = r[1];
+                f.x[ks][NB - 1][0] = r[2];
+                f.x[ks][NB - 1][1] = r[3];
+            }
+        }
+    };
+    auto mma_step = [&](const Frags& f, int ks) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) tc::mma16816<DTIN>(acc[nb], f.w[ks], f.x[ks][nb][0], f.x[ks][nb][1]);
+    };
+
+    const dg_i64 ktiles = (R + BK - 1) / BK;  // >= 1: R >= 1
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ktiles) load_stage(s, (dg_i64)s * BK);
+        tc::cp_async_commit();
+    }
+    tc::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+
+    Frags f0, f1;
+    load_frags(f0, 0);
+    int rd = 0, wr = STAGES - 1;
+    // k-tile kt with its fragments in cur: the first step issues, then the
+    // refill of the slot read one k-tile ago (every warp has passed the
+    // barrier after reading it), SPLIT-1 more steps, the next k-tile's
+    // barrier and fragment reads (waiting on the tensor core anyway), the
+    // remaining steps. Steps wholly past the end are not issued; a step
+    // past the end is never the first (k0 < R).
+    auto ktile = [&](dg_i64 kt, const Frags& cur, Frags& nxt) {
+        const dg_i64 k0 = kt * BK;
+        const bool full = k0 + BK <= R;
+        mma_step(cur, 0);
+        if (kt + STAGES - 1 < ktiles) load_stage(wr, k0 + (STAGES - 1) * BK);
+        tc::cp_async_commit();
+        wr = wr + 1 == STAGES ? 0 : wr + 1;
+#pragma unroll
+        for (int ks = 1; ks < T::SPLIT; ++ks)
+            if (full || k0 + ks * 16 < R) mma_step(cur, ks);
+        if (kt + 1 < ktiles) {
+            tc::cp_async_wait<STAGES - 2>();
+            __syncthreads();
+            rd = rd + 1 == STAGES ? 0 : rd + 1;
+            load_frags(nxt, rd);
+        }
+#pragma unroll
+        for (int ks = T::SPLIT; ks < KS; ++ks)
+            if (full || k0 + ks * 16 < R) mma_step(cur, ks);
+    };
+    dg_i64 kt = 0;
+    for (; kt + 2 <= ktiles; kt += 2) {
+        ktile(kt, f0, f1);
+        ktile(kt + 1, f1, f0);
+    }
+    if (kt < ktiles) ktile(kt, f0, f1);
+    tc::cp_async_wait<0>();
+
+    // Epilogue: rows below M and columns below N; a thread holds two rows
+    // of one column, so elements are stored one by one.
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const dg_i64 i = i0 + nb * 8 + t4 * 2 + (q & 1);
+            const dg_i64 j = j0 + n0 + g + (q >> 1) * 8;
+            if (i < M && j < N) tc::store_out<DTOUT>(C, i * ldc + j, acc[nb][q]);
+        }
+}
+
+// The shapes: 8 rows x 32 columns, 6 stages (73 KiB: three blocks per
+// SM, 40 KiB of W in flight each) for M <= 8; 16 rows, 5 stages for M <= 16.
+typedef Rows<8, 32, 128, 6, 3, 2> R8;
+typedef Rows<16, 32, 128, 5, 3, 2> R16;
+
+}  // namespace tcr
+
+// Entry points: detgemm_tcrows{8,16}_{nn,nt}_{in}_{out}_vec, arguments as in
+// gemm_tc.cu; a 1-D grid of row tiles x column blocks, row tiles fastest.
+#define DETGEMM_TCROWS_ENTRY(NAME, TILE, DTIN, DTOUT, BJC, INIT)                                           \
+    DETGEMM_KERNEL void __launch_bounds__(tcr::TILE::THREADS, tcr::TILE::MINB)                              \
+        NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,        \
+             dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                          \
+        tcr::rows_tile<tcr::TILE, DTIN, DTOUT, BJC, INIT>(static_cast<const dg_u16*>(A),                     \
+                                                         static_cast<const dg_u16*>(B), C, bias, M, N, R,   \
+                                                         lda, ldb, ldc);                                    \
+    }
+
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_bf16_bf16_vec, R8, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_bf16_f32_vec, R8, tc::BF16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_f16_f16_vec, R8, tc::F16, tc::F16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_f16_f32_vec, R8, tc::F16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_bf16_bf16_vec, R8, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_bf16_f32_vec, R8, tc::BF16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_f16_f16_vec, R8, tc::F16, tc::F16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_f16_f32_vec, R8, tc::F16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_bf16_bf16_vec, R16, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_bf16_f32_vec, R16, tc::BF16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_f16_f16_vec, R16, tc::F16, tc::F16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_f16_f32_vec, R16, tc::F16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_bf16_vec, R16, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_f32_vec, R16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f16_vec, R16, tc::F16, tc::F16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f32_vec, R16, tc::F16, tc::F32, false, tc::INIT_ZERO)

@@ -1,0 +1,162 @@
+// tc_common.cuh: pieces shared by the tensor-core families (gemm_tc.cu,
+// gemm_tc_rows.cu): dtype and chain-start codes, cp.async and ldmatrix
+// wrappers, the m16n8k16 step, the stores, and the operand stager.
+#pragma once
+#include "prelude.cuh"
+
+namespace tc {
+
+constexpr int F32 = 0;
+constexpr int BF16 = 1;
+constexpr int F16 = 2;
+
+constexpr int INIT_ZERO = 0;  // dX: the chain starts at +0
+constexpr int INIT_BIAS = 1;  // forward: at bias[j] (or +0 without bias)
+constexpr int INIT_OLD = 2;   // dW: at the current value of C (f32)
+
+template <bool V>
+struct tc_bool {
+    static constexpr bool value = V;
+};
+
+DETGEMM_INLINE dg_u32 smem_addr(const void* p) {
+    return static_cast<dg_u32>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled.
+DETGEMM_INLINE void cp_async16(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+DETGEMM_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+DETGEMM_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+DETGEMM_INLINE void ldmatrix_x4(dg_u32 (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+DETGEMM_INLINE void ldmatrix_x4_trans(dg_u32 (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+// One 16x8x16 step: d = a·b + d, in the tensor core's own addition.
+template <int DT>
+DETGEMM_INLINE void mma16816(float (&d)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
+    if (DT == BF16) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+}
+
+// f32 -> f16, RNE, with the bits of dg_f32_to_f16_rne: the hardware
+// conversion is IEEE round-to-nearest-even (subnormal results, overflow to
+// infinity, signed zeros); a NaN becomes the prelude's canonical 0x7fff.
+// Branch-free, unlike the prelude's portable version, whose branches cost
+// the f16-output kernels a large share of their time in the epilogue.
+DETGEMM_INLINE dg_u16 f32_to_f16_rne_hw(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
+    return (dg_f32_bits(v) & 0x7fffffffu) > 0x7f800000u ? (dg_u16)0x7fffu : (dg_u16)h;
+}
+
+template <int DT>
+DETGEMM_INLINE dg_u16 to_half(float v) {
+    return DT == BF16 ? dg_f32_to_bf16_rne(v) : f32_to_f16_rne_hw(v);
+}
+
+// Store one element, rounded once (RNE) to the output type.
+template <int DT>
+DETGEMM_INLINE void store_out(void* p, dg_i64 i, float v) {
+    if (DT == F32) {
+        static_cast<float*>(p)[i] = v;
+    } else {
+        static_cast<dg_u16*>(p)[i] = to_half<DT>(v);
+    }
+}
+
+// Store two adjacent elements (i even, the pair aligned) with one access.
+template <int DT>
+DETGEMM_INLINE void store_pair(void* p, dg_i64 i, float v0, float v1) {
+    if (DT == F32) {
+        *reinterpret_cast<float2*>(static_cast<float*>(p) + i) = make_float2(v0, v1);
+    } else {
+        *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(p) + i) = (dg_u32)to_half<DT>(v0) | ((dg_u32)to_half<DT>(v1) << 16);
+    }
+}
+
+// Stager copies one operand's k-tiles into shared memory: LINES x CONTIG
+// elements of a row-major matrix G (row pitch ld), cut into 8-element chunks
+// along the contiguous axis. K_CONTIG: k runs along the contiguous axis
+// (else along the lines). A thread owns ITERS chunks, all in one chunk
+// column and RSTEP lines apart, so everything but k0 is computed once.
+// Elements past (lim_l, lim_c) are zero-filled. VEC: one 16-byte cp.async
+// per chunk (ld a multiple of 8, G 16-byte aligned); otherwise eight element
+// loads packed into one 16-byte shared store.
+template <bool VEC, bool K_CONTIG, int LINES, int CONTIG, int LD, int THREADS>
+struct Stager {
+    static constexpr int CH = CONTIG / 8;
+    static constexpr int RSTEP = THREADS / CH;
+    static constexpr int ITERS = LINES * CH / THREADS;
+    static_assert(THREADS % CH == 0 && (LINES * CH) % THREADS == 0, "chunks must divide evenly among threads");
+
+    const dg_u16* g;   // the matrix: a valid address for empty copies
+    const dg_u16* p0;  // the thread's first chunk at k0 = 0
+    dg_i64 ld;
+    dg_i64 line0, col0;  // the first chunk's line and column at k0 = 0
+    dg_i64 lim_l, lim_c;
+    int s0;  // the first chunk's shared-memory offset
+
+    DETGEMM_INLINE Stager(const dg_u16* G, dg_i64 ld_, dg_i64 l0, dg_i64 c0, dg_i64 ll, dg_i64 lc, int tid) {
+        const int row = tid / CH, ch = tid % CH;
+        g = G;
+        ld = ld_;
+        line0 = l0 + row;
+        col0 = c0 + ch * 8;
+        lim_l = ll;
+        lim_c = lc;
+        p0 = G + line0 * ld + col0;
+        s0 = row * LD + ch * 8;
+    }
+
+    DETGEMM_INLINE void load(dg_u16* s, dg_i64 k0) const {
+        const dg_u16* p = p0 + (K_CONTIG ? k0 : k0 * ld);
+        const dg_i64 line = line0 + (K_CONTIG ? 0 : k0);
+        const dg_i64 left = lim_c - (col0 + (K_CONTIG ? k0 : 0));
+        const int cbytes = left >= 8 ? 16 : (left > 0 ? (int)left * 2 : 0);
+        if (VEC) {
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                const int bytes = line + it * RSTEP < lim_l ? cbytes : 0;
+                cp_async16(s + s0 + it * RSTEP * LD, bytes ? p + it * RSTEP * ld : g, bytes);
+            }
+        } else {
+            // Kept rolled: unrolled, NVRTC 13 hoists every chunk's 64-bit
+            // address out of the loop and spills (this is the slow path).
+#pragma unroll 1
+            for (int it = 0; it < ITERS; ++it) {
+                dg_u32 w[4] = {0u, 0u, 0u, 0u};
+                if (line + it * RSTEP < lim_l && cbytes > 0) {
+                    const dg_u16* q = p + it * RSTEP * ld;
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) {
+                        const dg_u32 v = 2 * e < cbytes ? (dg_u32)q[e] : 0u;
+                        w[e >> 1] |= v << (16 * (e & 1));
+                    }
+                }
+                *reinterpret_cast<uint4*>(s + s0 + it * RSTEP * LD) = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+        }
+    }
+};
+
+}  // namespace tc
