@@ -45,6 +45,7 @@ using tc::INIT_ZERO;
 using tc::smem_addr;
 using tc::store_out;
 using tc::store_pair;
+using tc::to_half;
 
 constexpr int BK = 64;         // reduction per stage: four 16-wide steps, one 128-byte swizzle row of halves
 constexpr int GROUP = 16;      // row tiles per group of the block order (L2 reuse)
@@ -385,6 +386,76 @@ DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32
     }
 }
 
+// Epilogue: a thread owns column pairs (col0 + 8q, +1) of rows row0 and
+// row0 + 8. 16-bit outputs, where C and ldc allow 16-byte accesses: the
+// four threads of a quad hold one pair each of every 8-column chunk, so four
+// chunks at a time are transposed across the quad (shuffles) until each
+// thread holds one whole chunk and stores it with one 16-byte access — a
+// warp instruction writes 8 rows x 64 contiguous bytes instead of 8 rows x
+// 16. Otherwise (and for f32, whose pairs already fill a quad's 32-byte
+// sector) each pair is one access when aligned, else two.
+template <int BN, int DTOUT>
+DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg_i64 N, dg_i64 ldc, dg_i64 row0,
+                               dg_i64 col0, dg_i64 j0, int lane) {
+    if constexpr (DTOUT != F32) {
+        if ((ldc & 7) == 0 && (reinterpret_cast<dg_u64>(C) & 15u) == 0) {
+            const int p = lane & 3;
+#pragma unroll
+            for (int g = 0; g < BN / 32; ++g) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    dg_u32 w[4], o[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        const int a = 4 * (4 * g + c) + 2 * h;
+                        w[c] = (dg_u32)to_half<DTOUT>(acc[a]) | ((dg_u32)to_half<DTOUT>(acc[a + 1]) << 16);
+                    }
+                    // Round k: send my pair of chunk (p - k) & 3, receive
+                    // quad lane s = (p + k) & 3's pair of chunk p into o[s].
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        const int si = (p - k) & 3, s = (p + k) & 3;
+                        const dg_u32 send = si == 0 ? w[0] : si == 1 ? w[1] : si == 2 ? w[2] : w[3];
+                        const dg_u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | s);
+                        o[0] = s == 0 ? got : o[0];
+                        o[1] = s == 1 ? got : o[1];
+                        o[2] = s == 2 ? got : o[2];
+                        o[3] = s == 3 ? got : o[3];
+                    }
+                    const dg_i64 i = row0 + 8 * h, j = j0 + 8 * (4 * g + p);
+                    if (i >= M || j >= N) continue;
+                    dg_u16* out = static_cast<dg_u16*>(C) + i * ldc + j;
+                    if (j + 8 <= N) {
+                        *reinterpret_cast<uint4*>(out) = make_uint4(o[0], o[1], o[2], o[3]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 8; ++e)
+                            if (j + e < N) out[e] = (dg_u16)(o[e >> 1] >> (16 * (e & 1)));
+                    }
+                }
+            }
+            return;
+        }
+    }
+    const bool pairs = (ldc & 1) == 0 && (reinterpret_cast<dg_u64>(C) & (DTOUT == F32 ? 7u : 3u)) == 0;
+#pragma unroll
+    for (int q = 0; q < BN / 8; ++q) {
+        const dg_i64 j = col0 + 8 * q;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const dg_i64 i = row0 + 8 * h;
+            if (i >= M) continue;
+            const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];
+            if (pairs && j + 1 < N) {
+                store_pair<DTOUT>(C, i * ldc + j, v0, v1);
+            } else {
+                if (j < N) store_out<DTOUT>(C, i * ldc + j, v0);
+                if (j + 1 < N) store_out<DTOUT>(C, i * ldc + j + 1, v1);
+            }
+        }
+    }
+}
+
 // Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
 template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
 DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktiles, int c, void* C,
@@ -394,7 +465,6 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktile
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     extern __shared__ unsigned char smem_raw[];
     const float* zeros = reinterpret_cast<const float*>(smem_raw + (bars + 16 * STAGES - smem_addr(smem_raw)));
-    const bool pairs = (ldc & 1) == 0 && (reinterpret_cast<dg_u64>(C) & (DTOUT == F32 ? 7u : 3u)) == 0;
 
     dg_i64 it = 0;  // as the producer's
     for (dg_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -459,25 +529,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktile
         fence_acc(acc);
         if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
 
-        // Epilogue: a thread owns column pairs (col0 + 8q, +1) of rows row0
-        // and row0 + 8; each pair is one access when C and ldc keep it
-        // aligned.
-#pragma unroll
-        for (int q = 0; q < BN / 8; ++q) {
-            const dg_i64 j = col0 + 8 * q;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const dg_i64 i = row0 + 8 * h;
-                if (i >= M) continue;
-                const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];
-                if (pairs && j + 1 < N) {
-                    store_pair<DTOUT>(C, i * ldc + j, v0, v1);
-                } else {
-                    if (j < N) store_out<DTOUT>(C, i * ldc + j, v0);
-                    if (j + 1 < N) store_out<DTOUT>(C, i * ldc + j + 1, v1);
-                }
-            }
-        }
+        store_tile<BN, DTOUT>(acc, C, M, N, ldc, row0, col0, j0, lane);
     }
 }
 
