@@ -307,15 +307,18 @@ func rowsSharedBytes(in DType, mr, cn int) uint32 {
 	return uint32(mr*ref.SlabLen*4 + bs)
 }
 
-// The one-launch rows kernels (gemm_rows.cu, namespace rowsf): 64 threads
-// (MR = 4) or 128, each owning 4 columns and MT rows (MT = 8 for MR = 32,
-// else 4); W streamed through four shared-memory stages of 16 KiB (MR = 4)
-// or 8 KiB.
+// The one-launch rows kernels (gemm_rows.cu, namespace rowsf): 64, 256 or
+// 128 threads (MR = 4, 16, 32), each owning 4 columns and MT rows (MT = 8
+// for MR = 32, else 4); W streamed through four shared-memory stages of
+// 16 KiB (8 KiB at MR = 32).
 
 // rowsFusedThreads is the block size of the one-launch rows kernel.
 func rowsFusedThreads(mr int) int {
-	if mr == 4 {
+	switch mr {
+	case 4:
 		return 64
+	case 16:
+		return 256
 	}
 	return 128
 }
@@ -331,21 +334,21 @@ func rowsFusedCols(mr int) int64 {
 }
 
 // rowsFusedSharedBytes is Cfg<DT, MR, NT>::SMEM: the block's rows of A over
-// one slab in f32, then the staged chunks of B in the input type (nn:
+// one slab in f32 (rows padded to 260 floats), then the staged chunks of B in the input type (nn:
 // [KC][JT]; nt: [JT][KC + 16 bytes]).
 func rowsFusedSharedBytes(in DType, mr int, nt bool) uint32 {
 	es := in.Size()
 	jt := int(rowsFusedCols(mr))
-	stage := 8192
-	if mr == 4 {
-		stage = 16384
+	stage := 16384
+	if mr == 32 {
+		stage = 8192
 	}
 	kc := stage / (jt * es)
 	elems := kc * jt
 	if nt {
 		elems = jt * (kc + 16/es)
 	}
-	return uint32(mr*ref.SlabLen*4 + 4*elems*es)
+	return uint32(mr*(ref.SlabLen+4)*4 + 4*elems*es)
 }
 
 // rowsCounterBytes is the arrival counters the one-launch rows kernel

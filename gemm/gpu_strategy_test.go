@@ -207,7 +207,7 @@ func TestPresizedCallsAllocateNothing(t *testing.T) {
 	shape := ForwardArgs{Tier: TierF32, M: M, K: K, N: N, In: F32, Out: F32}
 	need, err := eng.WorkspaceBytes(shape)
 	require.NoError(t, err)
-	require.Equal(t, uint64(16*M*N*4+N/128*4), need, "16 slabs of f32 partials, a counter per 128 columns")
+	require.Equal(t, uint64(16*M*N*4+N/256*4), need, "16 slabs of f32 partials, a counter per 256 columns")
 	s, err := eng.Strategy(shape)
 	require.NoError(t, err)
 	require.Equal(t, StrategyRows, s)

@@ -324,9 +324,11 @@ namespace rowsf {
 
 constexpr int SLAB = 256;
 
-// Threads a block: 64 at MR = 4, so that M = 1 at 4096 columns still has
-// 256 blocks (two an SM, each with its own chunks in flight), 128 otherwise.
-constexpr int threads(int mr) { return mr == 4 ? 64 : 128; }
+// Threads a block: 64 at MR = 4 and 256 at MR = 16, so that 4096 columns
+// make 256 blocks (two an SM) of 256 columns, whose W rows are 1 KiB runs
+// (f32) streamed in 16 KiB chunks; 128 at MR = 32, whose x rows leave room
+// for 8 KiB chunks only.
+constexpr int threads(int mr) { return mr == 4 ? 64 : mr == 16 ? 256 : 128; }
 
 // Geometry of one configuration. The Go dispatcher mirrors THREADS, JT and
 // SMEM (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel
@@ -342,16 +344,18 @@ struct Cfg {
     static constexpr int RT = MR / MT;                     // threads along the rows
     static constexpr int CT = THREADS / RT;                // threads along the columns
     static constexpr int JT = 4 * CT;                      // columns per block
-    static constexpr int STAGE_BYTES = MR == 4 ? 16384 : 8192;
+    static constexpr int STAGE_BYTES = MR == 32 ? 8192 : 16384;
     static constexpr int KC = STAGE_BYTES / (JT * ES);     // steps per staged chunk
     static constexpr int LDT = KC + VE;                    // nt: row stride (elements)
     static constexpr int STAGE_ELEMS = NT ? JT * LDT : KC * JT;
     static constexpr int STAGES = 4;                       // chunks in flight + 1
-    static constexpr int XS_BYTES = MR * SLAB * 4;
+    static constexpr int XLD = SLAB + 4;                   // x row stride (floats)
+    static constexpr int XS_BYTES = MR * XLD * 4;
+    static constexpr int LPR = 32 / RT;                    // lanes a row group in a warp
     static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES;
     static_assert(SMEM <= 99 * 1024, "fits a block on every supported GPU");
     static constexpr int COPIES = STAGE_BYTES / 16 / THREADS;  // 16-byte copies a thread a chunk
-    static_assert(CT >= 32, "a warp shares one row group, so row tests are warp-uniform");
+    static_assert(32 % RT == 0 && THREADS % 32 == 0, "a warp holds whole row groups");
     static_assert(SLAB % KC == 0 && KC % G == 0, "chunks tile a slab, groups tile a chunk");
     static_assert((STAGE_BYTES / 16) % THREADS == 0, "copies split evenly over the threads");
     static_assert((KC * ES / 16) % 2 == 0, "nt: the padded row stride is an odd number of 16-byte units");
@@ -420,15 +424,22 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
     constexpr int KC = K::KC, G = K::G, MT = K::MT, CT = K::CT, JT = K::JT, STAGES = K::STAGES;
     constexpr int THREADS = K::THREADS;
     extern __shared__ __align__(16) float smem[];
-    float (*xs)[SLAB] = reinterpret_cast<float (*)[SLAB]>(smem);
-    Raw* bs = reinterpret_cast<Raw*>(smem + MR * SLAB);
+    constexpr int RT = K::RT, XLD = K::XLD;
+    float (*xs)[XLD] = reinterpret_cast<float (*)[XLD]>(smem);
+    Raw* bs = reinterpret_cast<Raw*>(smem + MR * XLD);
 
     dg_u32 dyn;
     asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
     if (dyn < (dg_u32)K::SMEM) __trap();  // the host launched with the wrong size
 
+    // A warp covers LPR column quads by RT row groups (8 x 4 at MR >= 16):
+    // its W reads are 8 distinct 16-byte words (one shared-memory wavefront,
+    // broadcast to the row groups) and its x reads RT words of consecutive
+    // rows, whose 260-float stride puts them in different banks (one
+    // wavefront). Thread (ct, rt) computes rows rt + RT*m, m < MT.
     const int t = threadIdx.x;
-    const int ct = t % CT, rt = t / CT;
+    const int lane = t % 32;
+    const int ct = (t / 32) * K::LPR + lane % K::LPR, rt = lane / K::LPR;
     const dg_i64 jb = (dg_i64)blockIdx.x * JT;
     const dg_i64 s = blockIdx.y;
     const dg_i64 m0 = (dg_i64)blockIdx.z * MR;
@@ -493,12 +504,11 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
         }
     }
 
-    // Rows this thread computes: with MR = 4 (M <= 4, mostly 1) rows past
-    // mcount are skipped one by one; larger MR skip whole row groups
-    // (uniform over a warp), and compute the padding rows of a live group
-    // without storing them.
-    const int mlive = mcount - rt * MT;  // > 0: the group has live rows
-    auto live = [&](int m) { return MR > 4 || m < mlive; };
+    // Rows this thread computes: with MR = 4 (M <= 4, mostly 1; one row
+    // group, so the test is uniform) rows past mcount are skipped one by
+    // one; larger MR compute their padding rows (x is zero there) and never
+    // store them.
+    auto live = [&](int m) { return MR > 4 || rt + RT * m < mcount; };
 
     float acc[MT][4];
 #pragma unroll
@@ -527,7 +537,7 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
             if (!live(m)) break;
 #pragma unroll
             for (int h = 0; h < G / 4; ++h) {
-                const float4 x = *reinterpret_cast<const float4*>(&xs[rt * MT + m][kx + 4 * h]);
+                const float4 x = *reinterpret_cast<const float4*>(&xs[rt + RT * m][kx + 4 * h]);
                 const float xv[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
                 for (int u = 0; u < 4; ++u)
@@ -542,7 +552,6 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
         __syncthreads();
         if (c + STAGES - 1 < chunks) issue(c + STAGES - 1);
         cp_async_commit();
-        if (mlive <= 0) continue;  // a row group past the problem: nothing to compute
         const Raw* b = bs + (c % STAGES) * K::STAGE_ELEMS;
         const int k0 = c * KC;
         const int steps = len - k0 < KC ? len - k0 : KC;
@@ -563,7 +572,7 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
 #pragma unroll
                 for (int m = 0; m < MT; ++m) {
                     if (!live(m)) break;
-                    const float x = xs[rt * MT + m][k0 + k];
+                    const float x = xs[rt + RT * m][k0 + k];
 #pragma unroll
                     for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(x, w[v], acc[m][v]);
                 }
@@ -573,13 +582,14 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
     cp_async_wait<0>();
 
     // This slab's partials, ws[s][i][j] as in the two-launch path.
-    float* out = ws + (s * rows + m0 + rt * MT) * cols + jb;
+    float* out = ws + (s * rows + m0) * cols + jb;
 #pragma unroll
     for (int m = 0; m < MT; ++m) {
-        if (m >= mlive) break;
+        const int row = rt + RT * m;
+        if (row >= mcount) break;
 #pragma unroll
         for (int v = 0; v < 4; ++v)
-            if (jb + col(v) < cols) __stcg(out + m * cols + col(v), acc[m][v]);
+            if (jb + col(v) < cols) __stcg(out + row * cols + col(v), acc[m][v]);
     }
 
     // Arrival: the partials are made visible device-wide before the count
@@ -651,14 +661,14 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
 }
 
 // Blocks per SM each configuration is compiled for (a register budget):
-// what the shared memory admits on the H200 (nn: 68, 48, 64 KiB).
-constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 4 : 3; }
+// what the shared memory admits on the H200 (nn: 68, 81, 65 KiB).
+constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
 
 }  // namespace rowsf
 
 // Entry points. Arguments: A, B, ws, counters, C, bias (nullable), rows,
 // cols, R, lda, ldb; C is rows x cols with row stride cols. Grid:
-// (ceil(cols / JT), S, ceil(rows / MR)) with JT = 256 (MR = 4) or 128,
+// (ceil(cols / JT), S, ceil(rows / MR)) with JT = 256 (MR = 4, 16) or 128,
 // threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
 // (grid.z, grid.x), zero before the launch and zero after it.
 #define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT)                                                         \
