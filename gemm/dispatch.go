@@ -73,13 +73,23 @@ var errStrategy = errors.New("strategy cannot run this call")
 
 // force pins the strategy (tests run every contract check once per
 // strategy). perBlock, for split-slab, pins the slabs each block computes;
-// rowsTwoPass makes rows take its two-launch path (partials, then the fold
-// kernel) even where the one-launch path could run.
+// rowsPath pins the rows strategy's path.
 type force struct {
-	strategy    Strategy
-	perBlock    int64
-	rowsTwoPass bool
+	strategy Strategy
+	perBlock int64
+	rowsPath rowsPath
 }
+
+// rowsPath is how a rows call runs: the one-launch kernel (gemm_rows'
+// rowsf: partials and fold in one launch) or two launches (gemm_rows'
+// partials, then gemm_fold).
+type rowsPath uint8
+
+const (
+	rowsPathAuto rowsPath = iota // rowsOneLaunch's rule
+	rowsPathOne                  // one launch wherever W is aligned for it
+	rowsPathTwo                  // always two launches
+)
 
 // plan is the dispatcher's decision for one call.
 type plan struct {

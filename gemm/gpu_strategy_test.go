@@ -29,7 +29,8 @@ var strategyCases = []strategyCase{
 	{"split-slab/2-per-block", force{strategy: StrategySplitSlab, perBlock: 2}},
 	{"split-slab/3-per-block", force{strategy: StrategySplitSlab, perBlock: 3}},
 	{"rows", force{strategy: StrategyRows}},
-	{"rows/two-pass", force{strategy: StrategyRows, rowsTwoPass: true}},
+	{"rows/one-launch", force{strategy: StrategyRows, rowsPath: rowsPathOne}},
+	{"rows/two-pass", force{strategy: StrategyRows, rowsPath: rowsPathTwo}},
 }
 
 // runsOp reports whether the case can run op (rows has no dW kernel: dW's
@@ -243,7 +244,7 @@ func TestPresizedCallsAllocateNothing(t *testing.T) {
 func TestRowsOneLaunchMatchesReferenceBitForBit(t *testing.T) {
 	eng, ctx := gpuEngine(t)
 	r := newRand(t)
-	withForce(t, eng, force{strategy: StrategyRows})
+	withForce(t, eng, force{strategy: StrategyRows, rowsPath: rowsPathOne})
 	// (M, K+3, N) for Forward (K odd: the last slab ends in single steps),
 	// (M, N, K) for DX (N a multiple of 8: W's rows aligned).
 	shapes := [][3]int{
@@ -265,7 +266,7 @@ func TestRowsOneLaunchMatchesReferenceBitForBit(t *testing.T) {
 						p, err = ForwardArgs{Tier: c.tier, M: s[0], K: red, N: s[2], In: c.in, Out: c.out}.build(false)
 					}
 					require.NoError(t, err)
-					require.True(t, eng.rowsOneLaunch(p), name) // with W 256-byte aligned, as upload's are
+					require.True(t, eng.rowsOneLaunch(p, rowsMR(int64(s[0]))), name) // with W 256-byte aligned, as upload's are
 					want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], red, s[2], (i+rep)%2 == 0)
 					requireSameBits(t, want, got, cols, name)
 				}

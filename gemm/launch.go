@@ -35,7 +35,7 @@ func (e *Engine) run(p problem, err error) error {
 	case StrategySplitSlab:
 		err = e.launchSlabs(p, pl)
 	case StrategyRows:
-		if e.rowsOneLaunch(p) {
+		if e.rowsOneLaunch(p, pl.mr) {
 			return e.launchRowsFused(p, pl) // folds in the same kernel
 		}
 		err = e.launchRows(p, pl)
@@ -102,11 +102,26 @@ func (e *Engine) launchRows(p problem, pl plan) error {
 	return e.launch(p.op, fn, grid, rowsThreads, rowsSharedBytes(p.in, pl.mr, pl.cn))
 }
 
-// rowsOneLaunch reports whether a rows call takes the one-launch kernel:
-// its 16-byte copies of W need W and W's row stride 16-byte aligned.
-func (e *Engine) rowsOneLaunch(p problem) bool {
+// rowsOneLaunch reports whether a rows call of mr rows a block takes the
+// one-launch kernel. Its 16-byte copies of W need W and W's row stride
+// 16-byte aligned. Beyond that it is a speed rule, from the H200 figures in
+// bench/NOTES-simt.md (round 4): one launch wins at MR = 16 and 32 (M = 16
+// at 4096x4096: 31-34 µs against 39-42) and for forward with 16-bit inputs
+// at MR = 4 (M = 1: 15.8 µs against 19.5); at MR = 4 the f32 forward is a
+// tie at 4096 columns and 6 % slower at 11008, and dX (nt) is slower (f32
+// M = 1: 33 µs against 24), so those stay on two launches.
+func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
 	es := uintptr(p.in.Size())
-	return !e.force.rowsTwoPass && p.b%16 == 0 && (uintptr(p.ldb)*es)%16 == 0
+	if p.b%16 != 0 || (uintptr(p.ldb)*es)%16 != 0 {
+		return false
+	}
+	switch e.force.rowsPath {
+	case rowsPathOne:
+		return true
+	case rowsPathTwo:
+		return false
+	}
+	return mr > 4 || (p.layout == layoutNN && p.in.Half())
 }
 
 // launchRowsFused: gemm_rows' one-launch kernel (partials, then the last
