@@ -287,6 +287,10 @@ func TestKernelTablesMatchTheSources(t *testing.T) {
 
 func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 	slabs, rows, folds := map[slabsKey]bool{}, map[rowsKey]bool{}, map[foldKey]bool{}
+	rowsf := map[rowsFusedKey]bool{}
+	for _, k := range rowsFusedKernels {
+		rowsf[k] = true
+	}
 	for _, k := range slabsKernels {
 		slabs[k] = true
 	}
@@ -326,9 +330,50 @@ func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 				require.True(t, slabs[slabsKey{p.layout, p.in}], "slabs %v %v", p.layout, p.in)
 			} else {
 				require.True(t, rows[rowsKey{p.layout, p.in, pl.mr}], "rows %v %v m%d", p.layout, p.in, pl.mr)
+				require.True(t, rowsf[rowsFusedKey{p.layout, p.in, p.out, pl.mr}], "one-launch rows %v %v→%v m%d", p.layout, p.in, p.out, pl.mr)
 			}
 		}
 	}
+}
+
+// The one-launch rows kernels' counters: a buffer of their own, zeroed
+// whenever it is (re)allocated, never allocated while capturing, freed at
+// release with the partials.
+func TestCountersAreZeroedOnAllocationAndNeverDuringCapture(t *testing.T) {
+	next := cudaload.DevicePtr(0x1000_0000)
+	alloc := func(n uint64) (cudaload.DevicePtr, error) {
+		next += 0x1000_0000
+		return next, nil
+	}
+	var zeroed []cudaload.DevicePtr
+	zero := func(p cudaload.DevicePtr, n uint64) error {
+		require.Equal(t, uint64(workspaceGranule), n, "the whole buffer")
+		zeroed = append(zeroed, p)
+		return nil
+	}
+	notCapturing := func() (bool, error) { return false, nil }
+	capturing := func() (bool, error) { return true, nil }
+
+	var w workspace
+	require.NoError(t, w.ensureCounters("Forward", 0, capturing, alloc, zero), "none needed: no question asked")
+	require.NoError(t, w.ensureCounters("Forward", 64, notCapturing, alloc, zero))
+	require.Equal(t, []cudaload.DevicePtr{w.ctr}, zeroed)
+	require.Zero(t, w.ptr, "the partials' buffer is separate")
+	require.NoError(t, w.ensureCounters("Forward", 64, capturing, alloc, zero), "presized: fine while capturing")
+	err := w.ensureCounters("DX", workspaceGranule+4, capturing, alloc, zero)
+	require.ErrorIs(t, err, ErrWorkspace)
+	require.Contains(t, err.Error(), "Presize")
+	require.Len(t, zeroed, 1)
+
+	first := w.ctr
+	bad := func(cudaload.DevicePtr, uint64) error { return errors.New("memset failed") }
+	require.ErrorIs(t, w.ensureCounters("DX", workspaceGranule+4, notCapturing, alloc, bad), ErrWorkspace)
+	require.Equal(t, first, w.ctr, "an unzeroed buffer is never used")
+
+	var freed []cudaload.DevicePtr
+	require.NoError(t, w.release(func(p cudaload.DevicePtr) error { freed = append(freed, p); return nil }))
+	require.Len(t, freed, 2, "the counters and the unzeroed buffer")
+	require.Contains(t, freed, first)
 }
 
 // The queries and Presize read the shape and types only.

@@ -314,12 +314,14 @@ DETGEMM_KERNEL void detgemm_rows_f16_widen_check(const dg_u16* in, float* out, d
 //    ldb * size % 16 == 0; the host takes the two-launch path otherwise.
 //  - each thread owns 4 columns and MT rows (a 4 x MT register tile), so
 //    at M = 16 a W value read from shared memory feeds 4 FMAs and an x
-//    read (a broadcast float4 over 4 steps) feeds 16: the loop is FMA-
-//    bound, not load-bound. nn: the 4 columns are consecutive (one 16- or
-//    8-byte shared read a step); nt: they are CT apart, so that a warp's
-//    16-byte reads along r hit 32 different rows of the staged tile, whose
-//    stride (KC elements + 16 bytes) is an odd number of 16-byte units:
-//    conflict-free.
+//    read (a float4 over 4 steps) feeds 16. nn: the 4 columns are
+//    consecutive (one 16- or 8-byte shared read a step); nt: they are CT
+//    apart, so that a warp's 16-byte reads along r hit different rows of
+//    the staged tile, whose stride (KC elements + 16 bytes) is an odd
+//    number of 16-byte units: conflict-free.
+// The host (gemm/launch.go, rowsOneLaunch) takes this path where it
+// measured faster than the two launches: every MR >= 16, and forward with
+// 16-bit inputs at MR = 4 (bench/NOTES-simt.md, round 4).
 namespace rowsf {
 
 constexpr int SLAB = 256;
