@@ -27,7 +27,9 @@ const (
 	StrategySplitSlab
 	// StrategyRows: for Forward and DX with few rows (M ≤ 32): one block per
 	// slab and run of columns (gemm_rows), W read once, bandwidth-bound;
-	// partials to the workspace, then the fold kernel.
+	// partials to the workspace, folded in slab order by the last block of
+	// each run to finish (one launch), or, when W is not 16-byte aligned,
+	// by the fold kernel (two launches).
 	StrategyRows
 )
 
@@ -70,11 +72,24 @@ const (
 var errStrategy = errors.New("strategy cannot run this call")
 
 // force pins the strategy (tests run every contract check once per
-// strategy). perBlock, for split-slab, pins the slabs each block computes.
+// strategy). perBlock, for split-slab, pins the slabs each block computes;
+// rowsPath pins the rows strategy's path.
 type force struct {
 	strategy Strategy
 	perBlock int64
+	rowsPath rowsPath
 }
+
+// rowsPath is how a rows call runs: the one-launch kernel (gemm_rows'
+// rowsf: partials and fold in one launch) or two launches (gemm_rows'
+// partials, then gemm_fold).
+type rowsPath uint8
+
+const (
+	rowsPathAuto rowsPath = iota // rowsOneLaunch's rule
+	rowsPathOne                  // one launch wherever W is aligned for it
+	rowsPathTwo                  // always two launches
+)
 
 // plan is the dispatcher's decision for one call.
 type plan struct {
@@ -84,6 +99,7 @@ type plan struct {
 	groups   int64 // split-slab: grid.z = ceil(S / G)
 	mr, cn   int   // rows: rows per block (MR) and columns per thread (CN)
 	ws       uint64
+	ctrs     uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
 }
 
 // workspaceBytes is the workspace of the strategies that write slab
@@ -168,6 +184,7 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 		p.mr = rowsMR(rows)
 		p.cn = rowsCN(p.mr)
 		p.ws = ws
+		p.ctrs = rowsCounterBytes(rows, cols, p.mr)
 	case StrategySplitSlab:
 		p.perBlock = min(p.perBlock, p.slabs)
 		p.groups = (p.slabs + p.perBlock - 1) / p.perBlock
@@ -298,4 +315,55 @@ func rowsSharedBytes(in DType, mr, cn int) uint32 {
 	jt := rowsThreads * cn
 	bs := (2*rc*(jt+pad)*es + 15) / 16 * 16
 	return uint32(mr*ref.SlabLen*4 + bs)
+}
+
+// The one-launch rows kernels (gemm_rows.cu, namespace rowsf): 64, 256 or
+// 128 threads (MR = 4, 16, 32), each owning 4 columns and MT rows (MT = 8
+// for MR = 32, else 4); W streamed through four shared-memory stages of
+// 16 KiB (8 KiB at MR = 32).
+
+// rowsFusedThreads is the block size of the one-launch rows kernel.
+func rowsFusedThreads(mr int) int {
+	switch mr {
+	case 4:
+		return 64
+	case 16:
+		return 256
+	}
+	return 128
+}
+
+// rowsFusedCols is the columns one block of the one-launch rows kernel
+// covers: Cfg<DT, MR, NT>::JT.
+func rowsFusedCols(mr int) int64 {
+	mt := 4
+	if mr == 32 {
+		mt = 8
+	}
+	return int64(4 * rowsFusedThreads(mr) / (mr / mt))
+}
+
+// rowsFusedSharedBytes is Cfg<DT, MR, NT>::SMEM: the block's rows of A over
+// one slab in f32 (rows padded to 260 floats), then the staged chunks of B in the input type (nn:
+// [KC][JT]; nt: [JT][KC + 16 bytes]).
+func rowsFusedSharedBytes(in DType, mr int, nt bool) uint32 {
+	es := in.Size()
+	jt := int(rowsFusedCols(mr))
+	stage := 16384
+	if mr == 32 {
+		stage = 8192
+	}
+	kc := stage / (jt * es)
+	elems := kc * jt
+	if nt {
+		elems = jt * (kc + 16/es)
+	}
+	return uint32(mr*(ref.SlabLen+4)*4 + 4*elems*es)
+}
+
+// rowsCounterBytes is the arrival counters the one-launch rows kernel
+// needs: a u32 per column run and row group (grid.x · grid.z). A function
+// of the shape alone, like the workspace; the two-launch path needs none.
+func rowsCounterBytes(rows, cols int64, mr int) uint64 {
+	return uint64(ceilDiv(cols, rowsFusedCols(mr))) * uint64(ceilDiv(rows, int64(mr))) * 4
 }

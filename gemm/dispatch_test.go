@@ -213,6 +213,42 @@ func TestRowsSharedBytesMatchTheKernelGeometry(t *testing.T) {
 	}
 }
 
+// rowsFusedSharedBytes must equal gemm_rows.cu's Cfg<DT, MR, NT>::SMEM,
+// worked out by hand: x rows in f32 (260 a row), then STAGES chunks of KC steps by JT
+// columns (nt: JT rows of KC steps + 16 bytes).
+func TestRowsFusedGeometryMatchesTheKernel(t *testing.T) {
+	for _, c := range []struct {
+		in   DType
+		mr   int
+		nt   bool
+		want uint32
+	}{
+		{F32, 4, false, 4*260*4 + 4*16*256*4},
+		{BF16, 4, false, 4*260*4 + 4*32*256*2},
+		{F32, 4, true, 4*260*4 + 4*256*20*4},
+		{F16, 4, true, 4*260*4 + 4*256*40*2},
+		{F32, 16, false, 16*260*4 + 4*16*256*4},
+		{F32, 16, true, 16*260*4 + 4*256*20*4},
+		{BF16, 16, true, 16*260*4 + 4*256*40*2},
+		{BF16, 32, false, 32*260*4 + 4*32*128*2},
+		{F32, 32, true, 32*260*4 + 4*128*20*4},
+	} {
+		require.Equal(t, c.want, rowsFusedSharedBytes(c.in, c.mr, c.nt), "%v m%d nt=%v", c.in, c.mr, c.nt)
+		require.LessOrEqual(t, c.want, uint32(99<<10), "fits a block on sm_86")
+	}
+	require.EqualValues(t, 256, rowsFusedCols(4))
+	require.EqualValues(t, 256, rowsFusedCols(16))
+	require.EqualValues(t, 128, rowsFusedCols(32))
+	require.EqualValues(t, 16*4, rowsCounterBytes(1, 4096, 4))
+	require.EqualValues(t, 3*2*4, rowsCounterBytes(33, 257, 32))
+	pl, err := choose(layoutNN, 16, 4096, 4096, h200SMs, force{})
+	require.NoError(t, err)
+	require.EqualValues(t, 16*4, pl.ctrs)
+	pl, err = choose(layoutNN, 64, 4096, 4096, h200SMs, force{})
+	require.NoError(t, err)
+	require.Zero(t, pl.ctrs, "only rows counts arrivals")
+}
+
 // Every entry point the engine resolves exists in the CUDA source of its
 // family (so New cannot fail on a name), and every accepted call has, for
 // every strategy that can run it, a kernel in the tables.
@@ -238,6 +274,9 @@ func TestKernelTablesMatchTheSources(t *testing.T) {
 	for _, k := range rowsKernels {
 		names = append(names, k.name())
 	}
+	for _, k := range rowsFusedKernels {
+		names = append(names, k.name())
+	}
 	check(rowsFamily, names)
 	names = nil
 	for _, k := range foldKernels {
@@ -248,6 +287,10 @@ func TestKernelTablesMatchTheSources(t *testing.T) {
 
 func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 	slabs, rows, folds := map[slabsKey]bool{}, map[rowsKey]bool{}, map[foldKey]bool{}
+	rowsf := map[rowsFusedKey]bool{}
+	for _, k := range rowsFusedKernels {
+		rowsf[k] = true
+	}
 	for _, k := range slabsKernels {
 		slabs[k] = true
 	}
@@ -287,9 +330,50 @@ func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 				require.True(t, slabs[slabsKey{p.layout, p.in}], "slabs %v %v", p.layout, p.in)
 			} else {
 				require.True(t, rows[rowsKey{p.layout, p.in, pl.mr}], "rows %v %v m%d", p.layout, p.in, pl.mr)
+				require.True(t, rowsf[rowsFusedKey{p.layout, p.in, p.out, pl.mr}], "one-launch rows %v %v→%v m%d", p.layout, p.in, p.out, pl.mr)
 			}
 		}
 	}
+}
+
+// The one-launch rows kernels' counters: a buffer of their own, zeroed
+// whenever it is (re)allocated, never allocated while capturing, freed at
+// release with the partials.
+func TestCountersAreZeroedOnAllocationAndNeverDuringCapture(t *testing.T) {
+	next := cudaload.DevicePtr(0x1000_0000)
+	alloc := func(n uint64) (cudaload.DevicePtr, error) {
+		next += 0x1000_0000
+		return next, nil
+	}
+	var zeroed []cudaload.DevicePtr
+	zero := func(p cudaload.DevicePtr, n uint64) error {
+		require.Equal(t, uint64(workspaceGranule), n, "the whole buffer")
+		zeroed = append(zeroed, p)
+		return nil
+	}
+	notCapturing := func() (bool, error) { return false, nil }
+	capturing := func() (bool, error) { return true, nil }
+
+	var w workspace
+	require.NoError(t, w.ensureCounters("Forward", 0, capturing, alloc, zero), "none needed: no question asked")
+	require.NoError(t, w.ensureCounters("Forward", 64, notCapturing, alloc, zero))
+	require.Equal(t, []cudaload.DevicePtr{w.ctr}, zeroed)
+	require.Zero(t, w.ptr, "the partials' buffer is separate")
+	require.NoError(t, w.ensureCounters("Forward", 64, capturing, alloc, zero), "presized: fine while capturing")
+	err := w.ensureCounters("DX", workspaceGranule+4, capturing, alloc, zero)
+	require.ErrorIs(t, err, ErrWorkspace)
+	require.Contains(t, err.Error(), "Presize")
+	require.Len(t, zeroed, 1)
+
+	first := w.ctr
+	bad := func(cudaload.DevicePtr, uint64) error { return errors.New("memset failed") }
+	require.ErrorIs(t, w.ensureCounters("DX", workspaceGranule+4, notCapturing, alloc, bad), ErrWorkspace)
+	require.Equal(t, first, w.ctr, "an unzeroed buffer is never used")
+
+	var freed []cudaload.DevicePtr
+	require.NoError(t, w.release(func(p cudaload.DevicePtr) error { freed = append(freed, p); return nil }))
+	require.Len(t, freed, 2, "the counters and the unzeroed buffer")
+	require.Contains(t, freed, first)
 }
 
 // The queries and Presize read the shape and types only.

@@ -29,6 +29,8 @@ var strategyCases = []strategyCase{
 	{"split-slab/2-per-block", force{strategy: StrategySplitSlab, perBlock: 2}},
 	{"split-slab/3-per-block", force{strategy: StrategySplitSlab, perBlock: 3}},
 	{"rows", force{strategy: StrategyRows}},
+	{"rows/one-launch", force{strategy: StrategyRows, rowsPath: rowsPathOne}},
+	{"rows/two-pass", force{strategy: StrategyRows, rowsPath: rowsPathTwo}},
 }
 
 // runsOp reports whether the case can run op (rows has no dW kernel: dW's
@@ -206,15 +208,15 @@ func TestPresizedCallsAllocateNothing(t *testing.T) {
 	shape := ForwardArgs{Tier: TierF32, M: M, K: K, N: N, In: F32, Out: F32}
 	need, err := eng.WorkspaceBytes(shape)
 	require.NoError(t, err)
-	require.Equal(t, uint64(16*M*N*4), need, "16 slabs of f32 partials")
+	require.Equal(t, uint64(16*M*N*4+N/256*4), need, "16 slabs of f32 partials, a counter per 256 columns")
 	s, err := eng.Strategy(shape)
 	require.NoError(t, err)
 	require.Equal(t, StrategyRows, s)
 	require.NoError(t, eng.Presize(shape, DXArgs{Tier: TierF32, M: 4, N: 1000, K: 3000, In: F32, Out: F32}))
 	eng.mu.Lock()
-	ptr, bytes := eng.ws.ptr, eng.ws.bytes
+	ptr, bytes, ctr := eng.ws.ptr, eng.ws.bytes, eng.ws.ctr
 	eng.mu.Unlock()
-	require.GreaterOrEqual(t, bytes, need)
+	require.GreaterOrEqual(t, bytes, uint64(16*M*N*4))
 
 	x, w := upload(t, ctx, randomOperand(r, F32, M*K)), upload(t, ctx, randomOperand(r, F32, K*N))
 	y := poisoned(t, ctx, M*N*4)
@@ -228,6 +230,49 @@ func TestPresizedCallsAllocateNothing(t *testing.T) {
 	defer eng.mu.Unlock()
 	require.Equal(t, ptr, eng.ws.ptr, "no new workspace")
 	require.Equal(t, bytes, eng.ws.bytes)
+	require.Equal(t, ctr, eng.ws.ctr, "no new counters")
+}
+
+// TestRowsOneLaunchMatchesReferenceBitForBit drives the one-launch rows
+// kernel (the last block of each column run folds) through its edges on
+// 16-byte-aligned operands, where it is the path taken: every IEEE combo,
+// both layouts, one to seventeen slabs (more than one batch of eight in the
+// fold), last slabs shorter than a chunk and than an unrolled group,
+// column runs cut short, several row groups, bias on and off; each shape
+// twice, and shapes of different grids in turn, so a counter a launch
+// failed to reset would show as a wrong or missing fold.
+func TestRowsOneLaunchMatchesReferenceBitForBit(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	withForce(t, eng, force{strategy: StrategyRows, rowsPath: rowsPathOne})
+	// (M, K+3, N) for Forward (K odd: the last slab ends in single steps),
+	// (M, N, K) for DX (N a multiple of 8: W's rows aligned).
+	shapes := [][3]int{
+		{1, 4096, 520}, {3, 2296, 136}, {4, 8, 1032}, {5, 4104, 264}, {16, 264, 8},
+		{17, 520, 1000}, {32, 1288, 128}, {33, 256, 392}, {2, 4352, 8},
+	}
+	for _, op := range []string{"Forward", "DX"} {
+		for _, c := range ieeeCombos {
+			for i, s := range shapes {
+				for rep := 0; rep < 2; rep++ {
+					name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d/%d", op, c.tier, c.in, c.out, s[0], s[1], s[2], rep)
+					if op == "Forward" && s[2]*c.in.Size()%16 != 0 {
+						continue // W's rows unaligned: the two-launch path (covered elsewhere)
+					}
+					red := s[1]
+					p, err := DXArgs{Tier: c.tier, M: s[0], N: red, K: s[2], In: c.in, Out: c.out}.build(false)
+					if op == "Forward" {
+						red -= 3
+						p, err = ForwardArgs{Tier: c.tier, M: s[0], K: red, N: s[2], In: c.in, Out: c.out}.build(false)
+					}
+					require.NoError(t, err)
+					require.True(t, eng.rowsOneLaunch(p, rowsMR(int64(s[0]))), name) // with W 256-byte aligned, as upload's are
+					want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], red, s[2], (i+rep)%2 == 0)
+					requireSameBits(t, want, got, cols, name)
+				}
+			}
+		}
+	}
 }
 
 func TestPresizeRejectsInvalidShapes(t *testing.T) {

@@ -63,6 +63,18 @@ type rowsKey struct {
 
 func (k rowsKey) name() string { return fmt.Sprintf("detgemm_rows_%v_%v_m%d", k.layout, k.in, k.mr) }
 
+// rowsFusedKey names a one-launch rows kernel: nn or nt, input and output
+// type (it stores the folded output itself), rows per block.
+type rowsFusedKey struct {
+	layout  layout
+	in, out DType
+	mr      int
+}
+
+func (k rowsFusedKey) name() string {
+	return fmt.Sprintf("detgemm_rowsf_%v_%v_%v_m%d", k.layout, k.in, k.out, k.mr)
+}
+
 // foldKey names a fold kernel: output type, and whether it accumulates
 // onto the output (dW) or stores (Forward, DX).
 type foldKey struct {
@@ -98,6 +110,16 @@ var (
 		}
 		return out
 	}()
+	rowsFusedKernels = func() (out []rowsFusedKey) {
+		for _, l := range []layout{layoutNN, layoutNT} {
+			for _, io := range [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
+				for _, mr := range []int{4, 16, 32} {
+					out = append(out, rowsFusedKey{l, io[0], io[1], mr})
+				}
+			}
+		}
+		return out
+	}()
 	foldKernels = []foldKey{{F32, false}, {BF16, false}, {F16, false}, {F32, true}}
 )
 
@@ -106,6 +128,7 @@ type functions struct {
 	simt  map[kernelKey]*cudaload.Function
 	slabs map[slabsKey]*cudaload.Function
 	rows  map[rowsKey]*cudaload.Function
+	rowsf map[rowsFusedKey]*cudaload.Function
 	fold  map[foldKey]*cudaload.Function
 	tc    map[tcKey]*cudaload.Function
 }
@@ -118,6 +141,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 		simt:  map[kernelKey]*cudaload.Function{},
 		slabs: map[slabsKey]*cudaload.Function{},
 		rows:  map[rowsKey]*cudaload.Function{},
+		rowsf: map[rowsFusedKey]*cudaload.Function{},
 		fold:  map[foldKey]*cudaload.Function{},
 		tc:    map[tcKey]*cudaload.Function{},
 	}
@@ -169,6 +193,11 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 	}
 	for _, k := range rowsKernels {
 		if fns.rows[k], err = get(mod, k.name(), rowsSharedBytes(k.in, k.mr, rowsCN(k.mr))); err != nil {
+			return mods, fns, err
+		}
+	}
+	for _, k := range rowsFusedKernels {
+		if fns.rowsf[k], err = get(mod, k.name(), rowsFusedSharedBytes(k.in, k.mr, k.layout == layoutNT)); err != nil {
 			return mods, fns, err
 		}
 	}

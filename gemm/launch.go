@@ -28,10 +28,16 @@ func (e *Engine) run(p problem, err error) error {
 	if err := e.ws.ensure(p.op, pl.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
 		return err
 	}
+	if err := e.ws.ensureCounters(p.op, pl.ctrs, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero); err != nil {
+		return err
+	}
 	switch pl.strategy {
 	case StrategySplitSlab:
 		err = e.launchSlabs(p, pl)
 	case StrategyRows:
+		if e.rowsOneLaunch(p, pl.mr) {
+			return e.launchRowsFused(p, pl) // folds in the same kernel
+		}
 		err = e.launchRows(p, pl)
 	default:
 		return e.launchTiled(p)
@@ -94,6 +100,45 @@ func (e *Engine) launchRows(p problem, pl plan) error {
 	jt := int64(rowsThreads * pl.cn)
 	grid := cudaload.Dim3{X: uint32((p.cols + jt - 1) / jt), Y: uint32(pl.slabs), Z: uint32((p.rows + int64(pl.mr) - 1) / int64(pl.mr))}
 	return e.launch(p.op, fn, grid, rowsThreads, rowsSharedBytes(p.in, pl.mr, pl.cn))
+}
+
+// rowsOneLaunch reports whether a rows call of mr rows a block takes the
+// one-launch kernel. Its 16-byte copies of W need W and W's row stride
+// 16-byte aligned. Beyond that it is a speed rule, from the H200 figures in
+// bench/NOTES-simt.md (round 4): one launch wins at MR = 16 and 32 (M = 16
+// at 4096x4096: 31-34 µs against 39-42) and for forward with 16-bit inputs
+// at MR = 4 (M = 1: 15.8 µs against 19.5); at MR = 4 the f32 forward is a
+// tie at 4096 columns and 6 % slower at 11008, and dX (nt) is slower (f32
+// M = 1: 33 µs against 24), so those stay on two launches.
+func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
+	es := uintptr(p.in.Size())
+	if p.b%16 != 0 || (uintptr(p.ldb)*es)%16 != 0 {
+		return false
+	}
+	switch e.force.rowsPath {
+	case rowsPathOne:
+		return true
+	case rowsPathTwo:
+		return false
+	}
+	return mr > 4 || (p.layout == layoutNN && p.in.Half())
+}
+
+// launchRowsFused: gemm_rows' one-launch kernel (partials, then the last
+// block of each column run folds them), grid (column runs, slabs, row
+// groups).
+func (e *Engine) launchRowsFused(p problem, pl plan) error {
+	fn := e.fns.rowsf[rowsFusedKey{p.layout, p.in, p.out, pl.mr}]
+	if fn == nil {
+		return missing(p, "one-launch rows")
+	}
+	e.args.Reset().
+		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(e.ws.ptr).Ptr(e.ws.ctr).
+		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb)
+	jt := rowsFusedCols(pl.mr)
+	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, jt)), Y: uint32(pl.slabs), Z: uint32(ceilDiv(p.rows, int64(pl.mr)))}
+	return e.launch(p.op, fn, grid, uint32(rowsFusedThreads(pl.mr)), rowsFusedSharedBytes(p.in, pl.mr, p.layout == layoutNT))
 }
 
 // launchFold: gemm_fold over the rows·cols outputs (row stride cols: every

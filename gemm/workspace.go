@@ -14,13 +14,18 @@ type Call interface {
 	build(pointers bool) (problem, error)
 }
 
-// workspace is the engine's device scratch for slab partials. It only
-// grows; a buffer it outgrows is kept until Close, because a CUDA graph
-// captured earlier may still launch kernels that use it.
+// workspace is the engine's device scratch: slab partials, and the
+// one-launch rows kernels' arrival counters in a buffer of their own (no
+// other kernel writes there, so they stay zero between calls; each rows
+// launch leaves them zero). Both only grow; a buffer they outgrow is kept
+// until Close, because a CUDA graph captured earlier may still launch
+// kernels that use it.
 type workspace struct {
-	ptr     cudaload.DevicePtr
-	bytes   uint64
-	retired []cudaload.DevicePtr
+	ptr      cudaload.DevicePtr
+	bytes    uint64
+	ctr      cudaload.DevicePtr
+	ctrBytes uint64
+	retired  []cudaload.DevicePtr
 }
 
 // workspaceGranule rounds allocations up, so a sweep over shapes grows the
@@ -42,10 +47,9 @@ func (w *workspace) ensure(op string, need uint64, capturing func() (bool, error
 		return fmt.Errorf("gemm.%s: %w: the call needs %d bytes, %d are presized, and the stream is capturing a CUDA graph; call Presize with this shape before capturing",
 			op, ErrWorkspace, need, w.bytes)
 	}
-	size := (need + workspaceGranule - 1) / workspaceGranule * workspaceGranule
-	p, err := alloc(size)
+	p, size, err := grow(op, need, alloc)
 	if err != nil {
-		return fmt.Errorf("gemm.%s: %w: allocating %d bytes: %w", op, ErrWorkspace, size, err)
+		return err
 	}
 	if w.ptr != 0 {
 		w.retired = append(w.retired, w.ptr)
@@ -54,10 +58,50 @@ func (w *workspace) ensure(op string, need uint64, capturing func() (bool, error
 	return nil
 }
 
+// ensureCounters makes the counter buffer at least need bytes, as ensure
+// does the partials', and zeroes a new buffer (zero enqueues that on the
+// engine's stream, before any kernel that uses it).
+func (w *workspace) ensureCounters(op string, need uint64, capturing func() (bool, error), alloc func(uint64) (cudaload.DevicePtr, error), zero func(cudaload.DevicePtr, uint64) error) error {
+	if need <= w.ctrBytes {
+		return nil
+	}
+	c, err := capturing()
+	if err != nil {
+		return fmt.Errorf("gemm.%s: asking whether the stream is capturing: %w", op, err)
+	}
+	if c {
+		return fmt.Errorf("gemm.%s: %w: the call needs %d bytes of counters, %d are presized, and the stream is capturing a CUDA graph; call Presize with this shape before capturing",
+			op, ErrWorkspace, need, w.ctrBytes)
+	}
+	p, size, err := grow(op, need, alloc)
+	if err != nil {
+		return err
+	}
+	if err := zero(p, size); err != nil {
+		w.retired = append(w.retired, p) // freed at Close
+		return fmt.Errorf("gemm.%s: %w: zeroing the counters: %w", op, ErrWorkspace, err)
+	}
+	if w.ctr != 0 {
+		w.retired = append(w.retired, w.ctr)
+	}
+	w.ctr, w.ctrBytes = p, size
+	return nil
+}
+
+// grow allocates need bytes rounded up to the granule.
+func grow(op string, need uint64, alloc func(uint64) (cudaload.DevicePtr, error)) (cudaload.DevicePtr, uint64, error) {
+	size := (need + workspaceGranule - 1) / workspaceGranule * workspaceGranule
+	p, err := alloc(size)
+	if err != nil {
+		return 0, 0, fmt.Errorf("gemm.%s: %w: allocating %d bytes: %w", op, ErrWorkspace, size, err)
+	}
+	return p, size, nil
+}
+
 // release frees every buffer; the stream must be idle.
 func (w *workspace) release(free func(cudaload.DevicePtr) error) error {
 	var errs []error
-	for _, p := range append(w.retired, w.ptr) {
+	for _, p := range append(w.retired, w.ptr, w.ctr) {
 		if p != 0 {
 			errs = append(errs, free(p))
 		}
@@ -103,15 +147,17 @@ func (e *Engine) Strategy(c Call) (Strategy, error) {
 }
 
 // WorkspaceBytes is the device workspace c needs on this engine: 0 for the
-// tiled strategy, and S·rows·cols·4 bytes (S = ceil(R/256) slabs of f32
-// partials of the output shape) for split-slab and rows. It depends on the
+// tiled strategy, S·rows·cols·4 bytes (S = ceil(R/256) slabs of f32
+// partials of the output shape) for split-slab, and for rows that plus 4
+// bytes of arrival counter per run of 256 (M ≤ 16) or 128 output columns
+// and group of 4, 16 or 32 rows. It depends on the
 // shape and, through the strategy, on the GPU's multiprocessor count —
 // never on the data or the pointers.
 func (e *Engine) WorkspaceBytes(c Call) (uint64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pl, err := e.plan(c)
-	return pl.ws, err
+	return pl.ws + pl.ctrs, err
 }
 
 // Presize allocates, now, the workspace the largest of calls needs (only
@@ -127,14 +173,22 @@ func (e *Engine) Presize(calls ...Call) error {
 	if e.closed {
 		return ErrClosed
 	}
-	var need uint64
+	var need, ctrs uint64
 	op := "Presize"
 	for _, c := range calls {
 		pl, err := e.plan(c)
 		if err != nil {
 			return err
 		}
-		need = max(need, pl.ws)
+		need, ctrs = max(need, pl.ws), max(ctrs, pl.ctrs)
 	}
-	return e.ws.ensure(op, need, e.stream.IsCapturing, e.ctx.MemAlloc)
+	if err := e.ws.ensure(op, need, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
+		return err
+	}
+	return e.ws.ensureCounters(op, ctrs, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero)
+}
+
+// zero clears n bytes (a multiple of 4) at p on the engine's stream.
+func (e *Engine) zero(p cudaload.DevicePtr, n uint64) error {
+	return e.stream.MemsetD32Async(p, 0, n/4)
 }

@@ -289,3 +289,424 @@ DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m32, rowsk::F16, 32, 1, true)
 DETGEMM_KERNEL void detgemm_rows_f16_widen_check(const dg_u16* in, float* out, dg_u64 n) {
     for (dg_u64 i = dg_global_thread(); i < n; i += dg_grid_stride()) out[i] = dg_f16_to_f32_fast(in[i]);
 }
+
+// ---------------------------------------------------------------------------
+// The one-launch rows path ("fused"): the same chains, the fold in the same
+// kernel.
+//
+// The partials kernel above and gemm_fold are two launches; at the sizes the
+// rows strategy is for (M <= 32, a few µs of work) the second launch and
+// the tail between them cost as much as a third of the call. Here each
+// block computes its slab's chains exactly as above, writes the partials to
+// the same workspace, and then bumps an arrival counter of its column run
+// and row group; the block that arrives last (whichever it is) folds the S
+// partials of that run in slab order — y = p_0, y = y + p_s for s = 1..S-1,
+// + bias, one RNE store — and resets the counter to zero for the next call.
+// The fold's order is fixed, so which block folds never changes a bit.
+// The counters live in their own engine buffer, zeroed once when it is
+// allocated (gemm/workspace.go); every launch leaves them zero again.
+//
+// Data movement differs from the kernel above:
+//  - W is streamed into shared memory by 16-byte cp.async copies,
+//    STAGES - 1 chunks in flight a block and no registers held for them
+//    (the above holds its prefetch in registers: at M = 1 that limited
+//    the bytes in flight). So the path needs W 16-byte aligned with
+//    ldb * size % 16 == 0; the host takes the two-launch path otherwise.
+//  - each thread owns 4 columns and MT rows (a 4 x MT register tile), so
+//    at M = 16 a W value read from shared memory feeds 4 FMAs and an x
+//    read (a float4 over 4 steps) feeds 16. nn: the 4 columns are
+//    consecutive (one 16- or 8-byte shared read a step); nt: they are CT
+//    apart, so that a warp's 16-byte reads along r hit different rows of
+//    the staged tile, whose stride (KC elements + 16 bytes) is an odd
+//    number of 16-byte units: conflict-free.
+// The host (gemm/launch.go, rowsOneLaunch) takes this path where it
+// measured faster than the two launches: every MR >= 16, and forward with
+// 16-bit inputs at MR = 4 (bench/NOTES-simt.md, round 4).
+namespace rowsf {
+
+constexpr int SLAB = 256;
+
+// Threads a block: 64 at MR = 4 and 256 at MR = 16, so that 4096 columns
+// make 256 blocks (two an SM) of 256 columns, whose W rows are 1 KiB runs
+// (f32) streamed in 16 KiB chunks; 128 at MR = 32, whose x rows leave room
+// for 8 KiB chunks only.
+constexpr int threads(int mr) { return mr == 4 ? 64 : mr == 16 ? 256 : 128; }
+
+// Geometry of one configuration. The Go dispatcher mirrors THREADS, JT and
+// SMEM (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel
+// traps if launched with less shared memory.
+template <int DT, int MR, bool NT>
+struct Cfg {
+    typedef typename rowsk::raw_of<DT>::type Raw;
+    static constexpr int ES = (int)sizeof(Raw);
+    static constexpr int VE = 16 / ES;                     // elements per 16-byte copy
+    static constexpr int G = VE;                           // steps per unrolled group
+    static constexpr int THREADS = threads(MR);
+    static constexpr int MT = MR == 32 ? 8 : 4;            // rows per thread
+    static constexpr int RT = MR / MT;                     // threads along the rows
+    static constexpr int CT = THREADS / RT;                // threads along the columns
+    static constexpr int JT = 4 * CT;                      // columns per block
+    static constexpr int STAGE_BYTES = MR == 32 ? 8192 : 16384;
+    static constexpr int KC = STAGE_BYTES / (JT * ES);     // steps per staged chunk
+    static constexpr int LDT = KC + VE;                    // nt: row stride (elements)
+    static constexpr int STAGE_ELEMS = NT ? JT * LDT : KC * JT;
+    static constexpr int STAGES = 4;                       // chunks in flight + 1
+    static constexpr int XLD = SLAB + 4;                   // x row stride (floats)
+    static constexpr int XS_BYTES = MR * XLD * 4;
+    static constexpr int LPR = 32 / RT;                    // lanes a row group in a warp
+    static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES;
+    static_assert(SMEM <= 99 * 1024, "fits a block on every supported GPU");
+    static constexpr int COPIES = STAGE_BYTES / 16 / THREADS;  // 16-byte copies a thread a chunk
+    static_assert(32 % RT == 0 && THREADS % 32 == 0, "a warp holds whole row groups");
+    static_assert(SLAB % KC == 0 && KC % G == 0, "chunks tile a slab, groups tile a chunk");
+    static_assert((STAGE_BYTES / 16) % THREADS == 0, "copies split evenly over the threads");
+    static_assert((KC * ES / 16) % 2 == 0, "nt: the padded row stride is an odd number of 16-byte units");
+};
+
+DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
+
+// 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled.
+DETGEMM_INLINE void cp_async16(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+DETGEMM_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+DETGEMM_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// Bytes of a 16-byte copy that lie inside the problem: have elements remain.
+template <int ES>
+DETGEMM_INLINE int copy_bytes(dg_i64 have) {
+    return have <= 0 ? 0 : have >= 16 / ES ? 16 : (int)have * ES;
+}
+
+// Four consecutive staged elements, widened (nn: a thread's columns at one step).
+template <int DT>
+DETGEMM_INLINE void widen4(const typename rowsk::raw_of<DT>::type* p, float (&w)[4]) {
+    if constexpr (DT == rowsk::F32) {
+        const float4 v = *reinterpret_cast<const float4*>(p);
+        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    } else {
+        const uint2 v = *reinterpret_cast<const uint2*>(p);
+        w[0] = rowsk::widen<DT>((dg_u16)(v.x & 0xffffu)), w[1] = rowsk::widen<DT>((dg_u16)(v.x >> 16));
+        w[2] = rowsk::widen<DT>((dg_u16)(v.y & 0xffffu)), w[3] = rowsk::widen<DT>((dg_u16)(v.y >> 16));
+    }
+}
+
+// G consecutive staged elements, widened (nt: one column over G steps).
+template <int DT>
+DETGEMM_INLINE void widen_g(const typename rowsk::raw_of<DT>::type* p, float (&w)[16 / sizeof(typename rowsk::raw_of<DT>::type)]) {
+    if constexpr (DT == rowsk::F32) {
+        const float4 v = *reinterpret_cast<const float4*>(p);
+        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    } else {
+        const uint4 v = *reinterpret_cast<const uint4*>(p);
+        const dg_u32 q[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            w[2 * i] = rowsk::widen<DT>((dg_u16)(q[i] & 0xffffu));
+            w[2 * i + 1] = rowsk::widen<DT>((dg_u16)(q[i] >> 16));
+        }
+    }
+}
+
+template <int DTOUT>
+DETGEMM_INLINE void store_out(void* DETGEMM_RESTRICT C, dg_i64 e, float v) {
+    if constexpr (DTOUT == rowsk::F32) static_cast<float*>(C)[e] = v;
+    else if constexpr (DTOUT == rowsk::BF16) static_cast<dg_u16*>(C)[e] = dg_f32_to_bf16_rne(v);
+    else static_cast<dg_u16*>(C)[e] = dg_f32_to_f16_rne(v);
+}
+
+template <int DT, int DTOUT, int MR, bool NT>
+DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
+                          float* DETGEMM_RESTRICT ws, dg_u32* DETGEMM_RESTRICT ctr, void* DETGEMM_RESTRICT C,
+                          const float* DETGEMM_RESTRICT bias, dg_i64 rows, dg_i64 cols, dg_i64 R, dg_i64 lda,
+                          dg_i64 ldb) {
+    typedef Cfg<DT, MR, NT> K;
+    typedef typename K::Raw Raw;
+    constexpr int KC = K::KC, G = K::G, MT = K::MT, CT = K::CT, JT = K::JT, STAGES = K::STAGES;
+    constexpr int THREADS = K::THREADS;
+    extern __shared__ __align__(16) float smem[];
+    constexpr int RT = K::RT, XLD = K::XLD;
+    float (*xs)[XLD] = reinterpret_cast<float (*)[XLD]>(smem);
+    Raw* bs = reinterpret_cast<Raw*>(smem + MR * XLD);
+
+    dg_u32 dyn;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    if (dyn < (dg_u32)K::SMEM) __trap();  // the host launched with the wrong size
+
+    // A warp covers LPR column quads by RT row groups (8 x 4 at MR >= 16):
+    // its W reads are 8 distinct 16-byte words (one shared-memory wavefront,
+    // broadcast to the row groups) and its x reads RT words of consecutive
+    // rows, whose 260-float stride puts them in different banks (one
+    // wavefront). Thread (ct, rt) computes rows rt + RT*m, m < MT.
+    const int t = threadIdx.x;
+    const int lane = t % 32;
+    const int ct = (t / 32) * K::LPR + lane % K::LPR, rt = lane / K::LPR;
+    const dg_i64 jb = (dg_i64)blockIdx.x * JT;
+    const dg_i64 s = blockIdx.y;
+    const dg_i64 m0 = (dg_i64)blockIdx.z * MR;
+    const dg_i64 r0 = s * SLAB;
+    const int len = R - r0 < SLAB ? (int)(R - r0) : SLAB;
+    const int mcount = rows - m0 < MR ? (int)(rows - m0) : MR;
+    const Raw* Ap = static_cast<const Raw*>(A);
+    const Raw* Bp = static_cast<const Raw*>(B);
+    // This thread's column v, relative to jb.
+    auto col = [&](int v) { return NT ? ct + v * CT : 4 * ct + v; };
+
+    // Chunk c of the slab into stage buffer c % STAGES. Copies past the
+    // problem (columns, or steps past len) read nothing and stage zeros.
+    auto issue = [&](int c) {
+        Raw* dst = bs + (c % STAGES) * K::STAGE_ELEMS;
+        const int k0 = c * KC;
+#pragma unroll
+        for (int q = 0; q < K::COPIES; ++q) {
+            const int i = t + q * THREADS;
+            if (NT) {
+                constexpr int VPR = KC / K::VE;  // copies per staged row
+                const int jl = i / VPR, kv = (i % VPR) * K::VE;
+                const dg_i64 j = jb + jl;
+                const int bytes = j < cols ? copy_bytes<K::ES>(len - (k0 + kv)) : 0;
+                cp_async16(dst + jl * K::LDT + kv, bytes ? Bp + j * ldb + r0 + k0 + kv : Bp, bytes);
+            } else {
+                constexpr int VPR = JT / K::VE;
+                const int kr = i / VPR, jv = (i % VPR) * K::VE;
+                const dg_i64 j = jb + jv;
+                const int bytes = k0 + kr < len ? copy_bytes<K::ES>(cols - j) : 0;
+                cp_async16(dst + kr * JT + jv, bytes ? Bp + (r0 + k0 + kr) * ldb + j : Bp, bytes);
+            }
+        }
+    };
+
+    const int chunks = (len + KC - 1) / KC;
+#pragma unroll
+    for (int c = 0; c < STAGES - 1; ++c) {
+        if (c < chunks) issue(c);
+        cp_async_commit();
+    }
+
+    // The block's rows of A over the slab, zero outside the problem (the
+    // first chunks of W are already in flight).
+    static_assert((MR * SLAB) % THREADS == 0, "the rows of A split evenly over the threads");
+    {
+        constexpr int PERX = MR * SLAB / THREADS;
+        constexpr int BATCH = PERX < 32 ? PERX : 32;
+#pragma unroll 1
+        for (int b0 = 0; b0 < PERX; b0 += BATCH) {
+            Raw xr[BATCH];
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q) {
+                const int idx = t + (b0 + q) * THREADS, m = idx / SLAB, r = idx % SLAB;
+                xr[q] = (m < mcount && r < len) ? Ap[(m0 + m) * lda + r0 + r] : (Raw)0;
+            }
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q) {
+                const int idx = t + (b0 + q) * THREADS;
+                xs[idx / SLAB][idx % SLAB] = rowsk::widen<DT>(xr[q]);
+            }
+        }
+    }
+
+    // Rows this thread computes: with MR = 4 (M <= 4, mostly 1; one row
+    // group, so the test is uniform) rows past mcount are skipped one by
+    // one; larger MR compute their padding rows (x is zero there) and never
+    // store them.
+    auto live = [&](int m) { return MR > 4 || rt + RT * m < mcount; };
+
+    float acc[MT][4];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) acc[m][v] = 0.0f;
+
+    // G steps from chunk-relative step k: every chain gets its G terms in
+    // ascending order.
+    auto group = [&](const Raw* b, int k, int kx) {
+        float w[G][4];
+        if (NT) {
+#pragma unroll
+            for (int v = 0; v < 4; ++v) {
+                float g[G];
+                widen_g<DT>(b + col(v) * K::LDT + k, g);
+#pragma unroll
+                for (int u = 0; u < G; ++u) w[u][v] = g[u];
+            }
+        } else {
+#pragma unroll
+            for (int u = 0; u < G; ++u) widen4<DT>(b + (k + u) * JT + 4 * ct, w[u]);
+        }
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+            if (!live(m)) break;
+#pragma unroll
+            for (int h = 0; h < G / 4; ++h) {
+                const float4 x = *reinterpret_cast<const float4*>(&xs[rt + RT * m][kx + 4 * h]);
+                const float xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+#pragma unroll
+                    for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(xv[u], w[4 * h + u][v], acc[m][v]);
+            }
+        }
+    };
+
+    for (int c = 0; c < chunks; ++c) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        if (c + STAGES - 1 < chunks) issue(c + STAGES - 1);
+        cp_async_commit();
+        const Raw* b = bs + (c % STAGES) * K::STAGE_ELEMS;
+        const int k0 = c * KC;
+        const int steps = len - k0 < KC ? len - k0 : KC;
+        if (steps == KC) {
+#pragma unroll
+            for (int k = 0; k < KC; k += G) group(b, k, k0 + k);
+        } else {
+            // The short tail of the last slab: exactly `steps` terms, so no
+            // padding term ever enters a chain (0*0 + -0 would give +0).
+            int k = 0;
+#pragma unroll 1
+            for (; k + G <= steps; k += G) group(b, k, k0 + k);
+#pragma unroll 1
+            for (; k < steps; ++k) {
+                float w[4];
+#pragma unroll
+                for (int v = 0; v < 4; ++v) w[v] = rowsk::widen<DT>(NT ? b[col(v) * K::LDT + k] : b[k * JT + 4 * ct + v]);
+#pragma unroll
+                for (int m = 0; m < MT; ++m) {
+                    if (!live(m)) break;
+                    const float x = xs[rt + RT * m][k0 + k];
+#pragma unroll
+                    for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(x, w[v], acc[m][v]);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+
+    // This slab's partials, ws[s][i][j] as in the two-launch path.
+    float* out = ws + (s * rows + m0) * cols + jb;
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+        const int row = rt + RT * m;
+        if (row >= mcount) break;
+#pragma unroll
+        for (int v = 0; v < 4; ++v)
+            if (jb + col(v) < cols) __stcg(out + row * cols + col(v), acc[m][v]);
+    }
+
+    // Arrival: the partials are made visible device-wide before the count
+    // (the fence), the count before the last block reads them. The verdict
+    // goes through xs[0][0], free once every thread is past the loop (no
+    // static shared memory: at MR = 16 four blocks fill an H200 SM exactly).
+    __threadfence();
+    __syncthreads();
+    int* verdict = reinterpret_cast<int*>(&xs[0][0]);
+    if (t == 0) {
+        dg_u32* c = ctr + (dg_i64)blockIdx.z * gridDim.x + blockIdx.x;
+        const bool last = atomicAdd(c, 1u) == gridDim.y - 1;
+        if (last) *c = 0;  // every slab of the run has arrived: zero for the next call
+        *verdict = last;
+    }
+    __syncthreads();
+    if (!*verdict) return;
+    __threadfence();
+
+    // The fold of the block's outputs, shared by all its threads: units of
+    // one row and four consecutive columns, a unit's S partials loaded
+    // sixteen slabs at a time (all in flight together), then added in
+    // ascending s. Units are float4 loads when a row of the workspace is a
+    // whole number of them (cols % 4 == 0), else four scalar ones.
+    const int S = gridDim.y;
+    const dg_i64 plane = rows * cols;
+    const bool vec = (cols & 3) == 0;
+    constexpr int UPR = JT / 4;  // units a row
+#pragma unroll 1
+    for (int u = t; u < mcount * UPR; u += THREADS) {
+        const int m = u / UPR;
+        const dg_i64 j0 = jb + 4 * (u % UPR);
+        if (j0 >= cols) continue;
+        const float* p = ws + (m0 + m) * cols + j0;
+        const dg_i64 e0 = (m0 + m) * cols + j0;
+        float y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 1
+        for (int k = 0; k < S; k += 16) {
+            float q[16][4];
+#pragma unroll
+            for (int i = 0; i < 16; ++i) {
+                if (k + i < S) {
+                    const float* ps = p + (k + i) * plane;
+                    if (vec) {
+                        const float4 v = __ldcg(reinterpret_cast<const float4*>(ps));
+                        q[i][0] = v.x, q[i][1] = v.y, q[i][2] = v.z, q[i][3] = v.w;
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) q[i][e] = j0 + e < cols ? __ldcg(ps + e) : 0.0f;
+                    }
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < 16; ++i) {
+                if (k + i < S) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) y[e] = k + i == 0 ? q[i][e] : __fadd_rn(y[e], q[i][e]);
+                }
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            if (j0 + e >= cols) break;
+            float r = y[e];
+            if (bias != nullptr) r = __fadd_rn(r, bias[j0 + e]);
+            store_out<DTOUT>(C, e0 + e, r);
+        }
+    }
+}
+
+// Blocks per SM each configuration is compiled for (a register budget):
+// what the shared memory admits on the H200 (nn: 68, 81, 65 KiB).
+constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
+
+}  // namespace rowsf
+
+// Entry points. Arguments: A, B, ws, counters, C, bias (nullable), rows,
+// cols, R, lda, ldb; C is rows x cols with row stride cols. Grid:
+// (ceil(cols / JT), S, ceil(rows / MR)) with JT = 256 (MR = 4, 16) or 128,
+// threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
+// (grid.z, grid.x), zero before the launch and zero after it.
+#define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT)                                                         \
+    DETGEMM_KERNEL void __launch_bounds__(rowsf::threads(MR), rowsf::min_blocks(MR))                             \
+        NAME(const void* A, const void* B, float* ws, dg_u32* ctr, void* C, const float* bias, dg_i64 rows,  \
+             dg_i64 cols, dg_i64 R, dg_i64 lda, dg_i64 ldb) {                                                \
+        rowsf::fused<DT, DTOUT, MR, NT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);                     \
+    }
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m4, rowsk::F32, rowsk::F32, 4, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m16, rowsk::F32, rowsk::F32, 16, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m32, rowsk::F32, rowsk::F32, 32, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_bf16_m4, rowsk::BF16, rowsk::BF16, 4, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_bf16_m16, rowsk::BF16, rowsk::BF16, 16, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_bf16_m32, rowsk::BF16, rowsk::BF16, 32, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_f32_m4, rowsk::BF16, rowsk::F32, 4, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_f32_m16, rowsk::BF16, rowsk::F32, 16, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_f32_m32, rowsk::BF16, rowsk::F32, 32, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f16_m4, rowsk::F16, rowsk::F16, 4, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f16_m16, rowsk::F16, rowsk::F16, 16, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f16_m32, rowsk::F16, rowsk::F16, 32, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f32_m4, rowsk::F16, rowsk::F32, 4, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f32_m16, rowsk::F16, rowsk::F32, 16, false)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f32_m32, rowsk::F16, rowsk::F32, 32, false)
+
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f32_f32_m4, rowsk::F32, rowsk::F32, 4, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f32_f32_m16, rowsk::F32, rowsk::F32, 16, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f32_f32_m32, rowsk::F32, rowsk::F32, 32, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_bf16_m4, rowsk::BF16, rowsk::BF16, 4, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_bf16_m16, rowsk::BF16, rowsk::BF16, 16, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_bf16_m32, rowsk::BF16, rowsk::BF16, 32, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_f32_m4, rowsk::BF16, rowsk::F32, 4, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_f32_m16, rowsk::BF16, rowsk::F32, 16, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_f32_m32, rowsk::BF16, rowsk::F32, 32, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m4, rowsk::F16, rowsk::F16, 4, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m16, rowsk::F16, rowsk::F16, 16, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m32, rowsk::F16, rowsk::F16, 32, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m4, rowsk::F16, rowsk::F32, 4, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m16, rowsk::F16, rowsk::F32, 16, true)
+DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m32, rowsk::F16, rowsk::F32, 32, true)
