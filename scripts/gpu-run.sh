@@ -39,7 +39,7 @@ if [ "${GPU_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; the
     # A reduced sweep per package: memcheck slows kernels by orders of magnitude.
     case "$name" in
       cudaload) pattern=. ;;
-      gemm) pattern='TestGPUMatchesReferenceBitForBit/(Forward|DX|DW)/(f32|typed)/(f32-f32|bf16-bf16)/|TestNaNAndInf|TestUtilConversion' ;;
+      gemm) pattern='TestGPUMatchesReferenceBitForBit/(Forward|DX|DW)/(f32|typed)/(f32-f32|bf16-bf16)/|TestNaNAndInf|TestUtilConversion|TestTCMatchesModelBitForBit/(wg128x256|wg192x192|tcrows8-vec|tc64-any)/(Forward|DW)/bf16-(bf16|f32)/|TestRowsOneLaunch' ;;
       triad) pattern='TestGPU(Training|EveryOutput)' ;;
       *) continue ;;
     esac
