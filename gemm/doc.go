@@ -70,9 +70,10 @@
 //
 // On Hopper (the kernels built for sm_90a) a second family, gemm_wgmma,
 // runs the same chain with warpgroup wgmma.m64nNk16 instructions fed by the
-// bulk tensor copy engine (TMA): 128×256, 128×192 and 128×128 tiles, one
-// TMA producer warpgroup and two consumer warpgroups, a persistent grid of
-// at most one block per SM. It needs what TMA needs (16-byte aligned bases,
+// bulk tensor copy engine (TMA): 128×256, 128×192, 128×128 and 192×192
+// tiles, one TMA producer warpgroup and one consumer warpgroup per 64 rows,
+// a persistent grid of at most one block per SM. Forward and DX with M ≤ 16
+// take gemm_tc_rows instead (mma.sync, W streamed once). It needs what TMA needs (16-byte aligned bases,
 // leading dimensions that are multiples of 8, extents below 2^31); the
 // dispatcher picks it, by the same time model, wherever it applies, and
 // gemm_tc everywhere else. The contract tests run against every tile of
