@@ -44,8 +44,9 @@ func (c *Context) MemFree(p DevicePtr) error {
 	return check("cuMemFree_v2", r)
 }
 
-// MemcpyHtoD copies bytes from host memory at src to dst and waits for the
-// copy (cuMemcpyHtoD_v2).
+// MemcpyHtoD copies bytes from host memory at src to dst (cuMemcpyHtoD_v2)
+// and waits until they have landed in device memory, so that work queued
+// next on any stream sees them.
 func (c *Context) MemcpyHtoD(dst DevicePtr, src unsafe.Pointer, bytes uint64) error {
 	if bytes == 0 {
 		return c.usable("MemcpyHtoD")
@@ -57,8 +58,9 @@ func (c *Context) MemcpyHtoD(dst DevicePtr, src unsafe.Pointer, bytes uint64) er
 		return err
 	}
 	r, _, _ := purego.SyscallN(c.drv.sym.cuMemcpyHtoD, uintptr(dst), uintptr(src), uintptr(bytes))
+	err := c.landed("cuMemcpyHtoD_v2", Result(int32(r)))
 	c.exit()
-	return check("cuMemcpyHtoD_v2", Result(int32(r)))
+	return err
 }
 
 // MemcpyDtoH copies bytes from src to host memory at dst and waits for the
@@ -78,8 +80,8 @@ func (c *Context) MemcpyDtoH(dst unsafe.Pointer, src DevicePtr, bytes uint64) er
 	return check("cuMemcpyDtoH_v2", Result(int32(r)))
 }
 
-// MemcpyDtoD copies bytes between device buffers (cuMemcpyDtoD_v2). Like
-// the driver call, it is ordered on the legacy default stream.
+// MemcpyDtoD copies bytes between device buffers (cuMemcpyDtoD_v2) and waits
+// until the copy has finished.
 func (c *Context) MemcpyDtoD(dst, src DevicePtr, bytes uint64) error {
 	if bytes == 0 {
 		return c.usable("MemcpyDtoD")
@@ -88,11 +90,30 @@ func (c *Context) MemcpyDtoD(dst, src DevicePtr, bytes uint64) error {
 		return err
 	}
 	r := call(c.drv.sym.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(bytes))
+	err := c.landed("cuMemcpyDtoD_v2", r)
 	c.exit()
-	return check("cuMemcpyDtoD_v2", r)
+	return err
 }
 
-// MemsetD8 sets n bytes at p to v (cuMemsetD8_v2).
+// streamLegacy is CU_STREAM_LEGACY, the legacy default stream.
+const streamLegacy = 1
+
+// landed finishes a synchronous copy or memset that returned r: it waits
+// until the legacy default stream, where the driver runs them, has drained.
+// The driver may return from these before device memory is written (from
+// pageable memory, device to device, memsets), and nothing orders this
+// package's streams, which are non-blocking, after the legacy stream: a
+// kernel launched next on a Stream could otherwise read the old bytes.
+// The context must be bound.
+func (c *Context) landed(op string, r Result) error {
+	if err := check(op, r); err != nil {
+		return err
+	}
+	return check("cuStreamSynchronize", call(c.drv.sym.cuStreamSynchronize, streamLegacy))
+}
+
+// MemsetD8 sets n bytes at p to v (cuMemsetD8_v2) and waits until they are
+// written.
 func (c *Context) MemsetD8(p DevicePtr, v uint8, n uint64) error {
 	if n == 0 {
 		return c.usable("MemsetD8")
@@ -101,12 +122,13 @@ func (c *Context) MemsetD8(p DevicePtr, v uint8, n uint64) error {
 		return err
 	}
 	r := call(c.drv.sym.cuMemsetD8, uintptr(p), uintptr(v), uintptr(n))
+	err := c.landed("cuMemsetD8_v2", r)
 	c.exit()
-	return check("cuMemsetD8_v2", r)
+	return err
 }
 
 // MemsetD32 sets n 32-bit words at p (which must be 4-byte aligned) to v
-// (cuMemsetD32_v2).
+// (cuMemsetD32_v2) and waits until they are written.
 func (c *Context) MemsetD32(p DevicePtr, v uint32, n uint64) error {
 	if n == 0 {
 		return c.usable("MemsetD32")
@@ -115,8 +137,9 @@ func (c *Context) MemsetD32(p DevicePtr, v uint32, n uint64) error {
 		return err
 	}
 	r := call(c.drv.sym.cuMemsetD32, uintptr(p), uintptr(v), uintptr(n))
+	err := c.landed("cuMemsetD32_v2", r)
 	c.exit()
-	return check("cuMemsetD32_v2", r)
+	return err
 }
 
 // CopyToDevice copies the elements of src to dst and waits for the copy.
