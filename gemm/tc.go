@@ -107,25 +107,33 @@ func (k tcKey) name() string {
 	return fmt.Sprintf("detgemm_%v_%v_%v_%v_%s", k.tile, k.layout, k.in, k.out, path)
 }
 
-// tcKernels is every gemm_tc entry point: each tile shape × layout × input
-// × output (nn and nt write the input type or f32, tn the f32 dW) × load
+// tcEntryCombos calls add for every (layout, input, output) a tensor-core
+// kernel family implements: nn and nt write the input type or f32, tn the
+// f32 dW.
+func tcEntryCombos(add func(l layout, in, out DType)) {
+	for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
+		for _, in := range []DType{BF16, F16} {
+			outs := []DType{in, F32}
+			if l == layoutTN {
+				outs = []DType{F32}
+			}
+			for _, o := range outs {
+				add(l, in, o)
+			}
+		}
+	}
+}
+
+// tcKernels is every gemm_tc entry point: each tile shape × tcEntryCombos × load
 // path.
 var tcKernels = func() (out []tcKey) {
 	for _, t := range tcTilesBySize {
-		for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
-			for _, in := range []DType{BF16, F16} {
-				outs := []DType{in, F32}
-				if l == layoutTN {
-					outs = []DType{F32}
-				}
-				for _, o := range outs {
-					out = append(out, tcKey{t, l, in, o, true})
-					if tcGeometries[t].anyVariant {
-						out = append(out, tcKey{t, l, in, o, false})
-					}
-				}
+		tcEntryCombos(func(l layout, in, o DType) {
+			out = append(out, tcKey{t, l, in, o, true})
+			if tcGeometries[t].anyVariant {
+				out = append(out, tcKey{t, l, in, o, false})
 			}
-		}
+		})
 	}
 	return out
 }()

@@ -63,21 +63,11 @@ func wgSharedBytes(t tcTile) uint32 {
 	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4)
 }
 
-// wgKernels is every gemm_wgmma entry point: tile × layout × input ×
-// output (nn and nt write the input type or f32, tn the f32 dW).
+// wgKernels is every gemm_wgmma entry point: tile × tcEntryCombos (TMA path
+// only).
 var wgKernels = func() (out []tcKey) {
 	for _, t := range wgTilesBySize {
-		for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
-			for _, in := range []DType{BF16, F16} {
-				outs := []DType{in, F32}
-				if l == layoutTN {
-					outs = []DType{F32}
-				}
-				for _, o := range outs {
-					out = append(out, tcKey{t, l, in, o, true})
-				}
-			}
-		}
+		tcEntryCombos(func(l layout, in, o DType) { out = append(out, tcKey{t, l, in, o, true}) })
 	}
 	return out
 }()
