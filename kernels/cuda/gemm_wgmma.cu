@@ -21,10 +21,12 @@
 // contiguous axis is r (A of nn/nt, B of nt), MN-major ("transposed", a
 // bf16/f16-only wgmma mode) where it is i or j (A of tn, B of nn/tn).
 //
-// A block is three warpgroups: warpgroup 0 is the producer (one thread
-// issues the copies of a STAGES-deep ring, gated by "empty" mbarriers);
-// warpgroups 1 and 2 each own 64 rows of the 128-row tile and wait on
-// "full" mbarriers, which TMA completes by transaction bytes.
+// A block is a producer warpgroup (one thread issues the copies of a
+// STAGES-deep ring, gated by "empty" mbarriers) and one consumer warpgroup
+// per 64 rows of the tile (two or three), which wait on "full" mbarriers
+// that TMA completes by transaction bytes. The grid is persistent: a block
+// loops over tiles, and the producer runs ahead into the next one while the
+// consumers store.
 //
 // The whole family needs sm_90a (wgmma): the directive below tells the
 // kernels package to build it for that target only.
