@@ -618,7 +618,7 @@ func TestTCThroughput(t *testing.T) {
 		}
 	}
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
-	for _, s := range [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 768, 3072}, {4096, 1536, 3072}} {
+	for _, s := range [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 768, 3072}, {4096, 1536, 3072}, {128, 4096, 11008}, {2048, 768, 512}, {16, 4096, 4096}} {
 		M, K, N := s[0], s[1], s[2]
 		a, b := alloc(t, ctx, uint64(M*K*2)), alloc(t, ctx, uint64(K*N*2))
 		c, dw := alloc(t, ctx, uint64(M*N*2)), alloc(t, ctx, uint64(K*N*4))

@@ -122,6 +122,17 @@ func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 	if _, rows := tcRowsGeometries[k.tile]; rows {
 		return k, nil // few rows: gemm_tc_rows streams W, which no tile does better
 	}
+	// Small outputs: when even the 128×128 wgmma grid is a single round,
+	// every block runs alone on its SM, where gemm_tc's small tiles (costed
+	// for SMs that hold several blocks) are slow: 128×4096 outputs over an
+	// 11008-long reduction take 71.5 µs on 128×128 wgmma tiles against
+	// 102.7 on 64×64 mma.sync tiles (H200, TestTCThroughput, 2026-11-21),
+	// and the 128×128 tile was the fastest or within 2 % on every other
+	// single-round shape measured.
+	if wgFits(tcTileWG128x128, p) && wgSharedBytes(tcTileWG128x128) <= maxShared &&
+		tcCeilDiv(p.rows, 128)*tcCeilDiv(p.cols, 128) <= int64(max(sms, 1)) {
+		return tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}, nil
+	}
 	best, bestCost := tcTile(0), tcCost(k.tile, p, sms)
 	for _, t := range wgTilesBySize {
 		if !wgFits(t, p) || wgSharedBytes(t) > maxShared {

@@ -37,6 +37,19 @@ func TestWGDispatchRule(t *testing.T) {
 			require.Equal(t, mma, without, "no wgmma family: gemm_tc's choice")
 		})
 	}
+	for _, c := range []struct {
+		name string
+		call Call
+	}{
+		{"dX 128×4096 over 11008", DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}},
+		{"dW 768×512 over 2048", DWArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: BF16}},
+		{"forward 2048×512 over 768", ForwardArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: F16, Out: F32}},
+	} {
+		k, err := chooseTCKernel(tcProblem(t, c.call), sms, 227<<10, true, tcForce{})
+		require.NoError(t, err)
+		require.Equal(t, tcTileWG128x128, k.tile, "%s: a single round of 128×128 wgmma tiles; chose %s", c.name, k.name())
+	}
+
 	few := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
 	k, err := chooseTCKernel(few, sms, 227<<10, true, tcForce{})
 	require.NoError(t, err)
