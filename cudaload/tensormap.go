@@ -171,8 +171,14 @@ func (c *Context) NewTiledEncoder() *TiledEncoder {
 // TensorMapSwizzle*, TensorMapL2Promotion* and TensorMapOOBFill* values.
 // The checks and errors are EncodeTiled's.
 func (e *TiledEncoder) Encode2D(dst *TensorMap, dtype TensorMapDataType, base DevicePtr, inner, outer, pitchBytes uint64, boxInner, boxOuter uint32, swizzle, l2promo, oobFill int) error {
+	if e == nil || e.ctx == nil {
+		return &ClosedError{Op: "EncodeTiled", Object: "context"}
+	}
 	if err := e.ctx.usable("EncodeTiled"); err != nil {
 		return err
+	}
+	if dst == nil {
+		return argError("EncodeTiled", "nil destination map")
 	}
 	e.dims = [2]uint64{inner, outer}
 	e.strides = [1]uint64{pitchBytes}

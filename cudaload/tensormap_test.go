@@ -94,3 +94,18 @@ func TestTensorMapElementSizes(t *testing.T) {
 		require.Equal(t, want, dt.ElementSize(), "type %d", dt)
 	}
 }
+
+// TestTiledEncoderWithoutContextIsTyped: an encoder of no context, or no
+// encoder at all, answers with the closed-object error, never a panic.
+func TestTiledEncoderWithoutContextIsTyped(t *testing.T) {
+	var tm TensorMap
+	for name, enc := range map[string]*TiledEncoder{
+		"nil encoder":        nil,
+		"nil context's":      (*Context)(nil).NewTiledEncoder(),
+		"zero-value encoder": {},
+	} {
+		err := enc.Encode2D(&tm, TensorMapBFloat16, 1<<20, 64, 64, 128, 64, 64, TensorMapSwizzle128B, TensorMapL2PromotionNone, TensorMapOOBFillNone)
+		var closed *ClosedError
+		require.ErrorAs(t, err, &closed, name)
+	}
+}
