@@ -472,6 +472,9 @@ func TestGPUTiledEncoderMatchesEncodeTiledWithoutAllocating(t *testing.T) {
 	err = enc.Encode2D(&got, cudaload.TensorMapFloat16, buf, cols, rows, 2*cols+2, 64, 64,
 		cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone)
 	require.ErrorIs(t, err, cudaload.ErrInvalidArgument, "a row pitch that is not a multiple of 16 bytes")
+	err = enc.Encode2D(nil, cudaload.TensorMapFloat16, buf, cols, rows, 2*cols, 64, 64,
+		cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone)
+	require.ErrorIs(t, err, cudaload.ErrInvalidArgument, "no destination")
 }
 
 // TestGPUBadDevicePointerIsTypedError runs last among the GPU tests: if a
