@@ -31,18 +31,7 @@ func TestCallsAllocateNothing(t *testing.T) {
 	for _, c := range calls {
 		require.NoError(t, eng.Presize(c.call), c.name)
 	}
-	run := func(c Call) error {
-		switch a := c.(type) {
-		case ForwardArgs:
-			return eng.Forward(a)
-		case DXArgs:
-			return eng.DX(a)
-		case DWArgs:
-			return eng.DW(a)
-		}
-		t.Fatalf("unknown call %T", c)
-		return nil
-	}
+	run := func(c Call) error { return enqueue(t, eng, c) }
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
 			require.NoError(t, run(c.call))

@@ -153,3 +153,18 @@ func requireSameBits(t *testing.T, want, got []uint32, cols int, what string) {
 		t.Fatalf("%s: %d of %d elements differ", what, bad, len(want))
 	}
 }
+
+// enqueue runs one call of any op on eng (tests hold calls as Call values).
+func enqueue(t *testing.T, eng *Engine, c Call) error {
+	t.Helper()
+	switch a := c.(type) {
+	case ForwardArgs:
+		return eng.Forward(a)
+	case DXArgs:
+		return eng.DX(a)
+	case DWArgs:
+		return eng.DW(a)
+	}
+	t.Fatalf("unknown call %T", c)
+	return nil
+}

@@ -409,17 +409,7 @@ func TestStrategyTimings(t *testing.T) {
 			}
 			return DWArgs{Tier: tier, M: c.M, K: c.K, N: c.N, X: s.x, DY: s.y, DW: s.dw, In: c.in}
 		}
-		run := func(i int) error {
-			switch a := callFor(i).(type) {
-			case ForwardArgs:
-				return eng.Forward(a)
-			case DXArgs:
-				return eng.DX(a)
-			case DWArgs:
-				return eng.DW(a)
-			}
-			return nil
-		}
+		run := func(i int) error { return enqueue(t, eng, callFor(i)) }
 		p, err := callFor(0).build(true)
 		require.NoError(t, err)
 		auto, err := eng.choose(p)

@@ -64,29 +64,13 @@ func TestGraphReplayEqualsDirectCalls(t *testing.T) {
 			}
 			require.NoError(t, eng.Presize(call))
 			if eng.hasWG && strings.Contains(c.name, "wgmma") {
-				var p problem
-				var err error
-				switch a := call.(type) {
-				case ForwardArgs:
-					p, err = a.problem()
-				case DWArgs:
-					p, err = a.problem()
-				}
+				p, err := call.build(true)
 				require.NoError(t, err)
 				k, err := chooseTCKernel(p, eng.sms, eng.tcShared, true, tcForce{})
 				require.NoError(t, err)
 				require.True(t, isWG(k.tile), "the case must exercise gemm_wgmma, not %s", k.name())
 			}
-			run := func() error {
-				switch a := call.(type) {
-				case ForwardArgs:
-					return eng.Forward(a)
-				case DXArgs:
-					return eng.DX(a)
-				default:
-					return eng.DW(call.(DWArgs))
-				}
-			}
+			run := func() error { return enqueue(t, eng, call) }
 			reset := func() {
 				require.NoError(t, eng.Synchronize())
 				if c.op == "DW" {
