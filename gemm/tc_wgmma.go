@@ -32,21 +32,20 @@ var wgTilesBySize = []tcTile{tcTileWG192x192, tcTileWG128x256, tcTileWG128x192, 
 // 128×128 at 4096³ and 8192³, all ops alike; higher for every tile at
 // K = 768, where per-tile overheads weigh more, in the same order.
 type wgGeometry struct {
-	name      string
-	bm, bn    int64
-	stages    int64
-	relCost   float64
-	relCostTN float64
+	name    string
+	bm, bn  int64
+	stages  int64
+	relCost float64 // the same for every op (measured)
 }
 
 // wgBK is the reduction per stage of the ring.
 const wgBK = 64
 
 var wgGeometries = map[tcTile]wgGeometry{
-	tcTileWG128x256: {"wg128x256", 128, 256, 4, 0.45, 0.45},
-	tcTileWG128x192: {"wg128x192", 128, 192, 5, 0.47, 0.47},
-	tcTileWG128x128: {"wg128x128", 128, 128, 6, 0.62, 0.62},
-	tcTileWG192x192: {"wg192x192", 192, 192, 4, 0.45, 0.45},
+	tcTileWG128x256: {"wg128x256", 128, 256, 4, 0.45},
+	tcTileWG128x192: {"wg128x192", 128, 192, 5, 0.47},
+	tcTileWG128x128: {"wg128x128", 128, 128, 6, 0.62},
+	tcTileWG192x192: {"wg192x192", 192, 192, 4, 0.45},
 }
 
 // threads is a block's size: the producer and one consumer warpgroup per
@@ -91,12 +90,8 @@ func wgFits(t tcTile, p problem) bool {
 // wgCost is a wgmma tile's modelled time on chooseTC's scale.
 func wgCost(t tcTile, p problem, sms int) float64 {
 	g := wgGeometries[t]
-	rel := g.relCost
-	if p.layout == layoutTN {
-		rel = g.relCostTN
-	}
 	blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
-	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
+	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * g.relCost
 }
 
 // chooseTCKernel picks the tensor-core kernel for p: a forced wgmma tile
