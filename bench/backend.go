@@ -88,12 +88,16 @@ type Problem struct {
 	Mode  string
 }
 
-// InputSet is one set of device buffers for a problem: A[M,K], B[K,N] and
-// C[M,N], row-major, in the problem's element type. The harness rotates over
-// several sets so that the L2 cache cannot hold the operands between
-// launches, and every backend sees the same data.
+// InputSet is one set of device buffers for a problem, row-major, in the
+// problem's element type: the inputs A[M,K], B[K,N] and C[M,N] (random;
+// forward reads A and B, dX reads C as dY and B as W, dW reads A and C),
+// and two outputs, Y[M,N] (forward) and D[M,K] (dX), so that no backend
+// writes what another one reads: rows measured in turns all see the same
+// random inputs. The harness rotates over several sets so that the L2
+// cache cannot hold the operands between launches.
 type InputSet struct {
 	A, B, C cudaload.DevicePtr
+	Y, D    cudaload.DevicePtr
 }
 
 // Backend is one GEMM implementation under measurement: cuBLAS now, the

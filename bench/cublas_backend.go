@@ -124,7 +124,7 @@ func (r *cublasRunner) Launch(i int) error {
 	}
 	s := r.sets[i]
 	return b.h.RowMajorGemm(r.shape.M, r.shape.K, r.shape.N,
-		uintptr(s.A), uintptr(s.B), uintptr(s.C), r.dt, r.compute, cublas.GemmDefault)
+		uintptr(s.A), uintptr(s.B), uintptr(s.Y), r.dt, r.compute, cublas.GemmDefault)
 }
 
 // Close implements Runner; the handle belongs to the backend.

@@ -116,10 +116,10 @@ func (r *engineRunner) Launch(i int) error {
 	s := r.sets[i]
 	switch r.mode {
 	case modeFwd:
-		r.fwd.X, r.fwd.W, r.fwd.Y = s.A, s.B, s.C
+		r.fwd.X, r.fwd.W, r.fwd.Y = s.A, s.B, s.Y
 		return r.b.eng.Forward(r.fwd)
 	case modeDX:
-		r.dx.DY, r.dx.W, r.dx.DX = s.C, s.B, s.A
+		r.dx.DY, r.dx.W, r.dx.DX = s.C, s.B, s.D
 		return r.b.eng.DX(r.dx)
 	default:
 		r.dw.X, r.dw.DY = s.A, s.C

@@ -28,7 +28,7 @@ type inputMaker struct {
 }
 
 // inputArena is every input set of one problem in one device allocation:
-// all the A matrices, then all the B, then all the C, each starting on a
+// all the A matrices, then all the B, C, Y and D, each starting on a
 // 256-byte boundary (as cudaMalloc'd buffers do, so no backend is handed
 // a less aligned operand than it would get from a user). One allocation,
 // one upload and one narrowing launch per operand keep the set-up of
@@ -41,21 +41,39 @@ type inputArena struct {
 // matrixAlign is the alignment of every matrix in an arena.
 const matrixAlign = 256
 
-// setBytes is the device memory one input set occupies: A and B read and C
-// written, the traffic the L2 must not absorb.
+// setBytes is the traffic of one launch that the L2 must not absorb: the
+// GEMM's A and B read and its output written. It sizes the rotation
+// (setsFor); the arena also holds each set's other operands (setAlloc).
 func setBytes(s Shape, dt DType) int64 {
 	return gemmBytes(s, dt)
 }
 
-// makeSets allocates and fills n input sets; C is filled with 0xFF bytes (a
-// NaN in every type) rather than left as whatever memory held.
+// setElems is the element count of A, B, C, Y and D of one set.
+func setElems(s Shape) [5]uint64 {
+	mk, kn, mn := uint64(s.M)*uint64(s.K), uint64(s.K)*uint64(s.N), uint64(s.M)*uint64(s.N)
+	return [5]uint64{mk, kn, mn, mn, mk}
+}
+
+// setAlloc is the device memory one set occupies in an arena.
+func setAlloc(s Shape, dt DType) int64 {
+	var b uint64
+	for _, e := range setElems(s) {
+		b += (e*uint64(dt.Size()) + matrixAlign - 1) &^ (matrixAlign - 1)
+	}
+	return int64(b)
+}
+
+// makeSets allocates n sets and fills the inputs A, B and C with random
+// values; the outputs Y and D are filled with 0xFF bytes (a NaN in every
+// type) rather than left as whatever memory held.
 func (im *inputMaker) makeSets(s Shape, dt DType, n int) (*inputArena, error) {
 	sz := uint64(dt.Size())
-	elems := [3]uint64{uint64(s.M) * uint64(s.K), uint64(s.K) * uint64(s.N), uint64(s.M) * uint64(s.N)}
-	var stride [3]uint64 // bytes from one set's matrix to the next
+	elems := setElems(s)
+	var stride, region [5]uint64 // bytes from one set's matrix to the next; region offsets
 	var total uint64
 	for i, e := range elems {
 		stride[i] = (e*sz + matrixAlign - 1) &^ (matrixAlign - 1)
+		region[i] = total
 		total += stride[i] * uint64(n)
 	}
 	base, err := im.ctx.MemAlloc(total)
@@ -63,22 +81,19 @@ func (im *inputMaker) makeSets(s Shape, dt DType, n int) (*inputArena, error) {
 		return nil, err
 	}
 	a := &inputArena{base: base, sets: make([]InputSet, n)}
-	regionA := base
-	regionB := regionA + cudaload.DevicePtr(stride[0]*uint64(n))
-	regionC := regionB + cudaload.DevicePtr(stride[1]*uint64(n))
+	at := func(op, set int) cudaload.DevicePtr {
+		return base + cudaload.DevicePtr(region[op]+stride[op]*uint64(set))
+	}
 	for i := range a.sets {
-		a.sets[i] = InputSet{
-			A: regionA + cudaload.DevicePtr(stride[0]*uint64(i)),
-			B: regionB + cudaload.DevicePtr(stride[1]*uint64(i)),
-			C: regionC + cudaload.DevicePtr(stride[2]*uint64(i)),
+		a.sets[i] = InputSet{A: at(0, i), B: at(1, i), C: at(2, i), Y: at(3, i), D: at(4, i)}
+	}
+	for op, name := range []byte{'A', 'B', 'C'} {
+		if err == nil {
+			err = im.fillRegion(at(op, 0), s, dt, n, elems[op], stride[op]/sz, name)
 		}
 	}
-	err = im.fillRegion(regionA, s, dt, n, elems[0], stride[0]/sz, 'A')
 	if err == nil {
-		err = im.fillRegion(regionB, s, dt, n, elems[1], stride[1]/sz, 'B')
-	}
-	if err == nil {
-		err = im.ctx.MemsetD8(regionC, 0xff, stride[2]*uint64(n))
+		err = im.ctx.MemsetD8(at(3, 0), 0xff, total-region[3])
 	}
 	if err == nil {
 		// The memset runs on the legacy stream, which the bench's

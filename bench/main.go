@@ -42,7 +42,11 @@ the input type) on one GPU. Each figure is the median of --repeats
 measurements; each measurement records a CUDA event, launches the GEMM R
 times back to back over rotating input sets (together at least 3× the L2
 cache, so operands come from memory), records a second event and divides
-by R, with R chosen so one measurement lasts at least --min-time.
+by R, with R chosen so one measurement lasts at least --min-time. The
+rows of one shape and type are measured in turns (one measurement of each
+row per round), so drift of clocks or temperature falls on all alike.
+Forward writes its own output buffers and dX its own, so every row reads
+the same random inputs.
 
 Flags:
 `

@@ -82,23 +82,30 @@ func (t *timer) batch(n int, launch func() error) (float64, error) {
 	return d.Seconds() / float64(n), nil
 }
 
-// measure times launch: one cold launch (first-call costs such as library
-// heuristics and module loads stay out of the figures), an estimate from
-// growing batches, one untimed measurement at full length (clocks settle),
-// then cfg.Repeats timed measurements of R launches each, R chosen so one
-// measurement spans cfg.MinTime. minLaunches is the least R.
+// measure times one launch function: calibrate, then cfg.Repeats timed
+// measurements (measureTurns with a single entry).
 func measure(t batcher, launch func() error, minLaunches int, cfg measureConfig) (Measurement, error) {
+	ms, errs := measureTurns(t, []func() error{launch}, minLaunches, cfg)
+	return ms[0], errs[0]
+}
+
+// calibrate readies launch for timing: one cold launch (first-call costs
+// such as library heuristics and module loads stay out of the figures), an
+// estimate from growing batches, and one untimed batch at full length
+// (clocks settle). It returns R, the launches one measurement takes so
+// that it spans cfg.MinTime (at least minLaunches).
+func calibrate(t batcher, launch func() error, minLaunches int, cfg measureConfig) (int, error) {
 	minLaunches = max(1, minLaunches)
 	maxLaunches := max(minLaunches, cfg.MaxLaunches)
 	if _, err := t.batch(1, launch); err != nil {
-		return Measurement{}, err
+		return 0, err
 	}
 	n := min(max(minLaunches, 4), maxLaunches)
 	var per float64
 	for {
 		p, err := t.batch(n, launch)
 		if err != nil {
-			return Measurement{}, err
+			return 0, err
 		}
 		per = p
 		if p*float64(n) >= cfg.MinTime.Seconds()/8 || n >= maxLaunches {
@@ -108,18 +115,48 @@ func measure(t batcher, launch func() error, minLaunches int, cfg measureConfig)
 	}
 	r := pickLaunches(per, cfg.MinTime, minLaunches, maxLaunches)
 	if _, err := t.batch(r, launch); err != nil {
-		return Measurement{}, err
+		return 0, err
 	}
-	m := Measurement{Launches: r, SamplesUS: make([]float64, 0, cfg.Repeats)}
-	for i := 0; i < max(1, cfg.Repeats); i++ {
-		p, err := t.batch(r, launch)
-		if err != nil {
-			return Measurement{}, err
+	return r, nil
+}
+
+// measureTurns times several launch functions in turns: each is
+// calibrated, then cfg.Repeats rounds each take one measurement of every
+// function in order. Drift over the run (clocks, temperature, a previous
+// row's power draw) then falls on every function alike, so figures of one
+// problem compare fairly; measured one after the other, a row right after
+// a tensor-core-heavy one was measured up to 7 % slow on the H200. A
+// function that fails gets its error and leaves the rounds; the others go
+// on.
+func measureTurns(t batcher, launches []func() error, minLaunches int, cfg measureConfig) ([]Measurement, []error) {
+	ms := make([]Measurement, len(launches))
+	errs := make([]error, len(launches))
+	for i, l := range launches {
+		r, err := calibrate(t, l, minLaunches, cfg)
+		errs[i] = err
+		ms[i] = Measurement{Launches: r, SamplesUS: make([]float64, 0, max(1, cfg.Repeats))}
+	}
+	for rep := 0; rep < max(1, cfg.Repeats); rep++ {
+		for i, l := range launches {
+			if errs[i] != nil {
+				continue
+			}
+			p, err := t.batch(ms[i].Launches, l)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			ms[i].SamplesUS = append(ms[i].SamplesUS, p*1e6)
 		}
-		m.SamplesUS = append(m.SamplesUS, p*1e6)
 	}
-	m.Stats = summarize(m.SamplesUS)
-	return m, nil
+	for i := range ms {
+		if errs[i] != nil {
+			ms[i] = Measurement{}
+			continue
+		}
+		ms[i].Stats = summarize(ms[i].SamplesUS)
+	}
+	return ms, errs
 }
 
 // pickLaunches returns how many launches of perLaunch seconds span target,

@@ -96,3 +96,58 @@ func TestMeasureStopsOnLaunchError(t *testing.T) {
 	_, err := measure(f, func() error { return boom }, 1, measureConfig{Repeats: 3, MinTime: time.Millisecond, MaxLaunches: 100})
 	require.ErrorIs(t, err, boom)
 }
+
+// driftBatcher models a GPU that slows down over the run: the k-th batch
+// costs base·(1 + k/100) per launch for whichever function runs.
+type driftBatcher struct {
+	order []int // the function index of every timed batch, in order
+	k     int
+	which func() int
+}
+
+func (d *driftBatcher) batch(n int, launch func() error) (float64, error) {
+	for i := 0; i < n; i++ {
+		if err := launch(); err != nil {
+			return 0, err
+		}
+	}
+	d.k++
+	d.order = append(d.order, d.which())
+	return 10e-6 * (1 + float64(d.k)/100), nil
+}
+
+func TestMeasureTurnsInterleavesSoDriftFallsOnAllAlike(t *testing.T) {
+	cur := -1
+	d := &driftBatcher{which: func() int { return cur }}
+	mk := func(i int) func() error { return func() error { cur = i; return nil } }
+	cfg := measureConfig{Repeats: 4, MinTime: time.Millisecond, MaxLaunches: 1 << 16}
+	ms, errs := measureTurns(d, []func() error{mk(0), mk(1), mk(2)}, 1, cfg)
+	for i := range errs {
+		require.NoError(t, errs[i])
+		require.Len(t, ms[i].SamplesUS, 4)
+	}
+	timed := d.order[len(d.order)-12:]
+	require.Equal(t, []int{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}, timed, "rounds take every function in turn")
+	// Under a linear drift the three medians differ by one batch's drift
+	// step each, not by a whole row's worth of batches.
+	require.InDelta(t, ms[0].Stats.Median, ms[2].Stats.Median, 0.25)
+}
+
+func TestMeasureTurnsDropsAFailingFunctionAndKeepsTheRest(t *testing.T) {
+	f := &fakeBatcher{per: 5e-6}
+	boom := errors.New("launch failed")
+	calls := 0
+	flaky := func() error {
+		calls++
+		if calls > 40 { // fails in the timed rounds, after calibration
+			return boom
+		}
+		return nil
+	}
+	ms, errs := measureTurns(f, []func() error{func() error { return nil }, flaky}, 1,
+		measureConfig{Repeats: 3, MinTime: 50 * time.Microsecond, MaxLaunches: 1 << 16})
+	require.NoError(t, errs[0])
+	require.Len(t, ms[0].SamplesUS, 3)
+	require.ErrorIs(t, errs[1], boom)
+	require.Empty(t, ms[1].SamplesUS)
+}

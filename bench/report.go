@@ -136,7 +136,7 @@ func printReport(w io.Writer, rep *Report) {
 	}
 	printStartup(w, &rep.Startup)
 	fmt.Fprintf(w, "inputs   %s\n", rep.Inputs)
-	fmt.Fprintf(w, "timing   median of %d measurements, each ≥ %.1f ms of back-to-back launches over rotating input sets\n",
+	fmt.Fprintf(w, "timing   median of %d measurements, each ≥ %.1f ms of back-to-back launches over rotating input sets; the rows of a shape and type in turns\n",
 		rep.Config.Repeats, rep.Config.MinTimeUS/1e3)
 	fmt.Fprintf(w, "shapes   %s\n\n", rep.Config.ShapesSource)
 

@@ -138,9 +138,12 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	}
 
 	prog := &progress{w: stderr}
-	for _, b := range backends {
-		for _, dt := range cfg.dtypes {
-			prog.total += len(shapes) * len(selectModes(b, dt, cfg.modes))
+	for _, dt := range cfg.dtypes {
+		for _, b := range backends {
+			if len(selectModes(b, dt, cfg.modes)) > 0 {
+				prog.total += len(shapes) // problems, each measured in one go
+				break
+			}
 		}
 	}
 	for _, s := range shapes {
@@ -183,66 +186,79 @@ func selectModes(b Backend, dt DType, want []string) []string {
 	return out
 }
 
-// measureProblem fills the input sets for one shape and type once and
-// measures every backend and mode on them.
+// measureProblem fills the input sets for one shape and type once, readies
+// every backend and mode on them, and measures them in turns (measureTurns),
+// so the rows of one problem share the run's drift.
 func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im *inputMaker, backends []Backend,
 	s Shape, dt DType, modes []string, mcfg measureConfig, rep *Report, peaks Peaks, prog *progress) []Row {
 	var rows []Row
 	sb := setBytes(s, dt)
 	nsets := setsFor(sb, int64(rep.GPU.L2Bytes), rep.Config.MemoryBudget)
-	var arena *inputArena
-	var setErr error
+	if alloc := setAlloc(s, dt); rep.Config.MemoryBudget > 0 && int64(nsets)*alloc > rep.Config.MemoryBudget {
+		nsets = max(1, int(rep.Config.MemoryBudget/alloc))
+	}
 	for _, b := range backends {
 		for _, mode := range selectModes(b, dt, modes) {
-			prog.step(fmt.Sprintf("%s %s %s %s", s, dt, b.Name(), mode))
-			row := Row{Shape: s, DType: dt, Backend: b.Name(), Mode: mode, Sets: nsets, SetBytes: sb}
-			if arena == nil && setErr == nil {
-				arena, setErr = im.makeSets(s, dt, nsets)
-				if setErr != nil {
-					setErr = fmt.Errorf("inputs (%d sets of %d bytes): %w", nsets, sb, setErr)
-				}
-			}
-			err := setErr
-			if err == nil {
-				err = measureRow(ctx, stream, t, b, Problem{Shape: s, DType: dt, Mode: mode}, arena.sets, mcfg, &row)
-			}
-			if err != nil {
-				row.Error = oneLine(err.Error())
-			} else {
-				peak, name := peaks.peakFor(dt, mode)
-				if peak > 0 {
-					row.PeakName, row.PeakTFLOPS = name, peak
-				}
-				row.TFLOPS = tflops(s, row.MedianUS)
-				row.Roofline = roofline(s, dt, row.MedianUS, rep.Copy.BytesPerSec, peak, name)
-			}
-			rows = append(rows, row)
+			rows = append(rows, Row{Shape: s, DType: dt, Backend: b.Name(), Mode: mode, Sets: nsets, SetBytes: sb})
 		}
 	}
-	im.free(arena)
-	return rows
-}
+	if len(rows) == 0 {
+		return nil
+	}
+	prog.step(fmt.Sprintf("%s %s: %d rows in turns", s, dt, len(rows)))
+	arena, err := im.makeSets(s, dt, nsets)
+	if err != nil {
+		err = fmt.Errorf("inputs (%d sets of %d bytes): %w", nsets, setAlloc(s, dt), err)
+		for i := range rows {
+			rows[i].Error = oneLine(err.Error())
+		}
+		return rows
+	}
+	defer im.free(arena)
 
-// measureRow times one backend on one problem.
-func measureRow(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, b Backend, p Problem, sets []InputSet, mcfg measureConfig, row *Row) error {
-	r, err := b.Prepare(ctx, stream, p, sets)
-	if err != nil {
-		return err
+	// Ready every row; a row whose backend cannot take the problem keeps
+	// its error and stays out of the turns.
+	runners := make([]Runner, len(rows))
+	var launches []func() error
+	var timed []int // row index of each launch function
+	i := 0
+	for _, b := range backends {
+		for _, mode := range selectModes(b, dt, modes) {
+			r, err := b.Prepare(ctx, stream, Problem{Shape: s, DType: dt, Mode: mode}, arena.sets)
+			if err != nil {
+				rows[i].Error = oneLine(err.Error())
+			} else {
+				runners[i] = r
+				next := 0
+				// Launches cycle through the sets across measurements, so
+				// each launch uses the set least recently touched.
+				launches = append(launches, func() error {
+					k := next
+					next = (next + 1) % len(arena.sets)
+					return r.Launch(k)
+				})
+				timed = append(timed, i)
+			}
+			i++
+		}
 	}
-	next := 0
-	// Launches cycle through the sets across measurements, so each launch
-	// uses the set least recently touched, however R and the set count
-	// compare.
-	m, err := measure(t, func() error {
-		i := next
-		next = (next + 1) % len(sets)
-		return r.Launch(i)
-	}, 1, mcfg)
-	err = errors.Join(err, r.Close())
-	if err != nil {
-		return err
+	ms, errs := measureTurns(t, launches, 1, mcfg)
+	for j, ri := range timed {
+		row := &rows[ri]
+		err := errors.Join(errs[j], runners[ri].Close())
+		if err != nil {
+			row.Error = oneLine(err.Error())
+			continue
+		}
+		m := ms[j]
+		row.MedianUS, row.MinUS, row.MaxUS = m.Stats.Median, m.Stats.Min, m.Stats.Max
+		row.SamplesUS, row.Launches = m.SamplesUS, m.Launches
+		peak, name := peaks.peakFor(dt, row.Mode)
+		if peak > 0 {
+			row.PeakName, row.PeakTFLOPS = name, peak
+		}
+		row.TFLOPS = tflops(s, row.MedianUS)
+		row.Roofline = roofline(s, dt, row.MedianUS, rep.Copy.BytesPerSec, peak, name)
 	}
-	row.MedianUS, row.MinUS, row.MaxUS = m.Stats.Median, m.Stats.Min, m.Stats.Max
-	row.SamplesUS, row.Launches = m.SamplesUS, m.Launches
-	return nil
+	return rows
 }
