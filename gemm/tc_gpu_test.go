@@ -36,6 +36,9 @@ var tcCases = []tcCase{
 	{"wg192x192", tcForce{tcTileWG192x192, tcPathVec}},
 	{"tcrows8-vec", tcForce{tcTileRows8, tcPathVec}},
 	{"tcrows16-vec", tcForce{tcTileRows16, tcPathVec}},
+	{"tcstream8-vec", tcForce{tcTileStream8, tcPathVec}},
+	{"tcstream8d-vec", tcForce{tcTileStream8D, tcPathVec}},
+	{"tcstream16-vec", tcForce{tcTileStream16, tcPathVec}},
 }
 
 // tcCombos is every (input, output) the tensor-core tier accepts.

@@ -14,26 +14,45 @@ const tcRowsFamily = "gemm_tc_rows"
 
 // The tile shapes of gemm_tc_rows.cu, numbered apart from gemm_tc's.
 const (
-	tcTileRows8  tcTile = 32 + iota // 8 rows × 32 columns, 2 warps of 16 columns
-	tcTileRows16                    // 16 rows × 32 columns
+	tcTileRows8    tcTile = 32 + iota // 8 rows × 32 columns, 2 warps of 16 columns
+	tcTileRows16                      // 16 rows × 32 columns
+	tcTileStream8                     // tcrows8 fed by a producer warp through mbarriers
+	tcTileStream8D                    // tcstream8 with 8 stages (two blocks an SM)
+	tcTileStream16                    // tcrows16 fed by a producer warp
 )
 
 // tcRowsGeometry is a gemm_tc_rows tile: mr rows × bn columns per block
-// (one warp per 16 columns), bk of the reduction per stage, stages deep.
+// (one warp per 16 columns), bk of the reduction per stage, stages deep;
+// stream: one producer warp more fills the ring, handing slots over
+// through a full and an empty mbarrier each.
 type tcRowsGeometry struct {
 	name               string
 	mr, bn, bk, stages int64
+	stream             bool
 }
 
 var tcRowsGeometries = map[tcTile]tcRowsGeometry{
-	tcTileRows8:  {"tcrows8", 8, 32, 128, 6},
-	tcTileRows16: {"tcrows16", 16, 32, 128, 5},
+	tcTileRows8:    {"tcrows8", 8, 32, 128, 6, false},
+	tcTileRows16:   {"tcrows16", 16, 32, 128, 5, false},
+	tcTileStream8:  {"tcstream8", 8, 32, 128, 6, true},
+	tcTileStream8D: {"tcstream8d", 8, 32, 128, 8, true},
+	tcTileStream16: {"tcstream16", 16, 32, 128, 5, true},
 }
 
-// tcRowsTiles lists the rows tiles, the fewest rows first.
-var tcRowsTiles = []tcTile{tcTileRows8, tcTileRows16}
+// tcRowsTiles lists every rows tile (the entry points to load).
+var tcRowsTiles = []tcTile{tcTileRows8, tcTileRows16, tcTileStream8, tcTileStream8D, tcTileStream16}
 
-func (g tcRowsGeometry) threads() uint32 { return uint32(g.bn / 16 * 32) }
+// tcRowsDispatch lists the tiles chooseTCRows picks from, the fewest rows
+// first.
+var tcRowsDispatch = []tcTile{tcTileStream8, tcTileStream16}
+
+func (g tcRowsGeometry) threads() uint32 {
+	t := uint32(g.bn / 16 * 32)
+	if g.stream {
+		t += 32
+	}
+	return t
+}
 
 // blocks is the 1-D grid: row tiles × column blocks.
 func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
@@ -43,14 +62,18 @@ func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
 // tcRowsSharedBytes is gemm_tc_rows.cu's dynamic shared memory: per stage,
 // mr rows of A (bk wide) and the bk × bn piece of B as it lies in global
 // memory (nn: bk rows of bn columns; nt: bn rows of bk), each row padded by
-// tcPad halves.
+// tcPad halves; a streamed tile's two 8-byte mbarriers per stage after.
 func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 	g := tcRowsGeometries[t]
 	b := g.bn * (g.bk + tcPad)
 	if l == layoutNN {
 		b = g.bk * (g.bn + tcPad)
 	}
-	return uint32(g.stages * (g.mr*(g.bk+tcPad) + b) * 2)
+	bytes := g.stages * (g.mr*(g.bk+tcPad) + b) * 2
+	if g.stream {
+		bytes += g.stages * 16
+	}
+	return uint32(bytes)
 }
 
 // tcRowsKernels is every gemm_tc_rows entry point: each tile × nn, nt ×
@@ -86,7 +109,7 @@ func tcRowsUsable(t tcTile, p problem, vec bool, maxShared uint32) bool {
 // (bench/NOTES-tcrows.md). At 32 rows gemm_tc_rows (two row tiles) wins at
 // N = 4096 but loses to tc64 at N = 11008, so the rule stops at 16.
 func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {
-	for _, t := range tcRowsTiles {
+	for _, t := range tcRowsDispatch {
 		if p.rows <= tcRowsGeometries[t].mr && tcRowsUsable(t, p, vec, maxShared) {
 			return t, true
 		}

@@ -56,6 +56,7 @@ struct Rows {
     static constexpr int WARPS = BN / 16;
     static constexpr int THREADS = WARPS * 32;
     static constexpr int KS = BK / 16;
+    static constexpr bool STREAM = false;  // Stream: a producer warp feeds the ring
     static_assert((MR == 8 || MR == 16) && BN % 16 == 0 && BK % 32 == 0, "tile must hold whole mma pieces");
     static constexpr int A_LD = BK + PAD;  // X rows (the B operand)
     static constexpr int A_ELEMS = MR * A_LD;
@@ -64,6 +65,87 @@ struct Rows {
     template <bool B_JC>
     static constexpr int b_elems() { return B_JC ? BK * b_ld<B_JC>() : BN * b_ld<B_JC>(); }
 };
+
+// One k-tile's fragments of a warp: W as the A operand (16 columns x 16 k
+// per step), X as the B operand (16 k x 8 rows per step and 8-row group).
+template <class T>
+struct Frags {
+    dg_u32 w[T::KS][4];
+    dg_u32 x[T::KS][T::NB][2];
+};
+
+// Reads a k-tile's fragments for the warp's 16 columns n0 from the staged
+// X piece a and W piece b (a slot of the ring).
+template <class T, bool B_JC>
+DETGEMM_INLINE void load_frags(Frags<T>& f, const dg_u16* a, const dg_u16* b, int lane, int n0) {
+    constexpr int KS = T::KS, NB = T::NB, A_LD = T::A_LD, B_LD = T::template b_ld<B_JC>();
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+        if (B_JC) {
+            tc::ldmatrix_x4_trans(f.w[ks], b + (ks * 16 + (lane & 7) + (lane >> 4) * 8) * B_LD + n0 + ((lane >> 3) & 1) * 8);
+        } else {
+            tc::ldmatrix_x4(f.w[ks], b + (n0 + (lane & 15)) * B_LD + ks * 16 + (lane >> 4) * 8);
+        }
+    }
+    if (NB == 1) {
+        // One x4: k 0-7, 8-15 of step 2p and of step 2p+1.
+#pragma unroll
+        for (int p = 0; p < KS / 2; ++p) {
+            dg_u32 r[4];
+            tc::ldmatrix_x4(r, a + (lane & 7) * A_LD + p * 32 + (lane >> 3) * 8);
+            f.x[2 * p][0][0] = r[0];
+            f.x[2 * p][0][1] = r[1];
+            f.x[2 * p + 1][0][0] = r[2];
+            f.x[2 * p + 1][0][1] = r[3];
+        }
+    } else {
+        // One x4 per step: rows 0-7 (k 0-7, 8-15), rows 8-15.
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+            dg_u32 r[4];
+            tc::ldmatrix_x4(r, a + ((lane & 7) + (lane >> 4) * 8) * A_LD + ks * 16 + ((lane >> 3) & 1) * 8);
+            f.x[ks][0][0] = r[0];
+            f.x[ks][0][1] = r[1];
+            f.x[ks][NB - 1][0] = r[2];
+            f.x[ks][NB - 1][1] = r[3];
+        }
+    }
+}
+
+// Step ks of a k-tile: one mma per 8-row group, in k order on each chain.
+template <class T, int DTIN>
+DETGEMM_INLINE void mma_step(float (&acc)[T::NB][4], const Frags<T>& f, int ks) {
+#pragma unroll
+    for (int nb = 0; nb < T::NB; ++nb) tc::mma16816<DTIN>(acc[nb], f.w[ks], f.x[ks][nb][0], f.x[ks][nb][1]);
+}
+
+// acc[nb][q]: column n0+g (q < 2) or n0+g+8, rows nb*8 + 2t + (q & 1); the
+// chain starts at bias[j] (Forward) or +0.
+template <class T, int INIT>
+DETGEMM_INLINE void init_acc(float (&acc)[T::NB][4], const float* DETGEMM_RESTRICT bias, dg_i64 N, dg_i64 jw, int g) {
+#pragma unroll
+    for (int nb = 0; nb < T::NB; ++nb)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const dg_i64 j = jw + g + (q >> 1) * 8;
+            acc[nb][q] = INIT == tc::INIT_BIAS && bias != nullptr && j < N ? bias[j] : 0.0f;
+        }
+}
+
+// Epilogue: rows below M and columns below N; a thread holds two rows of
+// one column, so elements are stored one by one.
+template <class T, int DTOUT>
+DETGEMM_INLINE void store_acc(const float (&acc)[T::NB][4], void* DETGEMM_RESTRICT C, dg_i64 M, dg_i64 N, dg_i64 ldc,
+                              dg_i64 i0, dg_i64 jw, int g, int t4) {
+#pragma unroll
+    for (int nb = 0; nb < T::NB; ++nb)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const dg_i64 i = i0 + nb * 8 + t4 * 2 + (q & 1);
+            const dg_i64 j = jw + g + (q >> 1) * 8;
+            if (i < M && j < N) tc::store_out<DTOUT>(C, i * ldc + j, acc[nb][q]);
+        }
+}
 
 template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
 DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
@@ -95,60 +177,11 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
         stB.load(sB + stage * B_ELEMS, k0);
     };
 
-    // acc[nb][q]: column n0+g (q < 2) or n0+g+8, rows nb*8 + 2t + (q & 1).
     float acc[NB][4];
-#pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const dg_i64 j = j0 + n0 + g + (q >> 1) * 8;
-            acc[nb][q] = INIT == tc::INIT_BIAS && bias != nullptr && j < N ? bias[j] : 0.0f;
-        }
+    init_acc<T, INIT>(acc, bias, N, j0 + n0, g);
 
-    // One k-tile's fragments.
-    struct Frags {
-        dg_u32 w[KS][4];       // W: 16 columns x 16 k per step
-        dg_u32 x[KS][NB][2];   // X: 16 k x 8 rows per step and group
-    };
-    auto load_frags = [&](Frags& f, int st) {
-        const dg_u16* a = sA + st * A_ELEMS;
-        const dg_u16* b = sB + st * B_ELEMS;
-#pragma unroll
-        for (int ks = 0; ks < KS; ++ks) {
-            if (B_JC) {
-                tc::ldmatrix_x4_trans(f.w[ks], b + (ks * 16 + (lane & 7) + (lane >> 4) * 8) * B_LD + n0 + ((lane >> 3) & 1) * 8);
-            } else {
-                tc::ldmatrix_x4(f.w[ks], b + (n0 + (lane & 15)) * B_LD + ks * 16 + (lane >> 4) * 8);
-            }
-        }
-        if (NB == 1) {
-            // One x4: k 0-7, 8-15 of step 2p and of step 2p+1.
-#pragma unroll
-            for (int p = 0; p < KS / 2; ++p) {
-                dg_u32 r[4];
-                tc::ldmatrix_x4(r, a + (lane & 7) * A_LD + p * 32 + (lane >> 3) * 8);
-                f.x[2 * p][0][0] = r[0];
-                f.x[2 * p][0][1] = r[1];
-                f.x[2 * p + 1][0][0] = r[2];
-                f.x[2 * p + 1][0][1] = r[3];
-            }
-        } else {
-            // One x4 per step: rows 0-7 (k 0-7, 8-15), rows 8-15.
-#pragma unroll
-            for (int ks = 0; ks < KS; ++ks) {
-                dg_u32 r[4];
-                tc::ldmatrix_x4(r, a + ((lane & 7) + (lane >> 4) * 8) * A_LD + ks * 16 + ((lane >> 3) & 1) * 8);
-                f.x[ks][0][0] = r[0];
-                f.x[ks][0][1] = r[1];
-                f.x[ks][NB - 1][0] = r[2];
-                f.x[ks][NB - 1][1] = r[3];
-            }
-        }
-    };
-    auto mma_step = [&](const Frags& f, int ks) {
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb) tc::mma16816<DTIN>(acc[nb], f.w[ks], f.x[ks][nb][0], f.x[ks][nb][1]);
-    };
+    auto frags = [&](Frags<T>& f, int st) { load_frags<T, B_JC>(f, sA + st * A_ELEMS, sB + st * B_ELEMS, lane, n0); };
+    auto step = [&](const Frags<T>& f, int ks) { mma_step<T, DTIN>(acc, f, ks); };
 
     const dg_i64 ktiles = (R + BK - 1) / BK;  // >= 1: R >= 1
 #pragma unroll
@@ -159,8 +192,8 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     tc::cp_async_wait<STAGES - 2>();
     __syncthreads();
 
-    Frags f0, f1;
-    load_frags(f0, 0);
+    Frags<T> f0, f1;
+    frags(f0, 0);
     int rd = 0, wr = STAGES - 1;
     // k-tile kt with its fragments in cur: the first step issues, then the
     // refill of the slot read one k-tile ago (every warp has passed the
@@ -168,25 +201,25 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     // barrier and fragment reads (waiting on the tensor core anyway), the
     // remaining steps. Steps wholly past the end are not issued; a step
     // past the end is never the first (k0 < R).
-    auto ktile = [&](dg_i64 kt, const Frags& cur, Frags& nxt) {
+    auto ktile = [&](dg_i64 kt, const Frags<T>& cur, Frags<T>& nxt) {
         const dg_i64 k0 = kt * BK;
         const bool full = k0 + BK <= R;
-        mma_step(cur, 0);
+        step(cur, 0);
         if (kt + STAGES - 1 < ktiles) load_stage(wr, k0 + (STAGES - 1) * BK);
         tc::cp_async_commit();
         wr = wr + 1 == STAGES ? 0 : wr + 1;
 #pragma unroll
         for (int ks = 1; ks < T::SPLIT; ++ks)
-            if (full || k0 + ks * 16 < R) mma_step(cur, ks);
+            if (full || k0 + ks * 16 < R) step(cur, ks);
         if (kt + 1 < ktiles) {
             tc::cp_async_wait<STAGES - 2>();
             __syncthreads();
             rd = rd + 1 == STAGES ? 0 : rd + 1;
-            load_frags(nxt, rd);
+            frags(nxt, rd);
         }
 #pragma unroll
         for (int ks = T::SPLIT; ks < KS; ++ks)
-            if (full || k0 + ks * 16 < R) mma_step(cur, ks);
+            if (full || k0 + ks * 16 < R) step(cur, ks);
     };
     dg_i64 kt = 0;
     for (; kt + 2 <= ktiles; kt += 2) {
@@ -196,32 +229,161 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     if (kt < ktiles) ktile(kt, f0, f1);
     tc::cp_async_wait<0>();
 
-    // Epilogue: rows below M and columns below N; a thread holds two rows
-    // of one column, so elements are stored one by one.
+    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
+}
+
+// Stream<...>: the same tile fed by a producer warp. The block is WARPS
+// consumer warps and one producer warp; the ring's slots hand over through
+// mbarriers (full: the producer's copies have landed; empty: every
+// consumer has read its fragments), so no warp ever waits at a block
+// barrier and the producer refills a slot as soon as the last consumer has
+// read it.
+template <int MR_, int BN_, int BK_, int STAGES_, int MINB_, int SPLIT_>
+struct Stream : Rows<MR_, BN_, BK_, STAGES_, MINB_, SPLIT_> {
+    typedef Rows<MR_, BN_, BK_, STAGES_, MINB_, SPLIT_> Base;
+    static constexpr int CONSUMERS = Base::WARPS * 32;
+    static constexpr int THREADS = CONSUMERS + 32;
+    static constexpr bool STREAM = true;
+};
+
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
+DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
+                                void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias, dg_i64 M,
+                                dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+    extern __shared__ __align__(16) dg_u16 smem[];
+    constexpr int STAGES = T::STAGES, BK = T::BK, KS = T::KS, NB = T::NB;
+    constexpr int A_LD = T::A_LD, A_ELEMS = T::A_ELEMS;
+    constexpr int B_LD = T::template b_ld<B_JC>(), B_ELEMS = T::template b_elems<B_JC>();
+    dg_u16* sA = smem;                     // STAGES x A_ELEMS: X
+    dg_u16* sB = smem + STAGES * A_ELEMS;  // STAGES x B_ELEMS: W
+    // full[s] at bars + 8s, empty[s] at bars + 8(STAGES + s); the ring is a
+    // whole number of 16-byte rows, so they are 8-byte aligned.
+    const dg_u32 bars = tc::smem_addr(sB + STAGES * B_ELEMS);
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    const dg_i64 rtiles = (M + T::MR - 1) / T::MR;
+    const dg_i64 i0 = ((dg_i64)blockIdx.x % rtiles) * T::MR;
+    const dg_i64 j0 = ((dg_i64)blockIdx.x / rtiles) * T::BN;
+    const dg_i64 ktiles = (R + BK - 1) / BK;  // >= 1: R >= 1
+
+    if (tid == 0) {
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const dg_i64 i = i0 + nb * 8 + t4 * 2 + (q & 1);
-            const dg_i64 j = j0 + n0 + g + (q >> 1) * 8;
-            if (i < M && j < N) tc::store_out<DTOUT>(C, i * ldc + j, acc[nb][q]);
+        for (int s = 0; s < STAGES; ++s) {
+            tc::mbar_init(bars + 8 * s, 32);                           // the producer's lanes
+            tc::mbar_init(bars + 8 * (STAGES + s), T::CONSUMERS);  // every consumer thread
         }
+    }
+    __syncthreads();  // the only block barrier: the mbarriers exist
+
+    if (warp == T::WARPS) {
+        // Producer: k-tile kt goes to slot kt % STAGES once the consumers
+        // have released that slot's previous k-tile; each lane's arrival
+        // on full fires when its own copies have landed.
+        const tc::Stager<true, true, T::MR, BK, A_LD, 32> stA(A, lda, i0, 0, M, R, lane);
+        const tc::Stager<true, !B_JC, B_JC ? BK : T::BN, B_JC ? T::BN : BK, B_LD, 32> stB(
+            B, ldb, B_JC ? 0 : j0, B_JC ? j0 : 0, B_JC ? R : N, B_JC ? N : R, lane);
+        int slot = 0;
+        dg_u32 phase = 0;  // parity of the empty phase to wait for once the ring wrapped
+        for (dg_i64 kt = 0; kt < ktiles; ++kt) {
+            if (kt >= STAGES) tc::mbar_wait(bars + 8 * (STAGES + slot), phase);
+            stA.load(sA + slot * A_ELEMS, kt * BK);
+            stB.load(sB + slot * B_ELEMS, kt * BK);
+            tc::cp_async_arrive(bars + 8 * slot);
+            if (++slot == STAGES) {
+                slot = 0;
+                if (kt >= STAGES) phase ^= 1;
+            }
+        }
+        tc::cp_async_wait_all();
+        return;
+    }
+
+    // Consumers: the warp's 16 columns for all the block's rows.
+    const int g = lane >> 2, t4 = lane & 3;
+    const int n0 = warp * 16;
+    float acc[NB][4];
+    init_acc<T, INIT>(acc, bias, N, j0 + n0, g);
+    auto step = [&](const Frags<T>& f, int ks) { mma_step<T, DTIN>(acc, f, ks); };
+    int rd = 0;
+    dg_u32 phase = 0;
+    // The slot rd's fragments, once its copies have landed; the slot goes
+    // back to the producer at once (the fragments are in registers).
+    auto take = [&](Frags<T>& f) {
+        tc::mbar_wait(bars + 8 * rd, phase);
+        load_frags<T, B_JC>(f, sA + rd * A_ELEMS, sB + rd * B_ELEMS, lane, n0);
+        tc::mbar_arrive(bars + 8 * (STAGES + rd));
+        if (++rd == STAGES) {
+            rd = 0;
+            phase ^= 1;
+        }
+    };
+
+    Frags<T> f0, f1;
+    take(f0);
+    // k-tile kt with its fragments in cur: SPLIT steps, the next k-tile's
+    // fragments (waiting on the tensor core anyway), the remaining steps.
+    // Steps wholly past the end are not issued; a step past the end is
+    // never the first (k0 < R).
+    auto ktile = [&](dg_i64 kt, const Frags<T>& cur, Frags<T>& nxt) {
+        const dg_i64 k0 = kt * BK;
+        const bool full = k0 + BK <= R;
+#pragma unroll
+        for (int ks = 0; ks < T::SPLIT; ++ks)
+            if (full || k0 + ks * 16 < R) step(cur, ks);
+        if (kt + 1 < ktiles) take(nxt);
+#pragma unroll
+        for (int ks = T::SPLIT; ks < KS; ++ks)
+            if (full || k0 + ks * 16 < R) step(cur, ks);
+    };
+    dg_i64 kt = 0;
+    for (; kt + 2 <= ktiles; kt += 2) {
+        ktile(kt, f0, f1);
+        ktile(kt + 1, f1, f0);
+    }
+    if (kt < ktiles) ktile(kt, f0, f1);
+    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
+}
+
+// The entry points' body: rows_tile or stream_tile by the tile's kind
+// (only the one called is instantiated).
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
+DETGEMM_INLINE void tile_kind(tc::tc_bool<false>, const dg_u16* A, const dg_u16* B, void* C, const float* bias, dg_i64 M,
+                              dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+    rows_tile<T, DTIN, DTOUT, B_JC, INIT>(A, B, C, bias, M, N, R, lda, ldb, ldc);
+}
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
+DETGEMM_INLINE void tile_kind(tc::tc_bool<true>, const dg_u16* A, const dg_u16* B, void* C, const float* bias, dg_i64 M,
+                              dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+    stream_tile<T, DTIN, DTOUT, B_JC, INIT>(A, B, C, bias, M, N, R, lda, ldb, ldc);
+}
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
+DETGEMM_INLINE void tile_of(const dg_u16* A, const dg_u16* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,
+                            dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+    tile_kind<T, DTIN, DTOUT, B_JC, INIT>(tc::tc_bool<T::STREAM>(), A, B, C, bias, M, N, R, lda, ldb, ldc);
 }
 
 // The shapes: 8 rows x 32 columns, 6 stages (73 KiB: three blocks per
 // SM, 40 KiB of W in flight each) for M <= 8; 16 rows, 5 stages for M <= 16.
 typedef Rows<8, 32, 128, 6, 3, 2> R8;
 typedef Rows<16, 32, 128, 5, 3, 2> R16;
+// The streamed tiles: the same rows and columns, one producer warp more;
+// S8: 6 stages of 12.1 KiB (nn), three blocks an SM; S8D: 8 stages (97
+// KiB), two blocks an SM, more of W in flight when a block has an SM to
+// itself (N = 4096: 128 blocks); S16: 5 stages of 14.3 KiB.
+typedef Stream<8, 32, 128, 6, 3, 2> S8;
+typedef Stream<8, 32, 128, 8, 2, 2> S8D;
+typedef Stream<16, 32, 128, 5, 3, 2> S16;
 
 }  // namespace tcr
 
-// Entry points: detgemm_tcrows{8,16}_{nn,nt}_{in}_{out}_vec, arguments as in
+// Entry points: detgemm_{tcrows8,tcrows16,tcstream8,tcstream8d,tcstream16}_{nn,nt}_{in}_{out}_vec, arguments as in
 // gemm_tc.cu; a 1-D grid of row tiles x column blocks, row tiles fastest.
 #define DETGEMM_TCROWS_ENTRY(NAME, TILE, DTIN, DTOUT, BJC, INIT)                                           \
     DETGEMM_KERNEL void __launch_bounds__(tcr::TILE::THREADS, tcr::TILE::MINB)                              \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,        \
              dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                          \
-        tcr::rows_tile<tcr::TILE, DTIN, DTOUT, BJC, INIT>(static_cast<const dg_u16*>(A),                     \
+        tcr::tile_of<tcr::TILE, DTIN, DTOUT, BJC, INIT>(static_cast<const dg_u16*>(A),                     \
                                                          static_cast<const dg_u16*>(B), C, bias, M, N, R,   \
                                                          lda, ldb, ldc);                                    \
     }
@@ -242,3 +404,27 @@ DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_bf16_vec, R16, tc::BF16, tc::BF16,
 DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_f32_vec, R16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f16_vec, R16, tc::F16, tc::F16, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f32_vec, R16, tc::F16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_bf16_bf16_vec, S8, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_bf16_f32_vec, S8, tc::BF16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_f16_f16_vec, S8, tc::F16, tc::F16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_f16_f32_vec, S8, tc::F16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_bf16_bf16_vec, S8, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_bf16_f32_vec, S8, tc::BF16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_f16_f16_vec, S8, tc::F16, tc::F16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_f16_f32_vec, S8, tc::F16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_bf16_bf16_vec, S8D, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_bf16_f32_vec, S8D, tc::BF16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_f16_f16_vec, S8D, tc::F16, tc::F16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_f16_f32_vec, S8D, tc::F16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_bf16_bf16_vec, S8D, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_bf16_f32_vec, S8D, tc::BF16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_f16_f16_vec, S8D, tc::F16, tc::F16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_f16_f32_vec, S8D, tc::F16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_bf16_bf16_vec, S16, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_bf16_f32_vec, S16, tc::BF16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_f16_f16_vec, S16, tc::F16, tc::F16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_f16_f32_vec, S16, tc::F16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_bf16_bf16_vec, S16, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_bf16_f32_vec, S16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_f16_f16_vec, S16, tc::F16, tc::F16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_f16_f32_vec, S16, tc::F16, tc::F32, false, tc::INIT_ZERO)
