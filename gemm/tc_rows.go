@@ -16,27 +16,28 @@ const tcRowsFamily = "gemm_tc_rows"
 const (
 	tcTileRows8    tcTile = 32 + iota // 8 rows × 32 columns, 2 warps of 16 columns
 	tcTileRows16                      // 16 rows × 32 columns
-	tcTileStream8                     // tcrows8 fed by a producer warp through mbarriers
-	tcTileStream8D                    // tcstream8 with 8 stages (two blocks an SM)
-	tcTileStream16                    // tcrows16 fed by a producer warp
+	tcTileStream8                     // tcrows8 fed by producer warps through mbarriers
+	tcTileStream8D                    // tcstream8 with 4 producer warps and 8 stages (two blocks an SM)
+	tcTileStream16                    // tcrows16 fed by producer warps, 4 consumer warps
 )
 
 // tcRowsGeometry is a gemm_tc_rows tile: mr rows × bn columns per block
 // (one warp per 16 columns), bk of the reduction per stage, stages deep;
-// stream: one producer warp more fills the ring, handing slots over
-// through a full and an empty mbarrier each.
+// producers > 0 (a streamed tile): that many more warps fill the ring,
+// handing slots over through a full and an empty mbarrier each, and rsplit
+// consumer warps share each 16 columns (one per 8-row group).
 type tcRowsGeometry struct {
 	name               string
 	mr, bn, bk, stages int64
-	stream             bool
+	producers, rsplit  int64
 }
 
 var tcRowsGeometries = map[tcTile]tcRowsGeometry{
-	tcTileRows8:    {"tcrows8", 8, 32, 128, 6, false},
-	tcTileRows16:   {"tcrows16", 16, 32, 128, 5, false},
-	tcTileStream8:  {"tcstream8", 8, 32, 128, 6, true},
-	tcTileStream8D: {"tcstream8d", 8, 32, 128, 8, true},
-	tcTileStream16: {"tcstream16", 16, 32, 128, 5, true},
+	tcTileRows8:    {"tcrows8", 8, 32, 128, 6, 0, 1},
+	tcTileRows16:   {"tcrows16", 16, 32, 128, 5, 0, 1},
+	tcTileStream8:  {"tcstream8", 8, 32, 128, 6, 2, 1},
+	tcTileStream8D: {"tcstream8d", 8, 32, 128, 8, 4, 1},
+	tcTileStream16: {"tcstream16", 16, 32, 128, 5, 2, 2},
 }
 
 // tcRowsTiles lists every rows tile (the entry points to load).
@@ -46,13 +47,7 @@ var tcRowsTiles = []tcTile{tcTileRows8, tcTileRows16, tcTileStream8, tcTileStrea
 // first.
 var tcRowsDispatch = []tcTile{tcTileStream8, tcTileStream16}
 
-func (g tcRowsGeometry) threads() uint32 {
-	t := uint32(g.bn / 16 * 32)
-	if g.stream {
-		t += 32
-	}
-	return t
-}
+func (g tcRowsGeometry) threads() uint32 { return uint32((g.bn/16*g.rsplit + g.producers) * 32) }
 
 // blocks is the 1-D grid: row tiles × column blocks.
 func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
@@ -70,7 +65,7 @@ func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 		b = g.bk * (g.bn + tcPad)
 	}
 	bytes := g.stages * (g.mr*(g.bk+tcPad) + b) * 2
-	if g.stream {
+	if g.producers > 0 {
 		bytes += g.stages * 16
 	}
 	return uint32(bytes)

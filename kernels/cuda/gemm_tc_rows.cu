@@ -232,18 +232,23 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
 }
 
-// Stream<...>: the same tile fed by a producer warp. The block is WARPS
-// consumer warps and one producer warp; the ring's slots hand over through
-// mbarriers (full: the producer's copies have landed; empty: every
-// consumer has read its fragments), so no warp ever waits at a block
-// barrier and the producer refills a slot as soon as the last consumer has
-// read it.
-template <int MR_, int BN_, int BK_, int STAGES_, int MINB_, int SPLIT_>
+// Stream<..., PW, RSPLIT>: the same tile fed by PW producer warps. The
+// block is WARPS consumer warps and the producers; the ring's slots hand
+// over through mbarriers (full: the producers' copies have landed; empty:
+// every consumer has read its fragments), so no warp ever waits at a block
+// barrier and a slot is refilled as soon as the last consumer has read it.
+// RSPLIT (1 or 2) consumer warps share each 16 columns, one per 8-row
+// group, so a 16-row tile keeps four tensor cores busy instead of two.
+template <int MR_, int BN_, int BK_, int STAGES_, int MINB_, int SPLIT_, int PW_, int RSPLIT_>
 struct Stream : Rows<MR_, BN_, BK_, STAGES_, MINB_, SPLIT_> {
     typedef Rows<MR_, BN_, BK_, STAGES_, MINB_, SPLIT_> Base;
-    static constexpr int CONSUMERS = Base::WARPS * 32;
-    static constexpr int THREADS = CONSUMERS + 32;
+    static constexpr int PW = PW_, RSPLIT = RSPLIT_;
+    static constexpr int NB = Base::NB / RSPLIT;  // 8-row groups per consumer warp
+    static constexpr int CWARPS = Base::WARPS * RSPLIT;
+    static constexpr int CONSUMERS = CWARPS * 32;
+    static constexpr int THREADS = CONSUMERS + PW * 32;
     static constexpr bool STREAM = true;
+    static_assert(NB >= 1 && Base::NB % RSPLIT == 0, "whole 8-row groups per consumer warp");
 };
 
 template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
@@ -270,19 +275,20 @@ DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* 
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            tc::mbar_init(bars + 8 * s, 32);                           // the producer's lanes
+            tc::mbar_init(bars + 8 * s, T::PW * 32);                   // every producer thread
             tc::mbar_init(bars + 8 * (STAGES + s), T::CONSUMERS);  // every consumer thread
         }
     }
     __syncthreads();  // the only block barrier: the mbarriers exist
 
-    if (warp == T::WARPS) {
-        // Producer: k-tile kt goes to slot kt % STAGES once the consumers
-        // have released that slot's previous k-tile; each lane's arrival
+    if (tid >= T::CONSUMERS) {
+        // Producers: k-tile kt goes to slot kt % STAGES once the consumers
+        // have released that slot's previous k-tile; each thread's arrival
         // on full fires when its own copies have landed.
-        const tc::Stager<true, true, T::MR, BK, A_LD, 32> stA(A, lda, i0, 0, M, R, lane);
-        const tc::Stager<true, !B_JC, B_JC ? BK : T::BN, B_JC ? T::BN : BK, B_LD, 32> stB(
-            B, ldb, B_JC ? 0 : j0, B_JC ? j0 : 0, B_JC ? R : N, B_JC ? N : R, lane);
+        const int ptid = tid - T::CONSUMERS;
+        const tc::Stager<true, true, T::MR, BK, A_LD, T::PW * 32> stA(A, lda, i0, 0, M, R, ptid);
+        const tc::Stager<true, !B_JC, B_JC ? BK : T::BN, B_JC ? T::BN : BK, B_LD, T::PW * 32> stB(
+            B, ldb, B_JC ? 0 : j0, B_JC ? j0 : 0, B_JC ? R : N, B_JC ? N : R, ptid);
         int slot = 0;
         dg_u32 phase = 0;  // parity of the empty phase to wait for once the ring wrapped
         for (dg_i64 kt = 0; kt < ktiles; ++kt) {
@@ -299,9 +305,11 @@ DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* 
         return;
     }
 
-    // Consumers: the warp's 16 columns for all the block's rows.
+    // Consumers: the warp's 16 columns for its 8-row groups (all the
+    // block's rows unless RSPLIT splits them).
     const int g = lane >> 2, t4 = lane & 3;
-    const int n0 = warp * 16;
+    const int n0 = (warp % T::WARPS) * 16;
+    const int r0 = (warp / T::WARPS) * NB * 8;  // the warp's first row inside the block
     float acc[NB][4];
     init_acc<T, INIT>(acc, bias, N, j0 + n0, g);
     auto step = [&](const Frags<T>& f, int ks) { mma_step<T, DTIN>(acc, f, ks); };
@@ -311,7 +319,7 @@ DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* 
     // back to the producer at once (the fragments are in registers).
     auto take = [&](Frags<T>& f) {
         tc::mbar_wait(bars + 8 * rd, phase);
-        load_frags<T, B_JC>(f, sA + rd * A_ELEMS, sB + rd * B_ELEMS, lane, n0);
+        load_frags<T, B_JC>(f, sA + rd * A_ELEMS + r0 * A_LD, sB + rd * B_ELEMS, lane, n0);
         tc::mbar_arrive(bars + 8 * (STAGES + rd));
         if (++rd == STAGES) {
             rd = 0;
@@ -342,7 +350,7 @@ DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* 
         ktile(kt + 1, f1, f0);
     }
     if (kt < ktiles) ktile(kt, f0, f1);
-    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
+    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0 + r0, j0 + n0, g, t4);
 }
 
 // The entry points' body: rows_tile or stream_tile by the tile's kind
@@ -367,13 +375,14 @@ DETGEMM_INLINE void tile_of(const dg_u16* A, const dg_u16* B, void* C, const flo
 // SM, 40 KiB of W in flight each) for M <= 8; 16 rows, 5 stages for M <= 16.
 typedef Rows<8, 32, 128, 6, 3, 2> R8;
 typedef Rows<16, 32, 128, 5, 3, 2> R16;
-// The streamed tiles: the same rows and columns, one producer warp more;
-// S8: 6 stages of 12.1 KiB (nn), three blocks an SM; S8D: 8 stages (97
-// KiB), two blocks an SM, more of W in flight when a block has an SM to
-// itself (N = 4096: 128 blocks); S16: 5 stages of 14.3 KiB.
-typedef Stream<8, 32, 128, 6, 3, 2> S8;
-typedef Stream<8, 32, 128, 8, 2, 2> S8D;
-typedef Stream<16, 32, 128, 5, 3, 2> S16;
+// The streamed tiles: the same rows and columns, fed by producer warps;
+// S8: two producer warps, 6 stages of 12.1 KiB (nn), three blocks an SM;
+// S8D: four producer warps, 8 stages (97 KiB), two blocks an SM; S16: four
+// consumer warps (one per 16 columns and 8 rows), two producer warps, 5
+// stages of 14.3 KiB, two blocks an SM.
+typedef Stream<8, 32, 128, 6, 3, 2, 2, 1> S8;
+typedef Stream<8, 32, 128, 8, 2, 2, 4, 1> S8D;
+typedef Stream<16, 32, 128, 5, 2, 2, 2, 2> S16;
 
 }  // namespace tcr
 
