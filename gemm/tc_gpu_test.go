@@ -37,8 +37,9 @@ var tcCases = []tcCase{
 	{"tcrows8-vec", tcForce{tcTileRows8, tcPathVec}},
 	{"tcrows16-vec", tcForce{tcTileRows16, tcPathVec}},
 	{"tcstream8-vec", tcForce{tcTileStream8, tcPathVec}},
-	{"tcstream8d-vec", tcForce{tcTileStream8D, tcPathVec}},
 	{"tcstream16-vec", tcForce{tcTileStream16, tcPathVec}},
+	{"tcstream16p-vec", tcForce{tcTileStream16P, tcPathVec}},
+	{"tcstream16n-vec", tcForce{tcTileStream16N, tcPathVec}},
 }
 
 // tcCombos is every (input, output) the tensor-core tier accepts.

@@ -377,16 +377,17 @@ typedef Rows<8, 32, 128, 6, 3, 2> R8;
 typedef Rows<16, 32, 128, 5, 3, 2> R16;
 // The streamed tiles: the same rows and columns, fed by producer warps;
 // S8: two producer warps, 6 stages of 12.1 KiB (nn), three blocks an SM;
-// S8D: four producer warps, 8 stages (97 KiB), two blocks an SM; S16: four
-// consumer warps (one per 16 columns and 8 rows), two producer warps, 5
-// stages of 14.3 KiB, two blocks an SM.
+// S16: four consumer warps (one per 16 columns and 8 rows), two producer
+// warps, 5 stages of 14.3 KiB, two blocks an SM; S16P: four producer
+// warps; S16N: two consumer warps of 16 rows, three blocks an SM.
 typedef Stream<8, 32, 128, 6, 3, 2, 2, 1> S8;
-typedef Stream<8, 32, 128, 8, 2, 2, 4, 1> S8D;
 typedef Stream<16, 32, 128, 5, 2, 2, 2, 2> S16;
+typedef Stream<16, 32, 128, 5, 2, 2, 4, 2> S16P;
+typedef Stream<16, 32, 128, 5, 3, 2, 2, 1> S16N;
 
 }  // namespace tcr
 
-// Entry points: detgemm_{tcrows8,tcrows16,tcstream8,tcstream8d,tcstream16}_{nn,nt}_{in}_{out}_vec, arguments as in
+// Entry points: detgemm_{tcrows8,tcrows16,tcstream8,tcstream16,tcstream16p,tcstream16n}_{nn,nt}_{in}_{out}_vec, arguments as in
 // gemm_tc.cu; a 1-D grid of row tiles x column blocks, row tiles fastest.
 #define DETGEMM_TCROWS_ENTRY(NAME, TILE, DTIN, DTOUT, BJC, INIT)                                           \
     DETGEMM_KERNEL void __launch_bounds__(tcr::TILE::THREADS, tcr::TILE::MINB)                              \
@@ -421,14 +422,6 @@ DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_bf16_bf16_vec, S8, tc::BF16, tc::BF16,
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_bf16_f32_vec, S8, tc::BF16, tc::F32, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_f16_f16_vec, S8, tc::F16, tc::F16, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_f16_f32_vec, S8, tc::F16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_bf16_bf16_vec, S8D, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_bf16_f32_vec, S8D, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_f16_f16_vec, S8D, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nn_f16_f32_vec, S8D, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_bf16_bf16_vec, S8D, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_bf16_f32_vec, S8D, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_f16_f16_vec, S8D, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8d_nt_f16_f32_vec, S8D, tc::F16, tc::F32, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_bf16_bf16_vec, S16, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_bf16_f32_vec, S16, tc::BF16, tc::F32, true, tc::INIT_BIAS)
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_f16_f16_vec, S16, tc::F16, tc::F16, true, tc::INIT_BIAS)
@@ -437,3 +430,19 @@ DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_bf16_bf16_vec, S16, tc::BF16, tc::BF1
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_bf16_f32_vec, S16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_f16_f16_vec, S16, tc::F16, tc::F16, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_f16_f32_vec, S16, tc::F16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_bf16_bf16_vec, S16P, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_bf16_f32_vec, S16P, tc::BF16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_f16_f16_vec, S16P, tc::F16, tc::F16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_f16_f32_vec, S16P, tc::F16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_bf16_bf16_vec, S16P, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_bf16_f32_vec, S16P, tc::BF16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_f16_f16_vec, S16P, tc::F16, tc::F16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_f16_f32_vec, S16P, tc::F16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_bf16_bf16_vec, S16N, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_bf16_f32_vec, S16N, tc::BF16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_f16_f16_vec, S16N, tc::F16, tc::F16, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_f16_f32_vec, S16N, tc::F16, tc::F32, true, tc::INIT_BIAS)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_bf16_bf16_vec, S16N, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_bf16_f32_vec, S16N, tc::BF16, tc::F32, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_f16_f16_vec, S16N, tc::F16, tc::F16, false, tc::INIT_ZERO)
+DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_f16_f32_vec, S16N, tc::F16, tc::F32, false, tc::INIT_ZERO)
