@@ -221,7 +221,7 @@ func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
 		k.tile = f.tile
 		return k, nil
 	}
-	if t, ok := chooseTCRows(p, k.vec, sms, maxShared); ok {
+	if t, ok := chooseTCRows(p, k.vec, maxShared); ok {
 		k.tile = t
 		return k, nil
 	}

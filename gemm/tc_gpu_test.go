@@ -36,10 +36,6 @@ var tcCases = []tcCase{
 	{"wg192x192", tcForce{tcTileWG192x192, tcPathVec}},
 	{"tcrows8-vec", tcForce{tcTileRows8, tcPathVec}},
 	{"tcrows16-vec", tcForce{tcTileRows16, tcPathVec}},
-	{"tcstream8-vec", tcForce{tcTileStream8, tcPathVec}},
-	{"tcstream16-vec", tcForce{tcTileStream16, tcPathVec}},
-	{"tcstream16p-vec", tcForce{tcTileStream16P, tcPathVec}},
-	{"tcstream16n-vec", tcForce{tcTileStream16N, tcPathVec}},
 }
 
 // tcCombos is every (input, output) the tensor-core tier accepts.

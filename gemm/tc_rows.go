@@ -14,38 +14,27 @@ const tcRowsFamily = "gemm_tc_rows"
 
 // The tile shapes of gemm_tc_rows.cu, numbered apart from gemm_tc's.
 const (
-	tcTileRows8     tcTile = 32 + iota // 8 rows × 32 columns, 2 warps of 16 columns
-	tcTileRows16                       // 16 rows × 32 columns
-	tcTileStream8                      // tcrows8 fed by 2 producer warps through mbarriers
-	tcTileStream16                     // tcrows16 fed by 2 producer warps, 4 consumer warps of 8 rows
-	tcTileStream16P                    // tcstream16 with 4 producer warps
-	tcTileStream16N                    // tcstream16 with 2 consumer warps of 16 rows
+	tcTileRows8  tcTile = 32 + iota // 8 rows × 32 columns: 2 consumer warps of 16 columns, 2 producer warps
+	tcTileRows16                    // 16 rows × 32 columns
 )
 
 // tcRowsGeometry is a gemm_tc_rows tile: mr rows × bn columns per block
-// (one warp per 16 columns), bk of the reduction per stage, stages deep;
-// producers > 0 (a streamed tile): that many more warps fill the ring,
-// handing slots over through a full and an empty mbarrier each, and rsplit
-// consumer warps share each 16 columns (one per 8-row group).
+// (one consumer warp per 16 columns), bk of the reduction per stage,
+// stages deep, filled by `producers` producer warps.
 type tcRowsGeometry struct {
-	name               string
-	mr, bn, bk, stages int64
-	producers, rsplit  int64
+	name                          string
+	mr, bn, bk, stages, producers int64
 }
 
 var tcRowsGeometries = map[tcTile]tcRowsGeometry{
-	tcTileRows8:     {"tcrows8", 8, 32, 128, 6, 0, 1},
-	tcTileRows16:    {"tcrows16", 16, 32, 128, 5, 0, 1},
-	tcTileStream8:   {"tcstream8", 8, 32, 128, 6, 2, 1},
-	tcTileStream16:  {"tcstream16", 16, 32, 128, 5, 2, 2},
-	tcTileStream16P: {"tcstream16p", 16, 32, 128, 5, 4, 2},
-	tcTileStream16N: {"tcstream16n", 16, 32, 128, 5, 2, 1},
+	tcTileRows8:  {"tcrows8", 8, 32, 128, 6, 2},
+	tcTileRows16: {"tcrows16", 16, 32, 128, 5, 2},
 }
 
-// tcRowsTiles lists every rows tile (the entry points to load).
-var tcRowsTiles = []tcTile{tcTileRows8, tcTileRows16, tcTileStream8, tcTileStream16, tcTileStream16P, tcTileStream16N}
+// tcRowsTiles lists the rows tiles, the fewest rows first.
+var tcRowsTiles = []tcTile{tcTileRows8, tcTileRows16}
 
-func (g tcRowsGeometry) threads() uint32 { return uint32((g.bn/16*g.rsplit + g.producers) * 32) }
+func (g tcRowsGeometry) threads() uint32 { return uint32((g.bn/16 + g.producers) * 32) }
 
 // blocks is the 1-D grid: row tiles × column blocks.
 func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
@@ -55,18 +44,14 @@ func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
 // tcRowsSharedBytes is gemm_tc_rows.cu's dynamic shared memory: per stage,
 // mr rows of A (bk wide) and the bk × bn piece of B as it lies in global
 // memory (nn: bk rows of bn columns; nt: bn rows of bk), each row padded by
-// tcPad halves; a streamed tile's two 8-byte mbarriers per stage after.
+// tcPad halves; then the stages' full and empty mbarriers (8 bytes each).
 func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 	g := tcRowsGeometries[t]
 	b := g.bn * (g.bk + tcPad)
 	if l == layoutNN {
 		b = g.bk * (g.bn + tcPad)
 	}
-	bytes := g.stages * (g.mr*(g.bk+tcPad) + b) * 2
-	if g.producers > 0 {
-		bytes += g.stages * 16
-	}
-	return uint32(bytes)
+	return uint32(g.stages * ((g.mr*(g.bk+tcPad)+b)*2 + 16))
 }
 
 // tcRowsKernels is every gemm_tc_rows entry point: each tile × nn, nt ×
@@ -94,32 +79,20 @@ func tcRowsUsable(t tcTile, p problem, vec bool, maxShared uint32) bool {
 }
 
 // chooseTCRows is the dispatcher's rule for gemm_tc_rows: a Forward or dX
-// call of at most 16 rows that the 16-byte path can read takes a rows
-// tile holding all its rows in one row tile. There gemm_tc's smallest
+// call of at most 16 rows that the 16-byte path can read takes the first
+// rows tile holding all its rows in one row tile. There gemm_tc's smallest
 // tile computes 64 rows to keep at most 16 and its N/64 blocks leave most
-// of the memory bandwidth unused (tc64: 36 µs at 1×4096×4096 bf16 on the
-// H200). Measured there (bench/NOTES-tcrows.md, 2026-11-21): up to 8 rows,
-// tcstream8 is the fastest everywhere (13.9 µs at 1×4096×4096 against
-// tcrows8's 17.0); at 9 to 16 rows tcstream16 wins while its blocks are
-// all resident at once (two an SM: 19.1 against tcrows16's 20.7 at
-// 16×4096×4096) and loses where they are not (48.1 against 42.5 at
-// 16×4096×11008), where tcrows16 (three an SM) stays. At 32 rows
-// gemm_tc_rows (two row tiles) wins at N = 4096 but loses to tc64 at
-// N = 11008, so the rule stops at 16.
-func chooseTCRows(p problem, vec bool, sms int, maxShared uint32) (tcTile, bool) {
-	var t tcTile
-	switch {
-	case p.rows <= 8:
-		t = tcTileStream8
-	case p.rows <= 16:
-		t = tcTileStream16
-		if tcRowsGeometries[t].blocks(p.rows, p.cols) > 2*int64(max(sms, 1)) {
-			t = tcTileRows16
+// of the memory bandwidth unused: measured on the H200 (bench bf16,
+// 2026-11-21), 4096×4096 weights take about 13–19 µs against tc64's 36
+// (bench/NOTES-tcrows.md). At 32 rows gemm_tc_rows (two row tiles) wins at
+// N = 4096 but loses to tc64 at N = 11008, so the rule stops at 16.
+func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {
+	for _, t := range tcRowsTiles {
+		if p.rows <= tcRowsGeometries[t].mr && tcRowsUsable(t, p, vec, maxShared) {
+			return t, true
 		}
-	default:
-		return 0, false
 	}
-	return t, tcRowsUsable(t, p, vec, maxShared)
+	return 0, false
 }
 
 // launchTCRows enqueues a gemm_tc_rows kernel whose arguments e.args

@@ -53,7 +53,7 @@ func TestWGDispatchRule(t *testing.T) {
 	few := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
 	k, err := chooseTCKernel(few, sms, 227<<10, true, tcForce{})
 	require.NoError(t, err)
-	require.Equal(t, tcTileStream8, k.tile, "few rows stay on gemm_tc_rows")
+	require.Equal(t, tcTileRows8, k.tile, "few rows stay on gemm_tc_rows")
 
 	p := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16})
 	p.lda = 4095

@@ -13,26 +13,34 @@
 //
 // Roles swapped: W is the mma's A operand (16 columns of C as the mma's 16
 // rows) and the rows of X its B operand (8 rows of C as the mma's 8
-// columns). A warp owns 16 columns of C for the block's MR (8 or 16) rows:
-// one chain of K/16 mma per 8 rows, NB = MR/8 chains. With the usual roles
-// a 16-row mma would compute 15 padding rows for M = 1 and read a 16-row X
-// fragment per 8 columns; swapped, the fragment traffic per column halves.
+// columns). A consumer warp owns 16 columns of C for the block's MR (8 or
+// 16) rows: one chain of K/16 mma per 8 rows, NB = MR/8 chains. With the
+// usual roles a 16-row mma would compute 15 padding rows for M = 1 and read
+// a 16-row X fragment per 8 columns; swapped, the fragment traffic per
+// column halves.
 //
-// A block owns MR rows x BN = 32 columns (two warps) for the whole
+// A block owns MR rows x BN = 32 columns (two consumer warps) for the whole
 // reduction: with N = 4096, 128 blocks, about one per SM and up to three
-// resident per SM. Each stage holds BK = 128 of the reduction of both
-// operands, staged with 16-byte cp.async as they lie in global memory (the
-// _vec requirement: 16-byte aligned bases, leading dimensions multiples of
-// 8; the dispatcher sends other calls to gemm_tc.cu), STAGES-1 stages (at
-// least 32 KiB of W) in flight per block. A k-tile's fragments are read
-// from shared memory one k-tile ahead, right after the barrier that
-// publishes it, while the current k-tile's steps issue, so the chain waits
-// on the tensor core rather than on shared memory.
+// resident per SM. Each stage of a STAGES-deep ring holds BK = 128 of the
+// reduction of both operands, staged with 16-byte cp.async as they lie in
+// global memory (the _vec requirement: 16-byte aligned bases, leading
+// dimensions multiples of 8; the dispatcher sends other calls to
+// gemm_tc.cu). PW producer warps do nothing but copy: they fill a slot once
+// its "empty" mbarrier says every consumer has read it, and each producer
+// thread's cp.async.mbarrier.arrive on the slot's "full" mbarrier fires
+// when its copies have landed. A consumer waits on "full" only, reads the
+// k-tile's fragments into registers one k-tile ahead (while the current
+// k-tile's steps issue) and releases the slot at once. No warp waits at a
+// block barrier inside the loop, so the copies run ahead of the chain by
+// the whole ring. sm_80 forms throughout: the family builds for every
+// target.
 //
 // Measured on the H200 (bench/NOTES-tcrows.md): a pure chain of 256 steps
-// takes about 4 us (16 ns a step), the cp.async stream of 32 MiB alone
-// about 10 us plus launch and fill; the kernel lands between their sum and
-// their maximum.
+// takes about 4 us (16 ns a step); the copies issued by the block's own
+// two compute warps with a block barrier per k-tile gave 17 us at
+// 1x4096x4096 (the sum of chain and stream), one producer warp 19.6 us,
+// two producer warps 13.9 us: the copy throughput of one SM grows with the
+// warps that issue them.
 //
 // Layouts (gemm_tc.cu's names): A(i, r) = A[i*lda + r] always (X or dY,
 // row-major along the reduction); B(r, j) = B_JC ? B[r*ldb + j] (nn: W[K,N])
@@ -44,19 +52,20 @@ namespace tcr {
 
 constexpr int PAD = 8;  // halves of padding per smem row: conflict-free ldmatrix
 
-// Rows<MR, BN, BK, STAGES, MINB, SPLIT>: MR rows (8 or 16) and BN columns
-// (16 per warp) per block, BK of the reduction per stage (a multiple of 32:
-// X fragments come two steps per ldmatrix), STAGES deep, MINB blocks per SM
-// asked of the register allocator; the next k-tile's barrier and fragment
-// reads sit after SPLIT of the current k-tile's steps.
-template <int MR_, int BN_, int BK_, int STAGES_, int MINB_, int SPLIT_>
+// Rows<MR, BN, BK, STAGES, MINB, SPLIT, PW>: MR rows (8 or 16) and BN
+// columns (16 per consumer warp) per block, BK of the reduction per stage
+// (a multiple of 32: X fragments come two steps per ldmatrix), STAGES
+// deep, MINB blocks per SM asked of the register allocator; the next
+// k-tile's fragment reads sit after SPLIT of the current k-tile's steps;
+// PW producer warps after the consumers.
+template <int MR_, int BN_, int BK_, int STAGES_, int MINB_, int SPLIT_, int PW_>
 struct Rows {
-    static constexpr int MR = MR_, BN = BN_, BK = BK_, STAGES = STAGES_, MINB = MINB_, SPLIT = SPLIT_;
+    static constexpr int MR = MR_, BN = BN_, BK = BK_, STAGES = STAGES_, MINB = MINB_, SPLIT = SPLIT_, PW = PW_;
     static constexpr int NB = MR / 8;  // 8-row groups: one mma each per step
-    static constexpr int WARPS = BN / 16;
-    static constexpr int THREADS = WARPS * 32;
+    static constexpr int WARPS = BN / 16;  // consumer warps
+    static constexpr int CONSUMERS = WARPS * 32;
+    static constexpr int THREADS = CONSUMERS + PW * 32;
     static constexpr int KS = BK / 16;
-    static constexpr bool STREAM = false;  // Stream: a producer warp feeds the ring
     static_assert((MR == 8 || MR == 16) && BN % 16 == 0 && BK % 32 == 0, "tile must hold whole mma pieces");
     static constexpr int A_LD = BK + PAD;  // X rows (the B operand)
     static constexpr int A_ELEMS = MR * A_LD;
@@ -157,110 +166,6 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     constexpr int B_LD = T::template b_ld<B_JC>(), B_ELEMS = T::template b_elems<B_JC>();
     dg_u16* sA = smem;                     // STAGES x A_ELEMS: X
     dg_u16* sB = smem + STAGES * A_ELEMS;  // STAGES x B_ELEMS: W
-
-    const int tid = threadIdx.x;
-    const int lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, t4 = lane & 3;
-    // Launch index -> (row tile, column block), row tiles fastest: the
-    // blocks that share a column block run together, so W leaves DRAM once
-    // however many row tiles there are.
-    const dg_i64 rtiles = (M + T::MR - 1) / T::MR;
-    const dg_i64 i0 = ((dg_i64)blockIdx.x % rtiles) * T::MR;
-    const dg_i64 j0 = ((dg_i64)blockIdx.x / rtiles) * T::BN;
-    const int n0 = warp * 16;  // the warp's 16 columns inside the block
-
-    const tc::Stager<true, true, T::MR, BK, A_LD, T::THREADS> stA(A, lda, i0, 0, M, R, tid);
-    const tc::Stager<true, !B_JC, B_JC ? BK : T::BN, B_JC ? T::BN : BK, B_LD, T::THREADS> stB(
-        B, ldb, B_JC ? 0 : j0, B_JC ? j0 : 0, B_JC ? R : N, B_JC ? N : R, tid);
-    auto load_stage = [&](int stage, dg_i64 k0) {
-        stA.load(sA + stage * A_ELEMS, k0);
-        stB.load(sB + stage * B_ELEMS, k0);
-    };
-
-    float acc[NB][4];
-    init_acc<T, INIT>(acc, bias, N, j0 + n0, g);
-
-    auto frags = [&](Frags<T>& f, int st) { load_frags<T, B_JC>(f, sA + st * A_ELEMS, sB + st * B_ELEMS, lane, n0); };
-    auto step = [&](const Frags<T>& f, int ks) { mma_step<T, DTIN>(acc, f, ks); };
-
-    const dg_i64 ktiles = (R + BK - 1) / BK;  // >= 1: R >= 1
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ktiles) load_stage(s, (dg_i64)s * BK);
-        tc::cp_async_commit();
-    }
-    tc::cp_async_wait<STAGES - 2>();
-    __syncthreads();
-
-    Frags<T> f0, f1;
-    frags(f0, 0);
-    int rd = 0, wr = STAGES - 1;
-    // k-tile kt with its fragments in cur: the first step issues, then the
-    // refill of the slot read one k-tile ago (every warp has passed the
-    // barrier after reading it), SPLIT-1 more steps, the next k-tile's
-    // barrier and fragment reads (waiting on the tensor core anyway), the
-    // remaining steps. Steps wholly past the end are not issued; a step
-    // past the end is never the first (k0 < R).
-    auto ktile = [&](dg_i64 kt, const Frags<T>& cur, Frags<T>& nxt) {
-        const dg_i64 k0 = kt * BK;
-        const bool full = k0 + BK <= R;
-        step(cur, 0);
-        if (kt + STAGES - 1 < ktiles) load_stage(wr, k0 + (STAGES - 1) * BK);
-        tc::cp_async_commit();
-        wr = wr + 1 == STAGES ? 0 : wr + 1;
-#pragma unroll
-        for (int ks = 1; ks < T::SPLIT; ++ks)
-            if (full || k0 + ks * 16 < R) step(cur, ks);
-        if (kt + 1 < ktiles) {
-            tc::cp_async_wait<STAGES - 2>();
-            __syncthreads();
-            rd = rd + 1 == STAGES ? 0 : rd + 1;
-            frags(nxt, rd);
-        }
-#pragma unroll
-        for (int ks = T::SPLIT; ks < KS; ++ks)
-            if (full || k0 + ks * 16 < R) step(cur, ks);
-    };
-    dg_i64 kt = 0;
-    for (; kt + 2 <= ktiles; kt += 2) {
-        ktile(kt, f0, f1);
-        ktile(kt + 1, f1, f0);
-    }
-    if (kt < ktiles) ktile(kt, f0, f1);
-    tc::cp_async_wait<0>();
-
-    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
-}
-
-// Stream<..., PW, RSPLIT>: the same tile fed by PW producer warps. The
-// block is WARPS consumer warps and the producers; the ring's slots hand
-// over through mbarriers (full: the producers' copies have landed; empty:
-// every consumer has read its fragments), so no warp ever waits at a block
-// barrier and a slot is refilled as soon as the last consumer has read it.
-// RSPLIT (1 or 2) consumer warps share each 16 columns, one per 8-row
-// group, so a 16-row tile keeps four tensor cores busy instead of two.
-template <int MR_, int BN_, int BK_, int STAGES_, int MINB_, int SPLIT_, int PW_, int RSPLIT_>
-struct Stream : Rows<MR_, BN_, BK_, STAGES_, MINB_, SPLIT_> {
-    typedef Rows<MR_, BN_, BK_, STAGES_, MINB_, SPLIT_> Base;
-    static constexpr int PW = PW_, RSPLIT = RSPLIT_;
-    static constexpr int NB = Base::NB / RSPLIT;  // 8-row groups per consumer warp
-    static constexpr int CWARPS = Base::WARPS * RSPLIT;
-    static constexpr int CONSUMERS = CWARPS * 32;
-    static constexpr int THREADS = CONSUMERS + PW * 32;
-    static constexpr bool STREAM = true;
-    static_assert(NB >= 1 && Base::NB % RSPLIT == 0, "whole 8-row groups per consumer warp");
-};
-
-template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
-DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
-                                void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias, dg_i64 M,
-                                dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
-    extern __shared__ __align__(16) dg_u16 smem[];
-    constexpr int STAGES = T::STAGES, BK = T::BK, KS = T::KS, NB = T::NB;
-    constexpr int A_LD = T::A_LD, A_ELEMS = T::A_ELEMS;
-    constexpr int B_LD = T::template b_ld<B_JC>(), B_ELEMS = T::template b_elems<B_JC>();
-    dg_u16* sA = smem;                     // STAGES x A_ELEMS: X
-    dg_u16* sB = smem + STAGES * A_ELEMS;  // STAGES x B_ELEMS: W
     // full[s] at bars + 8s, empty[s] at bars + 8(STAGES + s); the ring is a
     // whole number of 16-byte rows, so they are 8-byte aligned.
     const dg_u32 bars = tc::smem_addr(sB + STAGES * B_ELEMS);
@@ -305,11 +210,9 @@ DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* 
         return;
     }
 
-    // Consumers: the warp's 16 columns for its 8-row groups (all the
-    // block's rows unless RSPLIT splits them).
+    // Consumers: the warp's 16 columns for all the block's rows.
     const int g = lane >> 2, t4 = lane & 3;
-    const int n0 = (warp % T::WARPS) * 16;
-    const int r0 = (warp / T::WARPS) * NB * 8;  // the warp's first row inside the block
+    const int n0 = warp * 16;
     float acc[NB][4];
     init_acc<T, INIT>(acc, bias, N, j0 + n0, g);
     auto step = [&](const Frags<T>& f, int ks) { mma_step<T, DTIN>(acc, f, ks); };
@@ -319,7 +222,7 @@ DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* 
     // back to the producer at once (the fragments are in registers).
     auto take = [&](Frags<T>& f) {
         tc::mbar_wait(bars + 8 * rd, phase);
-        load_frags<T, B_JC>(f, sA + rd * A_ELEMS + r0 * A_LD, sB + rd * B_ELEMS, lane, n0);
+        load_frags<T, B_JC>(f, sA + rd * A_ELEMS, sB + rd * B_ELEMS, lane, n0);
         tc::mbar_arrive(bars + 8 * (STAGES + rd));
         if (++rd == STAGES) {
             rd = 0;
@@ -350,50 +253,28 @@ DETGEMM_INLINE void stream_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* 
         ktile(kt + 1, f1, f0);
     }
     if (kt < ktiles) ktile(kt, f0, f1);
-    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0 + r0, j0 + n0, g, t4);
+    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
 }
 
-// The entry points' body: rows_tile or stream_tile by the tile's kind
-// (only the one called is instantiated).
-template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
-DETGEMM_INLINE void tile_kind(tc::tc_bool<false>, const dg_u16* A, const dg_u16* B, void* C, const float* bias, dg_i64 M,
-                              dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
-    rows_tile<T, DTIN, DTOUT, B_JC, INIT>(A, B, C, bias, M, N, R, lda, ldb, ldc);
-}
-template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
-DETGEMM_INLINE void tile_kind(tc::tc_bool<true>, const dg_u16* A, const dg_u16* B, void* C, const float* bias, dg_i64 M,
-                              dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
-    stream_tile<T, DTIN, DTOUT, B_JC, INIT>(A, B, C, bias, M, N, R, lda, ldb, ldc);
-}
-template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
-DETGEMM_INLINE void tile_of(const dg_u16* A, const dg_u16* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,
-                            dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
-    tile_kind<T, DTIN, DTOUT, B_JC, INIT>(tc::tc_bool<T::STREAM>(), A, B, C, bias, M, N, R, lda, ldb, ldc);
-}
-
-// The shapes: 8 rows x 32 columns, 6 stages (73 KiB: three blocks per
-// SM, 40 KiB of W in flight each) for M <= 8; 16 rows, 5 stages for M <= 16.
-typedef Rows<8, 32, 128, 6, 3, 2> R8;
-typedef Rows<16, 32, 128, 5, 3, 2> R16;
-// The streamed tiles: the same rows and columns, fed by producer warps;
-// S8: two producer warps, 6 stages of 12.1 KiB (nn), three blocks an SM;
-// S16: four consumer warps (one per 16 columns and 8 rows), two producer
-// warps, 5 stages of 14.3 KiB, two blocks an SM; S16P: four producer
-// warps; S16N: two consumer warps of 16 rows, three blocks an SM.
-typedef Stream<8, 32, 128, 6, 3, 2, 2, 1> S8;
-typedef Stream<16, 32, 128, 5, 2, 2, 2, 2> S16;
-typedef Stream<16, 32, 128, 5, 2, 2, 4, 2> S16P;
-typedef Stream<16, 32, 128, 5, 3, 2, 2, 1> S16N;
+// The shapes: two producer warps each; 8 rows x 32 columns, 6 stages of
+// 12.1 KiB (nn) for M <= 8; 16 rows, 5 stages of 14.3 KiB for M <= 16; at
+// most 75 KiB, so three blocks an SM (all of N = 11008's 344 blocks
+// resident) and 99 KiB blocks (sm_86, sm_89) hold them. Measured: a third
+// and fourth producer warp, deeper rings (two blocks an SM) and four
+// consumer warps of 8 rows for the 16-row tile were within a few per cent
+// at N = 4096 and slower at N = 11008.
+typedef Rows<8, 32, 128, 6, 3, 2, 2> R8;
+typedef Rows<16, 32, 128, 5, 3, 2, 2> R16;
 
 }  // namespace tcr
 
-// Entry points: detgemm_{tcrows8,tcrows16,tcstream8,tcstream16,tcstream16p,tcstream16n}_{nn,nt}_{in}_{out}_vec, arguments as in
+// Entry points: detgemm_tcrows{8,16}_{nn,nt}_{in}_{out}_vec, arguments as in
 // gemm_tc.cu; a 1-D grid of row tiles x column blocks, row tiles fastest.
 #define DETGEMM_TCROWS_ENTRY(NAME, TILE, DTIN, DTOUT, BJC, INIT)                                           \
     DETGEMM_KERNEL void __launch_bounds__(tcr::TILE::THREADS, tcr::TILE::MINB)                              \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,        \
              dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                          \
-        tcr::tile_of<tcr::TILE, DTIN, DTOUT, BJC, INIT>(static_cast<const dg_u16*>(A),                     \
+        tcr::rows_tile<tcr::TILE, DTIN, DTOUT, BJC, INIT>(static_cast<const dg_u16*>(A),                     \
                                                          static_cast<const dg_u16*>(B), C, bias, M, N, R,   \
                                                          lda, ldb, ldc);                                    \
     }
@@ -414,35 +295,3 @@ DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_bf16_vec, R16, tc::BF16, tc::BF16,
 DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_f32_vec, R16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f16_vec, R16, tc::F16, tc::F16, false, tc::INIT_ZERO)
 DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f32_vec, R16, tc::F16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_bf16_bf16_vec, S8, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_bf16_f32_vec, S8, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_f16_f16_vec, S8, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nn_f16_f32_vec, S8, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_bf16_bf16_vec, S8, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_bf16_f32_vec, S8, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_f16_f16_vec, S8, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream8_nt_f16_f32_vec, S8, tc::F16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_bf16_bf16_vec, S16, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_bf16_f32_vec, S16, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_f16_f16_vec, S16, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nn_f16_f32_vec, S16, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_bf16_bf16_vec, S16, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_bf16_f32_vec, S16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_f16_f16_vec, S16, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16_nt_f16_f32_vec, S16, tc::F16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_bf16_bf16_vec, S16P, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_bf16_f32_vec, S16P, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_f16_f16_vec, S16P, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nn_f16_f32_vec, S16P, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_bf16_bf16_vec, S16P, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_bf16_f32_vec, S16P, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_f16_f16_vec, S16P, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16p_nt_f16_f32_vec, S16P, tc::F16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_bf16_bf16_vec, S16N, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_bf16_f32_vec, S16N, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_f16_f16_vec, S16N, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nn_f16_f32_vec, S16N, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_bf16_bf16_vec, S16N, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_bf16_f32_vec, S16N, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_f16_f16_vec, S16N, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcstream16n_nt_f16_f32_vec, S16N, tc::F16, tc::F32, false, tc::INIT_ZERO)
