@@ -14,26 +14,27 @@ const tcRowsFamily = "gemm_tc_rows"
 
 // The tile shapes of gemm_tc_rows.cu, numbered apart from gemm_tc's.
 const (
-	tcTileRows8  tcTile = 32 + iota // 8 rows × 32 columns, 2 warps of 16 columns
+	tcTileRows8  tcTile = 32 + iota // 8 rows × 32 columns: 2 consumer warps of 16 columns, 2 producer warps
 	tcTileRows16                    // 16 rows × 32 columns
 )
 
 // tcRowsGeometry is a gemm_tc_rows tile: mr rows × bn columns per block
-// (one warp per 16 columns), bk of the reduction per stage, stages deep.
+// (one consumer warp per 16 columns), bk of the reduction per stage,
+// stages deep, filled by `producers` producer warps.
 type tcRowsGeometry struct {
-	name               string
-	mr, bn, bk, stages int64
+	name                          string
+	mr, bn, bk, stages, producers int64
 }
 
 var tcRowsGeometries = map[tcTile]tcRowsGeometry{
-	tcTileRows8:  {"tcrows8", 8, 32, 128, 6},
-	tcTileRows16: {"tcrows16", 16, 32, 128, 5},
+	tcTileRows8:  {"tcrows8", 8, 32, 128, 6, 2},
+	tcTileRows16: {"tcrows16", 16, 32, 128, 5, 2},
 }
 
 // tcRowsTiles lists the rows tiles, the fewest rows first.
 var tcRowsTiles = []tcTile{tcTileRows8, tcTileRows16}
 
-func (g tcRowsGeometry) threads() uint32 { return uint32(g.bn / 16 * 32) }
+func (g tcRowsGeometry) threads() uint32 { return uint32((g.bn/16 + g.producers) * 32) }
 
 // blocks is the 1-D grid: row tiles × column blocks.
 func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
@@ -43,14 +44,14 @@ func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
 // tcRowsSharedBytes is gemm_tc_rows.cu's dynamic shared memory: per stage,
 // mr rows of A (bk wide) and the bk × bn piece of B as it lies in global
 // memory (nn: bk rows of bn columns; nt: bn rows of bk), each row padded by
-// tcPad halves.
+// tcPad halves; then the stages' full and empty mbarriers (8 bytes each).
 func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 	g := tcRowsGeometries[t]
 	b := g.bn * (g.bk + tcPad)
 	if l == layoutNN {
 		b = g.bk * (g.bn + tcPad)
 	}
-	return uint32(g.stages * (g.mr*(g.bk+tcPad) + b) * 2)
+	return uint32(g.stages * ((g.mr*(g.bk+tcPad)+b)*2 + 16))
 }
 
 // tcRowsKernels is every gemm_tc_rows entry point: each tile × nn, nt ×
@@ -82,7 +83,7 @@ func tcRowsUsable(t tcTile, p problem, vec bool, maxShared uint32) bool {
 // rows tile holding all its rows in one row tile. There gemm_tc's smallest
 // tile computes 64 rows to keep at most 16 and its N/64 blocks leave most
 // of the memory bandwidth unused: measured on the H200 (bench bf16,
-// 2026-11-21), 4096×4096 weights take about 16–19 µs against tc64's 36
+// 2026-11-21), 4096×4096 weights take about 13–19 µs against tc64's 36
 // (bench/NOTES-tcrows.md). At 32 rows gemm_tc_rows (two row tiles) wins at
 // N = 4096 but loses to tc64 at N = 11008, so the rule stops at 16.
 func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {

@@ -1,6 +1,7 @@
 // tc_common.cuh: pieces shared by the tensor-core families (gemm_tc.cu,
 // gemm_tc_rows.cu): dtype and chain-start codes, cp.async and ldmatrix
-// wrappers, the m16n8k16 step, the stores, and the operand stager.
+// wrappers, the sm_80 mbarrier forms, the m16n8k16 step, the stores, and
+// the operand stager.
 #pragma once
 #include "prelude.cuh"
 
@@ -30,6 +31,44 @@ DETGEMM_INLINE void cp_async16(void* dst, const void* src, int src_bytes) {
 DETGEMM_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 DETGEMM_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// Shared-memory barriers in their sm_80 forms (addresses from smem_addr),
+// so a kernel that uses them builds for every target.
+DETGEMM_INLINE void mbar_init(dg_u32 bar, dg_u32 count) {
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// One arrival, releasing the thread's earlier shared-memory reads.
+DETGEMM_INLINE void mbar_arrive(dg_u32 bar) {
+    dg_u64 state;
+    asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(state) : "r"(bar) : "memory");
+    (void)state;
+}
+// One arrival when all the thread's earlier cp.async copies have landed
+// (.noinc: it counts towards the barrier's expected arrivals).
+DETGEMM_INLINE void cp_async_arrive(dg_u32 bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+DETGEMM_INLINE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Waits until the barrier's phase of the given parity has completed:
+// try_wait (which may suspend the thread) on sm_90, test_wait before.
+DETGEMM_INLINE void mbar_wait(dg_u32 bar, dg_u32 parity) {
+    dg_u32 ok = 0;
+    while (!ok) {
+#if __CUDA_ARCH__ >= 900
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(ok)
+            : "r"(bar), "r"(parity)
+            : "memory");
+#else
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(ok)
+            : "r"(bar), "r"(parity)
+            : "memory");
+#endif
+    }
+}
 
 DETGEMM_INLINE void ldmatrix_x4(dg_u32 (&r)[4], const void* p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
