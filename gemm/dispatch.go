@@ -234,8 +234,9 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 //     takes (⌊c/2⌋ + (c mod 2)·loneFrac)·(g + blockOverhead);
 //   - the slowest SM sets the time: the grid's n blocks spread evenly, so
 //     it has ⌈n/sms⌉;
-//   - a 128×64 block's slab costs narrowCost of a square block's (half the
-//     FMAs, but more loads and fragment reads per FMA);
+//   - narrow 128×64 blocks run three at a time on an SM: an SM with c of
+//     them takes (⌊c/3⌋·narrowRound + narrowRest[c mod 3])·(g +
+//     blockOverhead) (see smCostW);
 //   - split-slab adds the fold: a second launch, then every partial read and
 //     the output written (dW: read and written) once. smUnitBytes is what
 //     one SM's share of the memory bandwidth moves in one unit
@@ -253,10 +254,15 @@ const (
 	// splitMinGainPct: split, or narrow the tiles, only when the model
 	// gains at least this much over square tiled.
 	splitMinGainPct = 5
-	// narrowCost is the modelled cost of one slab of a 128×64 block, in
-	// hundredths of a square block's (bench/NOTES-simt.md, round 5).
-	narrowCost = 55
+	// narrowRound is the time, in hundredths of a unit, an SM takes to run
+	// one slab of each of three 128×64 blocks at once (bench/NOTES-simt.md,
+	// round 5).
+	narrowRound = 85
 )
+
+// narrowRest is the time, in hundredths of a unit, an SM takes for one
+// slab of its last 0, 1 or 2 narrow blocks (a round of fewer than three).
+var narrowRest = [3]int64{0, 37, 61}
 
 // grids is a tile problem as the time model sees it: the output (rows ×
 // cols, out elements), S slabs, the GPU's SMs, whether the fold
@@ -271,12 +277,14 @@ func (g grids) tiles(w int64) int64 {
 	return ceilDiv(g.rows, tileRows) * ceilDiv(g.cols, w)
 }
 
-// scale is the cost of a block-slab of width w relative to a square one.
-func scale(c, w int64) int64 {
-	if w == narrowWidth {
-		return c * narrowCost / 100
+// smCostW is smCost for blocks of width w: the square tiles' model, or
+// the narrow tiles' (three blocks an SM).
+func smCostW(n, g, sms, w int64) int64 {
+	if w != narrowWidth {
+		return smCost(n, g, sms)
 	}
-	return c
+	c := ceilDiv(n, sms)
+	return ((c/3)*narrowRound + narrowRest[c%3]) * (g*100 + blockOverhead) / 100
 }
 
 // narrowOK reports whether narrow tiles are scored: the square grid
@@ -304,7 +312,7 @@ func (g grids) pick(w int64) (s Strategy, width, perBlock int64) {
 	if w != 0 {
 		width = w
 	}
-	base := scale(smCost(g.tiles(width), g.slabs, g.sms), width)
+	base := smCostW(g.tiles(width), g.slabs, g.sms, width)
 	best := base
 	consider := func(cs Strategy, cw, cg, cost int64) {
 		if cost*100 <= base*(100-splitMinGainPct) && cost < best {
@@ -317,7 +325,7 @@ func (g grids) pick(w int64) (s Strategy, width, perBlock int64) {
 		widths = []int64{w}
 	case g.narrowOK():
 		widths = append(widths, narrowWidth)
-		consider(StrategyTiled, narrowWidth, 0, scale(smCost(g.tiles(narrowWidth), g.slabs, g.sms), narrowWidth))
+		consider(StrategyTiled, narrowWidth, 0, smCostW(g.tiles(narrowWidth), g.slabs, g.sms, narrowWidth))
 	}
 	for _, cw := range widths {
 		if gb, c := g.split(cw); gb > 0 {
@@ -369,7 +377,7 @@ func splitSlabsCost(tiles, S, sms, w int64) (best, bestCost int64) {
 	for z := int64(1); z <= maxGridYZ; {
 		gz := ceilDiv(S, z)
 		if n, ok := mulOK(tiles, ceilDiv(S, gz)); ok {
-			if c := scale(smCost(n, gz, sms), w); best == 0 || c < bestCost {
+			if c := smCostW(n, gz, sms, w); best == 0 || c < bestCost {
 				best, bestCost = gz, c
 			}
 		}

@@ -140,7 +140,7 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 // detgemm_simt_*: 128 x 128 tiles, grid (ceil(M/128), ceil(N/128));
 // detgemm_simt64_*: 128 x 64 tiles, grid (ceil(M/128), ceil(N/64)).
 #define DETGEMM_SIMT_ENTRY_BN(NAME, DTIN, DTOUT, ARC, BJC, FOLD, BN)                              \
-    DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, 2)                                       \
+    DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, dgtile::MIN_BLOCKS<BN>)                                       \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N,         \
              dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                       \
         simt::gemm_tile<DTIN, DTOUT, ARC, BJC, FOLD, BN>(A, B, C, bias, M, N, R, lda, ldb, ldc);   \

@@ -82,7 +82,7 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
 // (Xᵀ @ dY). Grid: (row tiles, column tiles, ceil(S / G)); tiles are
 // 128 x 128 (detgemm_slabs_*) or 128 x 64 (detgemm_slabs64_*).
 #define DETGEMM_SLABS_ENTRY_BN(NAME, DTIN, ARC, BJC, BN)                                            \
-    DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, 2)                                       \
+    DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, dgtile::MIN_BLOCKS<BN>)                                       \
         NAME(const void* A, const void* B, float* ws, dg_i64 rows, dg_i64 cols, dg_i64 R,            \
              dg_i64 lda, dg_i64 ldb, dg_i64 G) {                                                     \
         slabs::partials<DTIN, ARC, BJC, BN>(A, B, ws, rows, cols, R, lda, ldb, G);                   \

@@ -42,6 +42,10 @@ template <int BN>
 constexpr int TN = BN / 16;
 template <int BN>
 constexpr bool width_ok = BN == 128 || BN == 64;
+// Blocks an SM runs at once (__launch_bounds__): two square blocks (128
+// registers a thread), three narrow ones (at most 80).
+template <int BN>
+constexpr int MIN_BLOCKS = BN == 128 ? 2 : 3;
 
 // The contract's slab length; a slab boundary always falls on a k-tile edge.
 constexpr int SLAB = 256;
