@@ -257,12 +257,12 @@ const (
 	// narrowRound is the time, in hundredths of a unit, an SM takes to run
 	// one slab of each of three 128×64 blocks at once (bench/NOTES-simt.md,
 	// round 5).
-	narrowRound = 85
+	narrowRound = 88
 )
 
 // narrowRest is the time, in hundredths of a unit, an SM takes for one
 // slab of its last 0, 1 or 2 narrow blocks (a round of fewer than three).
-var narrowRest = [3]int64{0, 37, 61}
+var narrowRest = [3]int64{0, 37, 59}
 
 // grids is a tile problem as the time model sees it: the output (rows ×
 // cols, out elements), S slabs, the GPU's SMs, whether the fold
@@ -303,36 +303,36 @@ func (g grids) split(w int64) (int64, int64) {
 	return gb, c + foldCost(g.slabs, g.out, g.sms, g.acc)
 }
 
-// pick is the model's choice among square tiled (the default), narrow
-// tiled and split-slab of either width: the least modelled time, taken
-// only when it is at least splitMinGainPct below square tiled's. w, when
-// not 0, pins the width.
+// pick is the model's choice: square tiles, tiled unless split-slab models
+// at least splitMinGainPct faster; then, where narrowOK, the faster of
+// narrow tiled and narrow split-slab, taken only when it models at least
+// splitMinGainPct below the square choice (the narrow kernels' cost varies
+// more from shape to shape: bench/NOTES-simt.md, round 5). w, when not 0,
+// pins the width.
 func (g grids) pick(w int64) (s Strategy, width, perBlock int64) {
-	s, width = StrategyTiled, squareWidth
 	if w != 0 {
-		width = w
+		s, perBlock, _ = g.pickFor(w, splitMinGainPct)
+		return s, w, perBlock
 	}
-	base := smCostW(g.tiles(width), g.slabs, g.sms, width)
-	best := base
-	consider := func(cs Strategy, cw, cg, cost int64) {
-		if cost*100 <= base*(100-splitMinGainPct) && cost < best {
-			s, width, perBlock, best = cs, cw, cg, cost
-		}
-	}
-	widths := []int64{squareWidth}
-	switch {
-	case w != 0:
-		widths = []int64{w}
-	case g.narrowOK():
-		widths = append(widths, narrowWidth)
-		consider(StrategyTiled, narrowWidth, 0, smCostW(g.tiles(narrowWidth), g.slabs, g.sms, narrowWidth))
-	}
-	for _, cw := range widths {
-		if gb, c := g.split(cw); gb > 0 {
-			consider(StrategySplitSlab, cw, gb, c)
+	s, perBlock, cost := g.pickFor(squareWidth, splitMinGainPct)
+	width = squareWidth
+	if g.narrowOK() {
+		if ns, ng, nc := g.pickFor(narrowWidth, 0); nc*100 <= cost*(100-splitMinGainPct) {
+			s, width, perBlock = ns, narrowWidth, ng
 		}
 	}
 	return s, width, perBlock
+}
+
+// pickFor is tiled or split-slab for tiles of width w: split-slab (at its
+// best G) when it models at least gainPct below tiled; and the modelled
+// cost of the choice.
+func (g grids) pickFor(w, gainPct int64) (s Strategy, perBlock, cost int64) {
+	s, cost = StrategyTiled, smCostW(g.tiles(w), g.slabs, g.sms, w)
+	if gb, c := g.split(w); gb > 0 && c*100 <= cost*(100-gainPct) && c < cost {
+		s, perBlock, cost = StrategySplitSlab, gb, c
+	}
+	return s, perBlock, cost
 }
 
 // smCost is the modelled time, in hundredths of a unit, of n blocks of g

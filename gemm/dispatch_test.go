@@ -441,8 +441,9 @@ func TestFoldGridCoversAnyCount(t *testing.T) {
 
 // The big shapes fill the GPU with square tiles; the narrow tile is only
 // scored where the square grid underfills one wave, so they keep 128×128
-// whatever the narrow tile's measured cost.
-func TestDispatchKeepsSquareTilesOnFullGrids(t *testing.T) {
+// whatever the narrow tile's measured cost. So do the underfilled shapes
+// where it measured slower.
+func TestDispatchKeepsSquareTilesWhereTheyAreFaster(t *testing.T) {
 	for _, p := range []tileProblem{
 		fwd(4096, 4096, 4096), dx(4096, 4096, 4096), dw(4096, 4096, 4096),
 		fwd(8192, 8192, 8192), dx(8192, 8192, 8192), dw(8192, 8192, 8192),
@@ -454,6 +455,15 @@ func TestDispatchKeepsSquareTilesOnFullGrids(t *testing.T) {
 		require.EqualValues(t, squareWidth, pl.width, "%s: plan %+v", p.name, pl)
 		g := grids{rows: p.rows, cols: p.cols, slabs: pl.slabs, sms: h200SMs}
 		require.False(t, g.narrowOK(), p.name)
+	}
+	// Underfilled grids where the narrow tile measured slower keep the
+	// square plans: the split-slab dX and dW of 2048x768x3072 (narrow: 297
+	// and 286 µs against 265 and 267), the forward of 512x1024x1024.
+	for _, p := range []tileProblem{dx(2048, 3072, 768), dw(2048, 768, 3072), fwd(512, 1024, 1024), dw(1024, 1024, 1024), dx(128, 11008, 4096)} {
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		require.NoError(t, err)
+		require.Equal(t, StrategySplitSlab, pl.strategy, p.name)
+		require.EqualValues(t, squareWidth, pl.width, "%s: plan %+v", p.name, pl)
 	}
 	// And the square kernels' plans are the ones before the narrow tile.
 	for _, c := range []struct {
@@ -480,7 +490,7 @@ func TestDispatchNarrowsUnderfilledGrids(t *testing.T) {
 		width int64
 	}{
 		{fwd(2048, 768, 512), StrategyTiled, narrowWidth},    // 64 square tiles, 3 slabs
-		{dx(2048, 512, 768), StrategyTiled, narrowWidth},     // 96 square tiles, 2 slabs
+		{dx(2048, 512, 768), StrategySplitSlab, narrowWidth}, // 96 square tiles, 2 slabs
 		{dw(2048, 768, 512), StrategySplitSlab, narrowWidth}, // 24 square tiles, 8 slabs
 		{fwd(256, 256, 256), StrategyTiled, narrowWidth},     // one slab: nothing to split, still narrower
 	} {
