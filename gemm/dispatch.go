@@ -139,13 +139,14 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 //  1. Rows: Forward or DX (never DW, whose reduction is M) with
 //     rows ≤ 32, when the workspace is at most 512 MiB and S ≤ 65535. The
 //     rows per block MR is 4 (rows ≤ 4), 16 (≤ 16) or 32.
-//  2. Split-slab or tiled, and the tile width, by the least modelled time
-//     (see grids.pick: the model counts the grid's quantisation over the
-//     SMs, the narrow tile's cost per slab and the fold's memory traffic).
-//     Split-slab needs S ≥ 2 and the workspace at most 512 MiB; anything
-//     but square tiled needs a modelled gain of at least 5 %; narrow tiles
-//     are scored only where the square grid underfills one wave (fewer
-//     tiles than block slots), so full grids keep square tiles.
+//  2. Split-slab or tiled, and the tile width, by modelled time (see
+//     grids.pick: the model counts the grid's quantisation over the SMs,
+//     the narrow tile's cost per slab and the fold's memory traffic).
+//     Split-slab needs S ≥ 2 and the workspace at most 512 MiB and a
+//     modelled gain of at least 5 % over tiled; narrow tiles are scored
+//     only where the square grid underfills one wave (fewer tiles than
+//     block slots), so full grids keep square tiles, and are taken only
+//     with a modelled gain of at least 5 % over the square choice.
 //  3. Square tiled otherwise.
 //
 // The choice may depend on M and on the GPU, because every strategy gives
@@ -243,16 +244,18 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 //     (4.1 TB/s · 48 µs / 132 SMs).
 //
 // The constants are a least-squares fit to 60 timings of every strategy
-// and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2);
-// the model's typical error there is 5-10 %. Times are in hundredths of a
-// unit so the arithmetic stays in integers.
+// and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2;
+// the narrow ones to the timings of round 5); the model's typical error
+// there is 5-10 %. Times are in hundredths of a unit so the arithmetic
+// stays in integers.
 const (
 	loneFrac      = 60      // hundredths
 	blockOverhead = 10      // hundredths of a slab: prologue, pipeline fill, epilogue
 	smUnitBytes   = 1490000 // bytes per SM per unit
 	foldLaunch    = 12      // hundredths: the second launch (about 6 µs)
-	// splitMinGainPct: split, or narrow the tiles, only when the model
-	// gains at least this much over square tiled.
+	// splitMinGainPct: split only when the model gains at least this much
+	// over tiled, and narrow the tiles only when it gains this much over
+	// the square choice.
 	splitMinGainPct = 5
 	// narrowRound is the time, in hundredths of a unit, an SM takes to run
 	// one slab of each of three 128×64 blocks at once (bench/NOTES-simt.md,
