@@ -15,15 +15,16 @@ type Strategy uint8
 
 // The strategies. The zero Strategy means "let the dispatcher choose".
 const (
-	// StrategyTiled: one kernel (gemm_simt), 128×128 output tiles, each
-	// block running every slab of its tile and folding them in place. No
-	// workspace. Best when the tiles fill the GPU.
+	// StrategyTiled: one kernel (gemm_simt), 128×128 output tiles (128×64
+	// where the square tiles underfill the GPU), each block running every
+	// slab of its tile and folding them in place. No workspace. Best when
+	// the tiles fill the GPU.
 	StrategyTiled Strategy = iota + 1
-	// StrategySplitSlab: the slabs of each 128×128 tile are spread over
-	// several blocks (gemm_slabs), each slab's partial written to the
-	// workspace, then a fold kernel (gemm_fold) adds them in order. For
-	// shapes whose tiles underfill the GPU and whose reduction has several
-	// slabs.
+	// StrategySplitSlab: the slabs of each 128×128 (or 128×64) tile are
+	// spread over several blocks (gemm_slabs), each slab's partial written
+	// to the workspace, then a fold kernel (gemm_fold) adds them in order.
+	// For shapes whose tiles underfill the GPU and whose reduction has
+	// several slabs.
 	StrategySplitSlab
 	// StrategyRows: for Forward and DX with few rows (M ≤ 32): one block per
 	// slab and run of columns (gemm_rows), W read once, bandwidth-bound;
@@ -73,12 +74,22 @@ var errStrategy = errors.New("strategy cannot run this call")
 
 // force pins the strategy (tests run every contract check once per
 // strategy). perBlock, for split-slab, pins the slabs each block computes;
-// rowsPath pins the rows strategy's path.
+// rowsPath pins the rows strategy's path; width, for tiled and split-slab,
+// pins the tile width (squareWidth or narrowWidth; 0: the model's).
 type force struct {
 	strategy Strategy
 	perBlock int64
 	rowsPath rowsPath
+	width    int64
 }
+
+// The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):
+// square 128×128 tiles, and narrow 128×64 ones, which give twice the blocks
+// where the square grid underfills the GPU. Both run the same chains.
+const (
+	squareWidth = tileCols
+	narrowWidth = 64
+)
 
 // rowsPath is how a rows call runs: the one-launch kernel (gemm_rows'
 // rowsf: partials and fold in one launch) or two launches (gemm_rows'
@@ -97,6 +108,7 @@ type plan struct {
 	slabs    int64 // S = ceil(R / 256)
 	perBlock int64 // split-slab: slabs per block (G)
 	groups   int64 // split-slab: grid.z = ceil(S / G)
+	width    int64 // tiled and split-slab: tile width, squareWidth or narrowWidth
 	mr, cn   int   // rows: rows per block (MR) and columns per thread (CN)
 	ws       uint64
 	ctrs     uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
@@ -127,35 +139,51 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 //  1. Rows: Forward or DX (never DW, whose reduction is M) with
 //     rows ≤ 32, when the workspace is at most 512 MiB and S ≤ 65535. The
 //     rows per block MR is 4 (rows ≤ 4), 16 (≤ 16) or 32.
-//  2. Split-slab: S ≥ 2, the workspace at most 512 MiB, and a modelled
-//     time at least 5 % below the tiled kernel's (see splitSlabs: the
-//     model counts the grid's quantisation over the SMs and the fold's
-//     memory traffic).
-//  3. Tiled otherwise.
+//  2. Split-slab or tiled, and the tile width, by modelled time (see
+//     grids.pick: the model counts the grid's quantisation over the SMs,
+//     the narrow tile's cost per slab and the fold's memory traffic).
+//     Split-slab needs S ≥ 2 and the workspace at most 512 MiB and a
+//     modelled gain of at least 5 % over tiled; narrow tiles are scored
+//     only where the square grid underfills one wave (fewer tiles than
+//     block slots), so full grids keep square tiles, and are taken only
+//     with a modelled gain of at least 5 % over the square choice.
+//  3. Square tiled otherwise.
 //
 // The choice may depend on M and on the GPU, because every strategy gives
 // the same bits. f, when set, overrides the choice (tests).
 func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
-	p := plan{strategy: StrategyTiled, slabs: (red + ref.SlabLen - 1) / ref.SlabLen}
+	p := plan{strategy: StrategyTiled, slabs: (red + ref.SlabLen - 1) / ref.SlabLen, width: squareWidth}
 	ws, wsOK := workspaceBytes(rows, cols, red)
 	mr := int64(rowsMR(rows))
 	rowsOK := l != layoutTN && p.slabs <= maxGridYZ && (rows+mr-1)/mr <= maxGridYZ && wsOK
-	tiles := ((rows + tileRows - 1) / tileRows) * ((cols + tileCols - 1) / tileCols)
 	smCount := int64(max(sms, 1))
 	acc := l == layoutTN
 	out, _ := mulOK(rows, cols)
+	g := grids{rows: rows, cols: cols, slabs: p.slabs, out: out, sms: smCount, acc: acc,
+		splitOK: p.slabs >= 2 && wsOK && ws <= maxWorkspaceBytes}
+
+	switch f.width {
+	case 0, squareWidth:
+	case narrowWidth:
+		if ceilDiv(cols, narrowWidth) > maxGridYZ {
+			return plan{}, fmt.Errorf("%w: %d columns need more than %d narrow tiles", errStrategy, cols, maxGridYZ)
+		}
+	default:
+		return plan{}, fmt.Errorf("%w: tile width %d", errStrategy, f.width)
+	}
 
 	switch f.strategy {
 	case 0:
 		switch {
 		case rowsOK && rows <= rowsMaxM && ws <= maxWorkspaceBytes:
 			p.strategy = StrategyRows
-		case p.slabs >= 2 && wsOK && ws <= maxWorkspaceBytes:
-			if g, ok := splitSlabs(tiles, p.slabs, out, smCount, acc); ok {
-				p.strategy, p.perBlock = StrategySplitSlab, g
-			}
+		default:
+			p.strategy, p.width, p.perBlock = g.pick(f.width)
 		}
 	case StrategyTiled:
+		if f.width != 0 {
+			p.width = f.width
+		}
 	case StrategyRows:
 		if !rowsOK {
 			return plan{}, fmt.Errorf("%w: rows needs nn or nt, S ≤ %d, at most %d row groups and a countable workspace (layout %v, S = %d, rows = %d)", errStrategy, maxGridYZ, maxGridYZ, l, p.slabs, rows)
@@ -165,22 +193,27 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 		if !wsOK {
 			return plan{}, fmt.Errorf("%w: split-slab workspace overflows", errStrategy)
 		}
-		g := f.perBlock
-		if g <= 0 {
-			if g, _ = splitSlabs(tiles, p.slabs, out, smCount, acc); g <= 0 {
-				g = 1
+		p.width = squareWidth
+		if f.width != 0 {
+			p.width = f.width
+		}
+		gb := f.perBlock
+		if gb <= 0 {
+			if gb, _ = g.split(p.width); gb <= 0 {
+				gb = 1
 			}
 		}
-		if (p.slabs+g-1)/g > maxGridYZ {
-			return plan{}, fmt.Errorf("%w: %d slabs in blocks of %d exceed grid.z", errStrategy, p.slabs, g)
+		if (p.slabs+gb-1)/gb > maxGridYZ {
+			return plan{}, fmt.Errorf("%w: %d slabs in blocks of %d exceed grid.z", errStrategy, p.slabs, gb)
 		}
-		p.strategy, p.perBlock = StrategySplitSlab, g
+		p.strategy, p.perBlock = StrategySplitSlab, gb
 	default:
 		return plan{}, fmt.Errorf("%w: %v", errStrategy, f.strategy)
 	}
 
 	switch p.strategy {
 	case StrategyRows:
+		p.width = 0
 		p.mr = rowsMR(rows)
 		p.cn = rowsCN(p.mr)
 		p.ws = ws
@@ -193,32 +226,117 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	return p, nil
 }
 
-// The time model that picks between tiled and split-slab, in units of one
-// slab of one 128×128 tile on an SM that runs two such blocks at once (on
-// the H200: about 48 µs):
+// The time model that picks between tiled and split-slab and the tile
+// width, in units of one slab of one 128×128 tile on an SM that runs two
+// such blocks at once (on the H200: about 48 µs):
 //   - an SM runs its blocks two at a time; a block alone on its SM runs its
 //     slabs in loneFrac of that time (the SM's throughput barely depends on
 //     whether one or two blocks share it), so an SM with c blocks of g slabs
 //     takes (⌊c/2⌋ + (c mod 2)·loneFrac)·(g + blockOverhead);
 //   - the slowest SM sets the time: the grid's n blocks spread evenly, so
 //     it has ⌈n/sms⌉;
+//   - narrow 128×64 blocks run three at a time on an SM: an SM with c of
+//     them takes (⌊c/3⌋·narrowRound + narrowRest[c mod 3])·(g +
+//     blockOverhead) (see smCostW);
 //   - split-slab adds the fold: a second launch, then every partial read and
 //     the output written (dW: read and written) once. smUnitBytes is what
 //     one SM's share of the memory bandwidth moves in one unit
 //     (4.1 TB/s · 48 µs / 132 SMs).
 //
 // The constants are a least-squares fit to 60 timings of every strategy
-// and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2);
-// the model's typical error there is 5-10 %. Times are in hundredths of a
-// unit so the arithmetic stays in integers.
+// and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2;
+// the narrow ones to the timings of round 5); the model's typical error
+// there is 5-10 %. Times are in hundredths of a unit so the arithmetic
+// stays in integers.
 const (
 	loneFrac      = 60      // hundredths
 	blockOverhead = 10      // hundredths of a slab: prologue, pipeline fill, epilogue
 	smUnitBytes   = 1490000 // bytes per SM per unit
 	foldLaunch    = 12      // hundredths: the second launch (about 6 µs)
-	// splitMinGainPct: split only when the model gains at least this much.
+	// splitMinGainPct: split only when the model gains at least this much
+	// over tiled, and narrow the tiles only when it gains this much over
+	// the square choice.
 	splitMinGainPct = 5
+	// narrowRound is the time, in hundredths of a unit, an SM takes to run
+	// one slab of each of three 128×64 blocks at once (bench/NOTES-simt.md,
+	// round 5).
+	narrowRound = 88
 )
+
+// narrowRest is the time, in hundredths of a unit, an SM takes for one
+// slab of its last 0, 1 or 2 narrow blocks (a round of fewer than three).
+var narrowRest = [3]int64{0, 37, 59}
+
+// grids is a tile problem as the time model sees it: the output (rows ×
+// cols, out elements), S slabs, the GPU's SMs, whether the fold
+// accumulates (dW), and whether split-slab may run it.
+type grids struct {
+	rows, cols, slabs, out, sms int64
+	acc, splitOK                bool
+}
+
+// tiles is the number of output tiles of width w.
+func (g grids) tiles(w int64) int64 {
+	return ceilDiv(g.rows, tileRows) * ceilDiv(g.cols, w)
+}
+
+// smCostW is smCost for blocks of width w: the square tiles' model, or
+// the narrow tiles' (three blocks an SM).
+func smCostW(n, g, sms, w int64) int64 {
+	if w != narrowWidth {
+		return smCost(n, g, sms)
+	}
+	c := ceilDiv(n, sms)
+	return ((c/3)*narrowRound + narrowRest[c%3]) * (g*100 + blockOverhead) / 100
+}
+
+// narrowOK reports whether narrow tiles are scored: the square grid
+// underfills one wave of blocks, and the narrow one fits grid.y.
+func (g grids) narrowOK() bool {
+	return g.tiles(squareWidth) < tiledBlocksPerSM*g.sms && ceilDiv(g.cols, narrowWidth) <= maxGridYZ
+}
+
+// split is the best split-slab G for tiles of width w and its modelled
+// cost (fold included); g = 0 when split-slab cannot run.
+func (g grids) split(w int64) (int64, int64) {
+	if !g.splitOK {
+		return 0, 0
+	}
+	gb, c := splitSlabsCost(g.tiles(w), g.slabs, g.sms, w)
+	return gb, c + foldCost(g.slabs, g.out, g.sms, g.acc)
+}
+
+// pick is the model's choice: square tiles, tiled unless split-slab models
+// at least splitMinGainPct faster; then, where narrowOK, the faster of
+// narrow tiled and narrow split-slab, taken only when it models at least
+// splitMinGainPct below the square choice (the narrow kernels' cost varies
+// more from shape to shape: bench/NOTES-simt.md, round 5). w, when not 0,
+// pins the width.
+func (g grids) pick(w int64) (s Strategy, width, perBlock int64) {
+	if w != 0 {
+		s, perBlock, _ = g.pickFor(w, splitMinGainPct)
+		return s, w, perBlock
+	}
+	s, perBlock, cost := g.pickFor(squareWidth, splitMinGainPct)
+	width = squareWidth
+	if g.narrowOK() {
+		if ns, ng, nc := g.pickFor(narrowWidth, 0); nc*100 <= cost*(100-splitMinGainPct) {
+			s, width, perBlock = ns, narrowWidth, ng
+		}
+	}
+	return s, width, perBlock
+}
+
+// pickFor is tiled or split-slab for tiles of width w: split-slab (at its
+// best G) when it models at least gainPct below tiled; and the modelled
+// cost of the choice.
+func (g grids) pickFor(w, gainPct int64) (s Strategy, perBlock, cost int64) {
+	s, cost = StrategyTiled, smCostW(g.tiles(w), g.slabs, g.sms, w)
+	if gb, c := g.split(w); gb > 0 && c*100 <= cost*(100-gainPct) && c < cost {
+		s, perBlock, cost = StrategySplitSlab, gb, c
+	}
+	return s, perBlock, cost
+}
 
 // smCost is the modelled time, in hundredths of a unit, of n blocks of g
 // slabs each on sms SMs.
@@ -239,21 +357,30 @@ func foldCost(S, out, sms int64, accumulate bool) int64 {
 }
 
 // splitSlabs picks G, the slabs each split-slab block computes, for a grid
-// of tiles output tiles of out elements in all, S slabs and sms
+// of tiles square output tiles of out elements in all, S slabs and sms
 // multiprocessors: the G of least modelled time over every distinct group
 // count ⌈S/G⌉ (see smCost and foldCost). ok is false when it does not beat
-// the tiled kernel's modelled time by splitMinGainPct.
+// the square tiled kernel's modelled time by splitMinGainPct.
 func splitSlabs(tiles, S, out, sms int64, accumulate bool) (g int64, ok bool) {
 	sms = max(sms, 1)
-	tiled := smCost(tiles, S, sms)
-	fold := foldCost(S, out, sms, accumulate)
-	best, bestCost := int64(0), int64(0)
+	g, c := splitSlabsCost(tiles, S, sms, squareWidth)
+	if g == 0 {
+		return 0, false
+	}
+	c += foldCost(S, out, sms, accumulate)
+	return g, c*100 <= smCost(tiles, S, sms)*(100-splitMinGainPct)
+}
+
+// splitSlabsCost is the G of least modelled block time (fold not counted:
+// it does not depend on G) for tiles of width w, and that time.
+func splitSlabsCost(tiles, S, sms, w int64) (best, bestCost int64) {
+	sms = max(sms, 1)
 	// Every distinct G, largest first: z is the least grid for G = ⌈S/z⌉,
 	// and ⌈S/(G-1)⌉ the least grid of the next smaller G (O(√S) steps).
 	for z := int64(1); z <= maxGridYZ; {
 		gz := ceilDiv(S, z)
 		if n, ok := mulOK(tiles, ceilDiv(S, gz)); ok {
-			if c := smCost(n, gz, sms) + fold; best == 0 || c < bestCost {
+			if c := smCostW(n, gz, sms, w); best == 0 || c < bestCost {
 				best, bestCost = gz, c
 			}
 		}
@@ -262,10 +389,7 @@ func splitSlabs(tiles, S, out, sms int64, accumulate bool) (g int64, ok bool) {
 		}
 		z = ceilDiv(S, gz-1)
 	}
-	if best == 0 {
-		return 0, false
-	}
-	return best, bestCost*100 <= tiled*(100-splitMinGainPct)
+	return best, bestCost
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

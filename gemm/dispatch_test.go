@@ -262,12 +262,12 @@ func TestKernelTablesMatchTheSources(t *testing.T) {
 	}
 	var names []string
 	for _, k := range simtKernels {
-		names = append(names, k.simtName())
+		names = append(names, k.simtName(), k.simt64Name())
 	}
 	check(simtFamily, names)
 	names = nil
 	for _, k := range slabsKernels {
-		names = append(names, k.name())
+		names = append(names, k.name(), k.name64())
 	}
 	check(slabsFamily, names)
 	names = nil
@@ -437,6 +437,95 @@ func TestFoldGridCoversAnyCount(t *testing.T) {
 	require.Equal(t, uint32(16), foldBlocks(16*256, h200SMs))
 	require.Equal(t, uint32(16*h200SMs), foldBlocks(1<<40, h200SMs))
 	require.Equal(t, uint32(16), foldBlocks(1<<40, 0))
+}
+
+// The big shapes fill the GPU with square tiles; the narrow tile is only
+// scored where the square grid underfills one wave, so they keep 128×128
+// whatever the narrow tile's measured cost. So do the underfilled shapes
+// where it measured slower.
+func TestDispatchKeepsSquareTilesWhereTheyAreFaster(t *testing.T) {
+	for _, p := range []tileProblem{
+		fwd(4096, 4096, 4096), dx(4096, 4096, 4096), dw(4096, 4096, 4096),
+		fwd(8192, 8192, 8192), dx(8192, 8192, 8192), dw(8192, 8192, 8192),
+		fwd(4096, 1536, 3072), dx(4096, 3072, 1536), dw(4096, 1536, 3072),
+		fwd(2048, 768, 3072),
+	} {
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		require.NoError(t, err)
+		require.EqualValues(t, squareWidth, pl.width, "%s: plan %+v", p.name, pl)
+		g := grids{rows: p.rows, cols: p.cols, slabs: pl.slabs, sms: h200SMs}
+		require.False(t, g.narrowOK(), p.name)
+	}
+	// Underfilled grids where the narrow tile measured slower keep the
+	// square plans: the split-slab dX and dW of 2048x768x3072 (narrow: 297
+	// and 286 µs against 265 and 267), the forward of 512x1024x1024.
+	for _, p := range []tileProblem{dx(2048, 3072, 768), dw(2048, 768, 3072), fwd(512, 1024, 1024), dw(1024, 1024, 1024), dx(128, 11008, 4096)} {
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		require.NoError(t, err)
+		require.Equal(t, StrategySplitSlab, pl.strategy, p.name)
+		require.EqualValues(t, squareWidth, pl.width, "%s: plan %+v", p.name, pl)
+	}
+	// And the square kernels' plans are the ones before the narrow tile.
+	for _, c := range []struct {
+		p tileProblem
+		s Strategy
+		g int64
+	}{
+		{fwd(4096, 4096, 4096), StrategyTiled, 0}, {dw(4096, 1536, 3072), StrategySplitSlab, 4},
+		{fwd(4096, 1536, 3072), StrategyTiled, 0}, {dx(4096, 3072, 1536), StrategyTiled, 0},
+	} {
+		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
+		require.NoError(t, err)
+		require.Equal(t, c.s, pl.strategy, c.p.name)
+		require.Equal(t, c.g, pl.perBlock, c.p.name)
+	}
+}
+
+// Grids of square tiles that underfill the H200 take the narrow tile when
+// the model says it pays (bench/NOTES-simt.md, round 5).
+func TestDispatchNarrowsUnderfilledGrids(t *testing.T) {
+	for _, c := range []struct {
+		p     tileProblem
+		s     Strategy
+		width int64
+	}{
+		{fwd(2048, 768, 512), StrategyTiled, narrowWidth},    // 64 square tiles, 3 slabs
+		{dx(2048, 512, 768), StrategySplitSlab, narrowWidth}, // 96 square tiles, 2 slabs
+		{dw(2048, 768, 512), StrategySplitSlab, narrowWidth}, // 24 square tiles, 8 slabs
+		{fwd(256, 256, 256), StrategyTiled, narrowWidth},     // one slab: nothing to split, still narrower
+	} {
+		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
+		require.NoError(t, err)
+		require.Equal(t, c.s, pl.strategy, "%s: plan %+v", c.p.name, pl)
+		require.Equal(t, c.width, pl.width, "%s: plan %+v", c.p.name, pl)
+		require.Equal(t, pl.strategy == StrategySplitSlab, pl.ws > 0, "only split-slab needs a workspace")
+	}
+}
+
+// The width can be forced (tests); narrow needs grid.y to hold the column
+// tiles; rows plans have no width.
+func TestForcedTileWidth(t *testing.T) {
+	p := fwd(4096, 4096, 4096)
+	for _, s := range []Strategy{StrategyTiled, StrategySplitSlab} {
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: s, width: narrowWidth})
+		require.NoError(t, err)
+		require.Equal(t, s, pl.strategy)
+		require.EqualValues(t, narrowWidth, pl.width)
+		pl, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: s})
+		require.NoError(t, err)
+		require.EqualValues(t, squareWidth, pl.width, "forced without a width: square")
+	}
+	_, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyTiled, width: 32})
+	require.ErrorIs(t, err, errStrategy)
+	_, err = choose(layoutNN, 128, 64*maxGridYZ+1, 256, h200SMs, force{strategy: StrategyTiled, width: narrowWidth})
+	require.ErrorIs(t, err, errStrategy)
+	pl, err := choose(layoutNN, 128, 64*maxGridYZ+1, 256, h200SMs, force{})
+	require.NoError(t, err)
+	require.EqualValues(t, squareWidth, pl.width, "too many narrow column tiles for grid.y")
+	pl, err = choose(layoutNN, 1, 4096, 4096, h200SMs, force{})
+	require.NoError(t, err)
+	require.Equal(t, StrategyRows, pl.strategy)
+	require.Zero(t, pl.width)
 }
 
 func TestStrategyNames(t *testing.T) {

@@ -94,6 +94,11 @@
 //   - tiled (everything else): one kernel, each block folding its tile's
 //     slabs in place.
 //
+// Tiled and split-slab run 128×128 output tiles, or 128×64 ones (twice
+// the blocks, three an SM) where the square grid underfills the GPU and a
+// time model of the grid's quantisation says the narrow tile gains at
+// least 5 %. Both widths run one loop (simt_tile.cuh), so the same chains.
+//
 // Every strategy computes each slab as the plan's one chain and folds the
 // slabs by the plan's additions in the plan's order, so kernel selection
 // never changes a bit of the output: the dispatcher may look at M and at

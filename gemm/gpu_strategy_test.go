@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -28,6 +29,10 @@ var strategyCases = []strategyCase{
 	{"split-slab/1-per-block", force{strategy: StrategySplitSlab, perBlock: 1}},
 	{"split-slab/2-per-block", force{strategy: StrategySplitSlab, perBlock: 2}},
 	{"split-slab/3-per-block", force{strategy: StrategySplitSlab, perBlock: 3}},
+	{"tiled/narrow", force{strategy: StrategyTiled, width: narrowWidth}},
+	{"split-slab/narrow", force{strategy: StrategySplitSlab, width: narrowWidth}},
+	{"split-slab/narrow/1-per-block", force{strategy: StrategySplitSlab, perBlock: 1, width: narrowWidth}},
+	{"split-slab/narrow/3-per-block", force{strategy: StrategySplitSlab, perBlock: 3, width: narrowWidth}},
 	{"rows", force{strategy: StrategyRows}},
 	{"rows/one-launch", force{strategy: StrategyRows, rowsPath: rowsPathOne}},
 	{"rows/two-pass", force{strategy: StrategyRows, rowsPath: rowsPathTwo}},
@@ -319,8 +324,11 @@ func TestFastF16WideningIsExact(t *testing.T) {
 }
 
 // envTimings turns on TestStrategyTimings, a measuring aid rather than a
-// test: it prints the time of every strategy (and split-slab G) on the
-// bench's shapes, the figures the dispatch model is calibrated with.
+// test: it prints the time of every strategy (and split-slab G, and tile
+// width) on the bench's shapes, the figures the dispatch model is
+// calibrated with. A value other than "1" keeps only the shapes whose
+// "op MxKxN" (e.g. "dx 2048x768x3072") contains one of its comma-separated
+// parts.
 const envTimings = "DETGEMM_TIMINGS"
 
 func TestStrategyTimings(t *testing.T) {
@@ -377,7 +385,18 @@ func TestStrategyTimings(t *testing.T) {
 		{"fwd", 4096, 4096, 4096, F32}, {"fwd", 4096, 4096, 4096, F16},
 		{"dx", 128, 4096, 11008, F32}, {"fwd", 64, 4096, 4096, F32},
 		{"fwd", 1, 256, 128, F32}, {"fwd", 1, 4096, 128, F32}, // host and launch overhead
+		{"dx", 2048, 768, 512, BF16}, {"dw", 2048, 768, 512, BF16}, {"fwd", 2048, 768, 512, BF16},
+		{"fwd", 512, 1024, 1024, F32}, {"dw", 1024, 1024, 1024, F32},
 	} {
+		if sel := os.Getenv(envTimings); sel != "1" {
+			keep := false
+			for _, part := range strings.Split(sel, ",") {
+				keep = keep || strings.Contains(fmt.Sprintf("%s %dx%dx%d", c.op, c.M, c.K, c.N), part)
+			}
+			if !keep {
+				continue
+			}
+		}
 		tier := TierF32
 		if c.in.Half() {
 			tier = TierTyped
@@ -415,7 +434,7 @@ func TestStrategyTimings(t *testing.T) {
 		auto, err := eng.choose(p)
 		require.NoError(t, err)
 		flops := 2 * float64(c.M) * float64(c.K) * float64(c.N)
-		line := fmt.Sprintf("%-4s %5dx%5dx%5d %-4v auto=%v/G%d:", c.op, c.M, c.K, c.N, c.in, auto.strategy, auto.perBlock)
+		line := fmt.Sprintf("%-4s %5dx%5dx%5d %-4v auto=%v/w%d/G%d:", c.op, c.M, c.K, c.N, c.in, auto.strategy, auto.width, auto.perBlock)
 		add := func(name string, f force) {
 			old := setForce(eng, f)
 			defer setForce(eng, old)
@@ -444,6 +463,9 @@ func TestStrategyTimings(t *testing.T) {
 			})
 			line += fmt.Sprintf(" [rows kernel %.1f fold %.1f]", kern, fold)
 		}
+		if c.M > 32 || c.op == "dw" {
+			add("narrow", force{strategy: StrategyTiled, width: narrowWidth})
+		}
 		if S := int64(p.red+255) / 256; S >= 2 && c.M > 32 || c.op == "dw" {
 			seen := map[int64]bool{}
 			for z := int64(1); z <= S; z++ {
@@ -453,6 +475,7 @@ func TestStrategyTimings(t *testing.T) {
 				}
 				seen[g] = true
 				add(fmt.Sprintf("G%d", g), force{strategy: StrategySplitSlab, perBlock: g})
+				add(fmt.Sprintf("nG%d", g), force{strategy: StrategySplitSlab, perBlock: g, width: narrowWidth})
 			}
 		}
 		fmt.Println(line)

@@ -11,11 +11,11 @@ import (
 )
 
 // TestGraphReplayEqualsDirectCalls captures one call of every path the
-// dispatcher takes — tiled, split-slab and rows (two launches and one, whose
-// arrival counters reset themselves), gemm_tc, gemm_tc_rows and, on sm_90a,
-// gemm_wgmma with its per-call TMA maps — into a CUDA graph, replays it three
-// times over poisoned outputs (dW restored each time), and requires the bits
-// of a direct call every time.
+// dispatcher takes — tiled and split-slab (square and narrow tiles), rows
+// (two launches and one, whose arrival counters reset themselves), gemm_tc,
+// gemm_tc_rows and, on sm_90a, gemm_wgmma with its per-call TMA maps — into
+// a CUDA graph, replays it three times over poisoned outputs (dW restored
+// each time), and requires the bits of a direct call every time.
 func TestGraphReplayEqualsDirectCalls(t *testing.T) {
 	eng, ctx := gpuEngine(t)
 	r := newRand(t)
@@ -30,6 +30,8 @@ func TestGraphReplayEqualsDirectCalls(t *testing.T) {
 	}{
 		{"f32 tiled forward", "Forward", TierF32, F32, F32, shape{300, 700, 264}},
 		{"f32 split-slab forward", "Forward", TierF32, F32, F32, shape{64, 8192, 256}},
+		{"f32 narrow tiled forward", "Forward", TierF32, F32, F32, shape{2048, 768, 512}},
+		{"bf16 narrow split-slab dW", "DW", TierTyped, BF16, F32, shape{2048, 768, 512}},
 		{"f32 rows forward, one launch", "Forward", TierF32, F32, F32, shape{16, 4096, 1024}},
 		{"bf16 rows dX", "DX", TierTyped, BF16, BF16, shape{3, 1000, 520}},
 		{"f16 dW", "DW", TierTyped, F16, F32, shape{1000, 200, 136}},

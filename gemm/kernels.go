@@ -16,15 +16,17 @@ const (
 	// tcFamily (tc.go) is TierTensorCore's.
 )
 
-// simtSharedBytes is gemm_simt's dynamic shared memory per block (two
-// staged k-tiles plus the slab totals; gemm_simt.cu asserts the same
-// number). The split-slab kernels use 32 KiB of static shared memory, the
-// fold kernel none; the rows kernels' is rowsSharedBytes.
+// simtSharedBytes is gemm_simt's dynamic shared memory per block of square
+// tiles (two staged k-tiles plus the slab totals; gemm_simt.cu asserts the
+// same number), simt64SharedBytes its narrow tiles'. The split-slab kernels
+// use 33 KiB (square) or 25 KiB (narrow) of static shared memory, the fold
+// kernel none; the rows kernels' is rowsSharedBytes.
 const (
-	simtThreads     = 256
-	simtSharedBytes = 99328
-	slabsThreads    = 256
-	foldThreads     = 256
+	simtThreads       = 256
+	simtSharedBytes   = 99328
+	simt64SharedBytes = 58368
+	slabsThreads      = 256
+	foldThreads       = 256
 )
 
 // kernelKey names a tiled (gemm_simt) entry point: layout, input, output.
@@ -44,6 +46,11 @@ func (k kernelKey) simtName() string {
 	return fmt.Sprintf("detgemm_simt_%v_%v_%v", k.layout, k.in, k.out)
 }
 
+// simt64Name is the entry point of the same kernel with 128×64 tiles.
+func (k kernelKey) simt64Name() string {
+	return fmt.Sprintf("detgemm_simt64_%v_%v_%v", k.layout, k.in, k.out)
+}
+
 // slabsKey names a split-slab partials kernel; partials are f32 whatever
 // the output type.
 type slabsKey struct {
@@ -52,6 +59,9 @@ type slabsKey struct {
 }
 
 func (k slabsKey) name() string { return fmt.Sprintf("detgemm_slabs_%v_%v", k.layout, k.in) }
+
+// name64 is the entry point of the same kernel with 128×64 tiles.
+func (k slabsKey) name64() string { return fmt.Sprintf("detgemm_slabs64_%v_%v", k.layout, k.in) }
 
 // rowsKey names a rows partials kernel: nn or nt, input type, rows per
 // block.
@@ -125,12 +135,14 @@ var (
 
 // functions is every kernel the engine launches, resolved once at New.
 type functions struct {
-	simt  map[kernelKey]*cudaload.Function
-	slabs map[slabsKey]*cudaload.Function
-	rows  map[rowsKey]*cudaload.Function
-	rowsf map[rowsFusedKey]*cudaload.Function
-	fold  map[foldKey]*cudaload.Function
-	tc    map[tcKey]*cudaload.Function
+	simt    map[kernelKey]*cudaload.Function
+	simt64  map[kernelKey]*cudaload.Function // 128×64 tiles
+	slabs   map[slabsKey]*cudaload.Function
+	slabs64 map[slabsKey]*cudaload.Function // 128×64 tiles
+	rows    map[rowsKey]*cudaload.Function
+	rowsf   map[rowsFusedKey]*cudaload.Function
+	fold    map[foldKey]*cudaload.Function
+	tc      map[tcKey]*cudaload.Function
 }
 
 // loadModules loads every family of the bundle the engine uses and
@@ -138,12 +150,14 @@ type functions struct {
 // returned too, for the caller to close.
 func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Module, functions, error) {
 	fns := functions{
-		simt:  map[kernelKey]*cudaload.Function{},
-		slabs: map[slabsKey]*cudaload.Function{},
-		rows:  map[rowsKey]*cudaload.Function{},
-		rowsf: map[rowsFusedKey]*cudaload.Function{},
-		fold:  map[foldKey]*cudaload.Function{},
-		tc:    map[tcKey]*cudaload.Function{},
+		simt:    map[kernelKey]*cudaload.Function{},
+		simt64:  map[kernelKey]*cudaload.Function{},
+		slabs:   map[slabsKey]*cudaload.Function{},
+		slabs64: map[slabsKey]*cudaload.Function{},
+		rows:    map[rowsKey]*cudaload.Function{},
+		rowsf:   map[rowsFusedKey]*cudaload.Function{},
+		fold:    map[foldKey]*cudaload.Function{},
+		tc:      map[tcKey]*cudaload.Function{},
 	}
 	var mods []*cudaload.Module
 	load := func(family string) (*cudaload.Module, error) {
@@ -179,12 +193,18 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 		if fns.simt[k], err = get(mod, k.simtName(), simtSharedBytes); err != nil {
 			return mods, fns, err
 		}
+		if fns.simt64[k], err = get(mod, k.simt64Name(), simt64SharedBytes); err != nil {
+			return mods, fns, err
+		}
 	}
 	if mod, err = load(slabsFamily); err != nil {
 		return mods, fns, err
 	}
 	for _, k := range slabsKernels {
 		if fns.slabs[k], err = get(mod, k.name(), 0); err != nil {
+			return mods, fns, err
+		}
+		if fns.slabs64[k], err = get(mod, k.name64(), 0); err != nil {
 			return mods, fns, err
 		}
 	}

@@ -40,7 +40,7 @@ func (e *Engine) run(p problem, err error) error {
 		}
 		err = e.launchRows(p, pl)
 	default:
-		return e.launchTiled(p)
+		return e.launchTiled(p, pl)
 	}
 	if err != nil {
 		return err
@@ -62,29 +62,37 @@ func missing(p problem, what string) error {
 	return fmt.Errorf("gemm.%s: no %s kernel for %v %v→%v", p.op, what, p.layout, p.in, p.out)
 }
 
-// launchTiled: gemm_simt, grid (row tiles, column tiles).
-func (e *Engine) launchTiled(p problem) error {
-	fn := e.fns.simt[kernelKey{p.layout, p.in, p.out}]
+// launchTiled: gemm_simt, grid (row tiles, column tiles), tiles 128 wide
+// (detgemm_simt_*) or 64 (detgemm_simt64_*).
+func (e *Engine) launchTiled(p problem, pl plan) error {
+	fn, shared := e.fns.simt[kernelKey{p.layout, p.in, p.out}], uint32(simtSharedBytes)
+	if pl.width == narrowWidth {
+		fn, shared = e.fns.simt64[kernelKey{p.layout, p.in, p.out}], simt64SharedBytes
+	}
 	if fn == nil {
 		return missing(p, "tiled")
 	}
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
-	grid := cudaload.Dim3{X: uint32((p.rows + tileRows - 1) / tileRows), Y: uint32((p.cols + tileCols - 1) / tileCols), Z: 1}
-	return e.launch(p.op, fn, grid, simtThreads, simtSharedBytes)
+	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, tileRows)), Y: uint32(ceilDiv(p.cols, pl.width)), Z: 1}
+	return e.launch(p.op, fn, grid, simtThreads, shared)
 }
 
-// launchSlabs: gemm_slabs, grid (row tiles, column tiles, slab groups).
+// launchSlabs: gemm_slabs, grid (row tiles, column tiles, slab groups),
+// tiles 128 wide (detgemm_slabs_*) or 64 (detgemm_slabs64_*).
 func (e *Engine) launchSlabs(p problem, pl plan) error {
 	fn := e.fns.slabs[slabsKey{p.layout, p.in}]
+	if pl.width == narrowWidth {
+		fn = e.fns.slabs64[slabsKey{p.layout, p.in}]
+	}
 	if fn == nil {
 		return missing(p, "split-slab")
 	}
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(e.ws.ptr).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(pl.perBlock)
-	grid := cudaload.Dim3{X: uint32((p.rows + tileRows - 1) / tileRows), Y: uint32((p.cols + tileCols - 1) / tileCols), Z: uint32(pl.groups)}
+	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, tileRows)), Y: uint32(ceilDiv(p.cols, pl.width)), Z: uint32(pl.groups)}
 	return e.launch(p.op, fn, grid, slabsThreads, 0)
 }
 

@@ -17,7 +17,9 @@
 //
 // The chains themselves are simt_tile.cuh's tile_chains, shared with the
 // split-slab family (gemm_slabs.cu); this file adds the in-block fold of the
-// slab results into running totals, the bias and the store.
+// slab results into running totals, the bias and the store. Two tile widths:
+// 128 x 128 (detgemm_simt_*) and 128 x 64 (detgemm_simt64_*, for grids of
+// square tiles that underfill the GPU); same chains, same fold, same bits.
 #include "prelude.cuh"
 #include "simt_tile.cuh"
 
@@ -30,8 +32,10 @@ using namespace dgtile;
 // Dynamic shared memory: tile_chains' two stages of A and B tiles, then the
 // totals laid out [TM*TN][THREADS] so each thread's accesses are
 // conflict-free.
-constexpr int SMEM_BYTES = SMEM_TILES + TM * TN * THREADS * 4;
-static_assert(SMEM_BYTES == 99328, "the Go dispatcher launches with 99328 bytes of dynamic shared memory");
+template <int BN>
+constexpr int SMEM_BYTES = SMEM_TILES<BN> + TM * TN<BN> * THREADS * 4;
+static_assert(SMEM_BYTES<128> == 99328, "the Go dispatcher launches 128 x 128 tiles with 99328 bytes of dynamic shared memory");
+static_assert(SMEM_BYTES<64> == 58368, "the Go dispatcher launches 128 x 64 tiles with 58368 bytes of dynamic shared memory");
 
 // How slab results fold into the output.
 constexpr int FOLD_STORE = 0;       // forward, dX: y = p0 + p1 + ... (+ bias)
@@ -52,24 +56,25 @@ DETGEMM_INLINE void store_from_f32(void* DETGEMM_RESTRICT p, dg_i64 i, float v) 
 // left to right into the thread's running totals (tot[e * THREADS]). For
 // FOLD_STORE the first slab's result is the total; for FOLD_ACCUMULATE the
 // totals start at the old output and every slab is added.
-template <int FOLD>
+template <int FOLD, int BN>
 struct FoldTotals {
+    static constexpr int W = TN<BN>;
     float* tot;
     bool first;
 
-    DETGEMM_INLINE void operator()(dg_i64, float (&acc)[TM][TN]) {
+    DETGEMM_INLINE void operator()(dg_i64, float (&acc)[TM][W]) {
         if (FOLD == FOLD_STORE && first) {
 #pragma unroll
             for (int m = 0; m < TM; ++m)
 #pragma unroll
-                for (int n = 0; n < TN; ++n) tot[(m * TN + n) * THREADS] = acc[m][n];
+                for (int n = 0; n < W; ++n) tot[(m * W + n) * THREADS] = acc[m][n];
             first = false;
         } else {
 #pragma unroll
             for (int m = 0; m < TM; ++m)
 #pragma unroll
-                for (int n = 0; n < TN; ++n) {
-                    float* p = &tot[(m * TN + n) * THREADS];
+                for (int n = 0; n < W; ++n) {
+                    float* p = &tot[(m * W + n) * THREADS];
                     *p = __fadd_rn(*p, acc[m][n]);
                 }
         }
@@ -79,12 +84,13 @@ struct FoldTotals {
 // C[i, j] (op)= sum_r A(i, r) * B(r, j) for a BM x BN tile of C.
 //   A(i, r) = A_RC ? A[i*lda + r] : A[r*lda + i]
 //   B(r, j) = B_JC ? B[r*ldb + j] : B[j*ldb + r]
-template <int DTIN, int DTOUT, bool A_RC, bool B_JC, int FOLD>
+template <int DTIN, int DTOUT, bool A_RC, bool B_JC, int FOLD, int BN>
 DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias,
                               dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+    constexpr int W = TN<BN>;
     extern __shared__ __align__(16) float smem[];
-    FoldTotals<FOLD> close{smem + SMEM_TILES / 4 + threadIdx.x, true};
+    FoldTotals<FOLD, BN> close{smem + SMEM_TILES<BN> / 4 + threadIdx.x, true};
 
     // dW folds every slab onto the value already in the master buffer.
     if (FOLD == FOLD_ACCUMULATE) {
@@ -96,30 +102,30 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
             const dg_i64 i = ip + out_row(typ, m);
             const float* crow = static_cast<const float*>(C) + i * ldc + jp;
 #pragma unroll
-            for (int n = 0; n < TN; ++n) {
-                const int jn = out_col(txp, n);
-                close.tot[(m * TN + n) * THREADS] = (i < M && jp + jn < N) ? crow[jn] : 0.0f;
+            for (int n = 0; n < W; ++n) {
+                const int jn = out_col<BN>(txp, n);
+                close.tot[(m * W + n) * THREADS] = (i < M && jp + jn < N) ? crow[jn] : 0.0f;
             }
         }
     }
 
-    tile_chains<DTIN, A_RC, B_JC>(A, B, M, N, Whole{R}, lda, ldb, smem, close);
+    tile_chains<DTIN, A_RC, B_JC, BN>(A, B, M, N, Whole{R}, lda, ldb, smem, close);
 
     // Positions, block and bias are read afresh: nothing computed before
     // the main loop stays live through it for the epilogue's sake.
     const int te = dg_tid();
     const int tye = out_ty(te), txe = out_tx(te);
     const dg_i64 ie = (dg_i64)dg_ctaid_x() * BM, je = (dg_i64)dg_ctaid_y() * BN;
-    const float* tot = smem + SMEM_TILES / 4 + te;
+    const float* tot = smem + SMEM_TILES<BN> / 4 + te;
 #pragma unroll
     for (int m = 0; m < TM; ++m) {
         const dg_i64 i = ie + out_row(tye, m);
         if (i >= M) continue;
 #pragma unroll
-        for (int n = 0; n < TN; ++n) {
-            const dg_i64 j = je + out_col(txe, n);
+        for (int n = 0; n < W; ++n) {
+            const dg_i64 j = je + out_col<BN>(txe, n);
             if (j >= N) continue;
-            float v = tot[(m * TN + n) * THREADS];
+            float v = tot[(m * W + n) * THREADS];
             if (bias != nullptr) v = __fadd_rn(v, bias[j]);
             store_from_f32<DTOUT>(C, i * ldc + j, v);
         }
@@ -131,12 +137,16 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 // Entry points. Argument order for all: A, B, C, bias (nullable), M, N, R,
 // lda, ldb, ldc — the tile problem C[M,N] = A[M,R] B[R,N] in the layout the
 // name gives: nn = forward (X @ W), nt = dX (dY @ Wᵀ), tn = dW (Xᵀ @ dY).
-#define DETGEMM_SIMT_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD)                                     \
-    DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, 2)                                       \
+// detgemm_simt_*: 128 x 128 tiles, grid (ceil(M/128), ceil(N/128));
+// detgemm_simt64_*: 128 x 64 tiles, grid (ceil(M/128), ceil(N/64)).
+#define DETGEMM_SIMT_ENTRY_BN(NAME, DTIN, DTOUT, ARC, BJC, FOLD, BN)                              \
+    DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, dgtile::MIN_BLOCKS<BN>)                                       \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N,         \
              dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                       \
-        simt::gemm_tile<DTIN, DTOUT, ARC, BJC, FOLD>(A, B, C, bias, M, N, R, lda, ldb, ldc);       \
+        simt::gemm_tile<DTIN, DTOUT, ARC, BJC, FOLD, BN>(A, B, C, bias, M, N, R, lda, ldb, ldc);   \
     }
+#define DETGEMM_SIMT_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD) DETGEMM_SIMT_ENTRY_BN(NAME, DTIN, DTOUT, ARC, BJC, FOLD, 128)
+#define DETGEMM_SIMT64_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD) DETGEMM_SIMT_ENTRY_BN(NAME, DTIN, DTOUT, ARC, BJC, FOLD, 64)
 
 DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f32_f32, dgtile::F32, dgtile::F32, true, true, simt::FOLD_STORE)
 DETGEMM_SIMT_ENTRY(detgemm_simt_nn_bf16_bf16, dgtile::BF16, dgtile::BF16, true, true, simt::FOLD_STORE)
@@ -153,3 +163,19 @@ DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f16_f32, dgtile::F16, dgtile::F32, true, fals
 DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f32_f32, dgtile::F32, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
 DETGEMM_SIMT_ENTRY(detgemm_simt_tn_bf16_f32, dgtile::BF16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
 DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f16_f32, dgtile::F16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
+
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_f32_f32, dgtile::F32, dgtile::F32, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_bf16_bf16, dgtile::BF16, dgtile::BF16, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_bf16_f32, dgtile::BF16, dgtile::F32, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_f16_f16, dgtile::F16, dgtile::F16, true, true, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_f16_f32, dgtile::F16, dgtile::F32, true, true, simt::FOLD_STORE)
+
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_f32_f32, dgtile::F32, dgtile::F32, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_bf16_bf16, dgtile::BF16, dgtile::BF16, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_bf16_f32, dgtile::BF16, dgtile::F32, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_f16_f16, dgtile::F16, dgtile::F16, true, false, simt::FOLD_STORE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_f16_f32, dgtile::F16, dgtile::F32, true, false, simt::FOLD_STORE)
+
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_tn_f32_f32, dgtile::F32, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_tn_bf16_f32, dgtile::BF16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
+DETGEMM_SIMT64_ENTRY(detgemm_simt64_tn_f16_f32, dgtile::F16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
