@@ -75,12 +75,15 @@ var errStrategy = errors.New("strategy cannot run this call")
 // force pins the strategy (tests run every contract check once per
 // strategy). perBlock, for split-slab, pins the slabs each block computes;
 // rowsPath pins the rows strategy's path; width, for tiled and split-slab,
-// pins the tile width (squareWidth or narrowWidth; 0: the model's).
+// pins the tile width (squareWidth or narrowWidth; 0: the model's);
+// tailSMs, for tiled, is the SM count the tail cut assumes (launch.go's
+// tiledTail; 0: the device's), so small grids exercise the cut.
 type force struct {
 	strategy Strategy
 	perBlock int64
 	rowsPath rowsPath
 	width    int64
+	tailSMs  int64
 }
 
 // The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):

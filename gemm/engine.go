@@ -27,6 +27,10 @@ type Engine struct {
 	// tcForce: tests run every TierTensorCore call with this kernel.
 	tcForce  tcForce
 	tcShared uint32 // shared memory a gemm_tc block may use (tc.go)
+	// smemPerSM: shared memory per multiprocessor; loneShared: the dynamic
+	// shared memory that keeps a tiled block alone on its SM (launch.go's
+	// tail launches), 0 where the device cannot give it.
+	smemPerSM, loneShared uint32
 	// gemm_wgmma (sm_90a): whether it is loaded, and the per-call TMA maps
 	// (encoded under mu, without allocating).
 	hasWG    bool
@@ -82,7 +86,12 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{ctx: ctx, arch: arch, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin()),
 		hasWG: wgArch(arch), tmEnc: ctx.NewTiledEncoder()}
-	mods, fns, err := loadModules(ctx, bundle)
+	perSM, err := ctx.Device().Attribute(cudaload.DevAttrMaxSharedMemoryPerMultiprocessor)
+	if err != nil {
+		return nil, fmt.Errorf("gemm.New: %w", err)
+	}
+	e.smemPerSM, e.loneShared = uint32(perSM), loneShared(perSM, ctx.Device().MaxSharedMemoryPerBlockOptin())
+	mods, fns, err := loadModules(ctx, bundle, e.loneShared)
 	e.modules, e.fns = mods, fns
 	if err != nil {
 		_ = e.closeModules()

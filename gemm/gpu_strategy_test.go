@@ -490,3 +490,54 @@ func TestStrategyTimings(t *testing.T) {
 		}
 	}
 }
+
+// TestTiledTailCutMatchesReference runs tiled calls whose grid launch.go
+// cuts into a head and a lone-block tail (tiledTail), both ways and at
+// both tile widths, against the CPU reference. The SM count the cut
+// assumes is forced down so that small grids are cut.
+func TestTiledTailCutMatchesReference(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	require.NotZero(t, eng.loneShared, "this GPU can hold a block alone on an SM")
+	r := newRand(t)
+	for _, width := range []int64{squareWidth, narrowWidth} {
+		shared, regBlocks := uint32(simtSharedBytes), simtRegBlocks
+		if width == narrowWidth {
+			shared, regBlocks = simt64SharedBytes, simt64RegBlocks
+		}
+		perSM := blocksPerSM(shared, regBlocks, eng.smemPerSM)
+		for _, want := range []int{cutCols, cutRows} {
+			for _, op := range []string{"Forward", "DX", "DW"} {
+				// (a, red, b) as runOp reads them; the output is rows × cols.
+				a, red, b := 384, 200, 640
+				if want == cutRows {
+					a, b = 640, 384
+				}
+				rows := a
+				if op == "DW" {
+					a, red = red, a
+					rows = red
+				}
+				tx, ty := ceilDiv(int64(rows), tileRows), ceilDiv(int64(b), width)
+				sms := int64(0)
+				for s := int64(1); s <= 64 && sms == 0; s++ {
+					if cut, _ := tiledTail(tx, ty, perSM, s); cut == want {
+						sms = s
+					}
+				}
+				require.NotZero(t, sms, "no SM count cuts the %dx%d grid that way", tx, ty)
+				for _, c := range ieeeCombos[:2] { // f32 and bf16 → bf16
+					out := c.out
+					if op == "DW" {
+						out = F32
+					}
+					name := fmt.Sprintf("w%d/cut%d/%s/%v-%v/%dx%dx%d/sms%d", width, want, op, c.in, out, a, red, b, sms)
+					t.Run(name, func(t *testing.T) {
+						withForce(t, eng, force{strategy: StrategyTiled, width: width, tailSMs: sms})
+						gotWant, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, out, a, red, b, true)
+						requireSameBits(t, gotWant, got, cols, name)
+					})
+				}
+			}
+		}
+	}
+}

@@ -148,7 +148,10 @@ type functions struct {
 // loadModules loads every family of the bundle the engine uses and
 // resolves its entry points. On error, the modules loaded so far are
 // returned too, for the caller to close.
-func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Module, functions, error) {
+//
+// The tiled kernels may take up to lone bytes of dynamic shared memory (the
+// tail launches of launch.go), at least what they need.
+func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]*cudaload.Module, functions, error) {
 	fns := functions{
 		simt:    map[kernelKey]*cudaload.Function{},
 		simt64:  map[kernelKey]*cudaload.Function{},
@@ -190,10 +193,10 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle) ([]*cudaload.Mod
 		return mods, fns, err
 	}
 	for _, k := range simtKernels {
-		if fns.simt[k], err = get(mod, k.simtName(), simtSharedBytes); err != nil {
+		if fns.simt[k], err = get(mod, k.simtName(), max(simtSharedBytes, lone)); err != nil {
 			return mods, fns, err
 		}
-		if fns.simt64[k], err = get(mod, k.simt64Name(), simt64SharedBytes); err != nil {
+		if fns.simt64[k], err = get(mod, k.simt64Name(), max(simt64SharedBytes, lone)); err != nil {
 			return mods, fns, err
 		}
 	}

@@ -63,20 +63,159 @@ func missing(p problem, what string) error {
 }
 
 // launchTiled: gemm_simt, grid (row tiles, column tiles), tiles 128 wide
-// (detgemm_simt_*) or 64 (detgemm_simt64_*).
+// (detgemm_simt_*) or 64 (detgemm_simt64_*). Where the grid ends in a short
+// partial round, that round goes in a launch of its own (tiledTail).
 func (e *Engine) launchTiled(p problem, pl plan) error {
-	fn, shared := e.fns.simt[kernelKey{p.layout, p.in, p.out}], uint32(simtSharedBytes)
+	fn, shared, regBlocks := e.fns.simt[kernelKey{p.layout, p.in, p.out}], uint32(simtSharedBytes), simtRegBlocks
 	if pl.width == narrowWidth {
-		fn, shared = e.fns.simt64[kernelKey{p.layout, p.in, p.out}], simt64SharedBytes
+		fn, shared, regBlocks = e.fns.simt64[kernelKey{p.layout, p.in, p.out}], simt64SharedBytes, simt64RegBlocks
 	}
 	if fn == nil {
 		return missing(p, "tiled")
 	}
+	tx, ty := ceilDiv(p.rows, tileRows), ceilDiv(p.cols, pl.width)
+	cut, k := cutNone, int64(0)
+	if e.loneShared > shared {
+		sms := int64(e.sms)
+		if e.force.tailSMs > 0 {
+			sms = e.force.tailSMs
+		}
+		cut, k = tiledTail(tx, ty, blocksPerSM(shared, regBlocks, e.smemPerSM), sms)
+	}
+	switch cut {
+	case cutCols:
+		head, tail := p.splitCols(k * pl.width)
+		if err := e.launchTileGrid(head, fn, k, pl.width, shared); err != nil {
+			return err
+		}
+		return e.launchTileGrid(tail, fn, ty-k, pl.width, e.loneShared)
+	case cutRows:
+		head, tail := p.splitRows(k * tileRows)
+		if err := e.launchTileGrid(head, fn, ty, pl.width, shared); err != nil {
+			return err
+		}
+		return e.launchTileGrid(tail, fn, ty, pl.width, e.loneShared)
+	}
+	return e.launchTileGrid(p, fn, ty, pl.width, shared)
+}
+
+// launchTileGrid launches one tiled kernel over all of p's row tiles and ty
+// column tiles of width columns, with shared bytes of dynamic shared memory.
+func (e *Engine) launchTileGrid(p problem, fn *cudaload.Function, ty, width int64, shared uint32) error {
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
-	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, tileRows)), Y: uint32(ceilDiv(p.cols, pl.width)), Z: 1}
+	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, tileRows)), Y: uint32(ty), Z: 1}
 	return e.launch(p.op, fn, grid, simtThreads, shared)
+}
+
+// The blocks of a tiled kernel one SM holds by its launch bounds
+// (registers); shared memory may allow fewer (blocksPerSM).
+const (
+	simtRegBlocks   int64 = 2
+	simt64RegBlocks int64 = 3
+)
+
+// reservedSharedPerBlock is the shared memory the driver sets aside for
+// every resident block (sm_80 and later).
+const reservedSharedPerBlock = 1024
+
+// blocksPerSM is how many blocks of a kernel with shared bytes of dynamic
+// shared memory and regBlocks blocks' worth of registers an SM runs at once.
+func blocksPerSM(shared uint32, regBlocks int64, perSM uint32) int64 {
+	return min(regBlocks, int64(perSM)/(int64(shared)+reservedSharedPerBlock))
+}
+
+// loneShared is the least dynamic shared memory that keeps a block alone
+// on its SM (two would need more than the SM has), or 0 where one block may
+// not take that much (optin).
+func loneShared(perSM, optin int) uint32 {
+	need := perSM/2 - reservedSharedPerBlock + 1
+	if need <= 0 || need > optin {
+		return 0
+	}
+	return uint32(need)
+}
+
+// The ways tiledTail cuts a grid.
+const (
+	cutNone = iota
+	cutCols // the head is column tiles [0, k)
+	cutRows // the head is row tiles [0, k)
+)
+
+// tiledTail decides whether the tiled grid of tx × ty blocks (x: row tiles,
+// y: column tiles), perSM of which run at once on each of sms SMs, runs as
+// two launches. A grid that fills whole rounds of perSM·sms blocks and ends
+// in a partial round of at most sms blocks would best run that round one
+// block per SM, but the hardware starts each block where a slot frees
+// first, and it has been seen to double them up on some SMs while others
+// idle (2048×768×3072 f32 forward on the H200: up to 4 blocks on one SM,
+// 1.2× the time of 3). So whole column (or row) tiles are cut off the end,
+// at most sms blocks, and launched after the rest with loneShared bytes of
+// shared memory, which no SM can hold twice. The cut is the one with the
+// smaller tail (columns on a tie); cutNone where the grid has no such
+// partial round or no cut gives a tail of at most sms blocks. Bits do not
+// change: every element's chain is the same in any launch.
+func tiledTail(tx, ty, perSM, sms int64) (cut int, k int64) {
+	tiles, slots := tx*ty, perSM*sms
+	if perSM < 2 || tiles <= slots {
+		return cutNone, 0
+	}
+	r := tiles % slots
+	if r == 0 || r > sms {
+		return cutNone, 0
+	}
+	full := tiles - r
+	best, bestTail := cutNone, int64(0)
+	try := func(c int, per, count int64) {
+		kk := full / per
+		if kk < 1 || kk >= count {
+			return
+		}
+		tail := tiles - kk*per
+		if tail <= sms && (best == cutNone || tail < bestTail) {
+			best, bestTail, k = c, tail, kk
+		}
+	}
+	try(cutCols, tx, ty)
+	try(cutRows, ty, tx)
+	return best, k
+}
+
+// splitCols returns p restricted to output columns [0, c0) and to
+// [c0, cols), the second with its pointers moved to column c0.
+func (p problem) splitCols(c0 int64) (head, tail problem) {
+	head, tail = p, p
+	head.cols = c0
+	tail.cols = p.cols - c0
+	in, out := int64(p.in.Size()), int64(p.out.Size())
+	if p.layout == layoutNT { // B(r, j) = W[j, r]
+		tail.b += uintptr(c0 * p.ldb * in)
+	} else {
+		tail.b += uintptr(c0 * in)
+	}
+	tail.c += uintptr(c0 * out)
+	if p.bias != 0 {
+		tail.bias += uintptr(c0 * 4)
+	}
+	return head, tail
+}
+
+// splitRows returns p restricted to output rows [0, r0) and to [r0, rows),
+// the second with its pointers moved to row r0.
+func (p problem) splitRows(r0 int64) (head, tail problem) {
+	head, tail = p, p
+	head.rows = r0
+	tail.rows = p.rows - r0
+	in, out := int64(p.in.Size()), int64(p.out.Size())
+	if p.layout == layoutTN { // A(i, r) = X[r, i]
+		tail.a += uintptr(r0 * in)
+	} else {
+		tail.a += uintptr(r0 * p.lda * in)
+	}
+	tail.c += uintptr(r0 * p.ldc * out)
+	return head, tail
 }
 
 // launchSlabs: gemm_slabs, grid (row tiles, column tiles, slab groups),

@@ -245,6 +245,7 @@ DETGEMM_INLINE bool vec_ok(const void* X, dg_i64 ld) {
 //
 // Whole: [0, R), the single-kernel family.
 struct Whole {
+    static constexpr bool SERPENTINE_F32 = true;  // see tile_chains' step
     dg_i64 R;
     DETGEMM_INLINE dg_i64 r0() const { return 0; }
     DETGEMM_INLINE dg_i64 len() const { return R; }
@@ -253,6 +254,7 @@ struct Whole {
 // SlabGroup: slabs [z*G, min((z+1)*G, S)) for block z = blockIdx.z, the
 // split-slab family. Empty (len <= 0) for a block past the last slab.
 struct SlabGroup {
+    static constexpr bool SERPENTINE_F32 = false;  // see tile_chains' step
     dg_i64 R, G;
     DETGEMM_INLINE dg_i64 r0() const { return (dg_i64)dg_ctaid_z() * G * SLAB; }
     DETGEMM_INLINE dg_i64 len() const {
@@ -334,10 +336,24 @@ DETGEMM_INLINE void tile_chains(const void* DETGEMM_RESTRICT A, const void* DETG
             const float4 bq = *reinterpret_cast<const float4*>(bp + q * (BN / 2));
             b[4 * q] = bq.x; b[4 * q + 1] = bq.y; b[4 * q + 2] = bq.z; b[4 * q + 3] = bq.w;
         }
+        // The order of the independent FFMAs of one step is free (each
+        // output still gets exactly one fma per r) and decides how ptxas
+        // allocates registers. Serpentine order (odd rows walk the columns
+        // backwards) lets consecutive FFMAs share an operand at every turn,
+        // so more operands come from the reuse cache. With the plain
+        // row-major order the f32 r-contiguous gemm_simt kernels came out
+        // of ptxas with ~75 FFMAs a loop whose three register sources sat
+        // in one bank and ran 4-6 % slower than serpentine; the square f32
+        // gemm_slabs kernels measured the other way (5 %), so they keep
+        // the plain order (bench/NOTES-simt.md, round 6).
+        constexpr bool serpentine = DTIN != F32 || BN != 128 || Range::SERPENTINE_F32;
 #pragma unroll
         for (int m = 0; m < TM; ++m)
 #pragma unroll
-            for (int n = 0; n < W; ++n) acc[m][n] = __fmaf_rn(a[m], b[n], acc[m][n]);
+            for (int c = 0; c < W; ++c) {
+                const int n = serpentine && (m & 1) ? W - 1 - c : c;
+                acc[m][n] = __fmaf_rn(a[m], b[n], acc[m][n]);
+            }
     };
 
     const dg_i64 tiles = (rg.len() + BK - 1) / BK;
