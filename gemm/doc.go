@@ -92,7 +92,9 @@
 //     at least two slabs): the slabs of each tile spread over several
 //     blocks, partials to the workspace, the same fold;
 //   - tiled (everything else): one kernel, each block folding its tile's
-//     slabs in place.
+//     slabs in place; a grid that ends in a short round (at most one block
+//     per SM) runs that round as a second launch that holds every SM to
+//     one block, so the hardware cannot double them up.
 //
 // Tiled and split-slab run 128×128 output tiles, or 128×64 ones (twice
 // the blocks, three an SM) where the square grid underfills the GPU and a
