@@ -82,26 +82,23 @@ func (e *Engine) launchTiled(p problem, pl plan) error {
 		}
 		cut, k = tiledTail(tx, ty, blocksPerSM(shared, regBlocks, e.smemPerSM), sms)
 	}
-	switch cut {
-	case cutCols:
-		head, tail := p.splitCols(k * pl.width)
-		if err := e.launchTileGrid(head, fn, k, pl.width, shared); err != nil {
-			return err
-		}
-		return e.launchTileGrid(tail, fn, ty-k, pl.width, e.loneShared)
-	case cutRows:
-		head, tail := p.splitRows(k * tileRows)
-		if err := e.launchTileGrid(head, fn, ty, pl.width, shared); err != nil {
-			return err
-		}
-		return e.launchTileGrid(tail, fn, ty, pl.width, e.loneShared)
+	if cut == cutNone {
+		return e.launchTileGrid(p, fn, ty, shared)
 	}
-	return e.launchTileGrid(p, fn, ty, pl.width, shared)
+	at, headTY, tailTY := k*tileRows, ty, ty
+	if cut == cutCols {
+		at, headTY, tailTY = k*pl.width, k, ty-k
+	}
+	head, tail := p.split(cut, at)
+	if err := e.launchTileGrid(head, fn, headTY, shared); err != nil {
+		return err
+	}
+	return e.launchTileGrid(tail, fn, tailTY, e.loneShared)
 }
 
 // launchTileGrid launches one tiled kernel over all of p's row tiles and ty
-// column tiles of width columns, with shared bytes of dynamic shared memory.
-func (e *Engine) launchTileGrid(p problem, fn *cudaload.Function, ty, width int64, shared uint32) error {
+// column tiles, with shared bytes of dynamic shared memory.
+func (e *Engine) launchTileGrid(p problem, fn *cudaload.Function, ty int64, shared uint32) error {
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
@@ -183,38 +180,32 @@ func tiledTail(tx, ty, perSM, sms int64) (cut int, k int64) {
 	return best, k
 }
 
-// splitCols returns p restricted to output columns [0, c0) and to
-// [c0, cols), the second with its pointers moved to column c0.
-func (p problem) splitCols(c0 int64) (head, tail problem) {
+// split returns p restricted to its output columns (cutCols) or rows
+// (cutRows) before at, and to those from at on with the pointers moved
+// there.
+func (p problem) split(cut int, at int64) (head, tail problem) {
 	head, tail = p, p
-	head.cols = c0
-	tail.cols = p.cols - c0
 	in, out := int64(p.in.Size()), int64(p.out.Size())
-	if p.layout == layoutNT { // B(r, j) = W[j, r]
-		tail.b += uintptr(c0 * p.ldb * in)
-	} else {
-		tail.b += uintptr(c0 * in)
+	if cut == cutCols {
+		head.cols, tail.cols = at, p.cols-at
+		step := in // B(r, j) = W[r, j]
+		if p.layout == layoutNT {
+			step = p.ldb * in // B(r, j) = W[j, r]
+		}
+		tail.b += uintptr(at * step)
+		tail.c += uintptr(at * out)
+		if p.bias != 0 {
+			tail.bias += uintptr(at * 4)
+		}
+		return head, tail
 	}
-	tail.c += uintptr(c0 * out)
-	if p.bias != 0 {
-		tail.bias += uintptr(c0 * 4)
+	head.rows, tail.rows = at, p.rows-at
+	step := p.lda * in // A(i, r) = X[i, r]
+	if p.layout == layoutTN {
+		step = in // A(i, r) = X[r, i]
 	}
-	return head, tail
-}
-
-// splitRows returns p restricted to output rows [0, r0) and to [r0, rows),
-// the second with its pointers moved to row r0.
-func (p problem) splitRows(r0 int64) (head, tail problem) {
-	head, tail = p, p
-	head.rows = r0
-	tail.rows = p.rows - r0
-	in, out := int64(p.in.Size()), int64(p.out.Size())
-	if p.layout == layoutTN { // A(i, r) = X[r, i]
-		tail.a += uintptr(r0 * in)
-	} else {
-		tail.a += uintptr(r0 * p.lda * in)
-	}
-	tail.c += uintptr(r0 * p.ldc * out)
+	tail.a += uintptr(at * step)
+	tail.c += uintptr(at * p.ldc * out)
 	return head, tail
 }
 

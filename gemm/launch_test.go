@@ -59,7 +59,7 @@ func TestLoneSharedKeepsOneBlockAnSM(t *testing.T) {
 func TestSplitMovesPointersToTheTail(t *testing.T) {
 	p := problem{layout: layoutNN, in: BF16, out: F32, rows: 300, cols: 500, red: 70,
 		a: 1 << 20, b: 2 << 20, c: 3 << 20, bias: 4 << 20, lda: 70, ldb: 500, ldc: 500}
-	head, tail := p.splitCols(128)
+	head, tail := p.split(cutCols, 128)
 	require.Equal(t, int64(128), head.cols)
 	require.Equal(t, int64(372), tail.cols)
 	require.Equal(t, p.a, tail.a)
@@ -67,7 +67,7 @@ func TestSplitMovesPointersToTheTail(t *testing.T) {
 	require.Equal(t, p.c+128*4, tail.c)
 	require.Equal(t, p.bias+128*4, tail.bias)
 
-	head, tail = p.splitRows(256)
+	head, tail = p.split(cutRows, 256)
 	require.Equal(t, int64(256), head.rows)
 	require.Equal(t, int64(44), tail.rows)
 	require.Equal(t, p.a+256*70*2, tail.a, "X[i, r]: row i is i·lda elements in")
@@ -77,12 +77,12 @@ func TestSplitMovesPointersToTheTail(t *testing.T) {
 
 	nt := p
 	nt.layout, nt.ldb = layoutNT, 70
-	_, tail = nt.splitCols(128)
+	_, tail = nt.split(cutCols, 128)
 	require.Equal(t, p.b+128*70*2, tail.b, "W[j, r]: column j of B is row j of W")
 
 	tn := p
 	tn.layout, tn.lda, tn.bias = layoutTN, 300, 0
-	_, tail = tn.splitRows(128)
+	_, tail = tn.split(cutRows, 128)
 	require.Equal(t, p.a+128*2, tail.a, "X[r, i]: row i of A is column i of X")
 	require.Zero(t, tail.bias)
 }
