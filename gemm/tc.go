@@ -260,6 +260,9 @@ func tcCost(t tcTile, p problem, sms int) float64 {
 // gemm_tc's, grid (row tiles, column tiles), no workspace.
 func (e *Engine) launchTC(p problem) error {
 	k, err := chooseTCKernel(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
+	if err == nil {
+		k, err = tcRowsOnHopper(k, p, e.hasWG, e.tcShared, e.tcForce) // tc_rows.go
+	}
 	if err != nil {
 		return fmt.Errorf("gemm.%s: %w", p.op, err)
 	}
