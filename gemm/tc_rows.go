@@ -134,29 +134,37 @@ func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {
 }
 
 // tcRowsOnHopper is the dispatcher's rule for gemm_tc_rows_tma, applied
-// to the key chooseTCKernel picked: where the GPU has the family (hasWG:
-// sm_90a), a gemm_tc_rows tile the dispatcher chose becomes the TMA tile
-// of the same rows. A forced TMA tile without the family is refused.
+// to the key chooseTCKernel picked. Where the GPU has the family (hasWG:
+// sm_90a), a Forward or dX call on the 16-byte path with at most 8 rows
+// takes tmarows8 and one with 9 to 32 rows tmarows16 (two row tiles above
+// 16), whatever chooseTCKernel picked. Measured on the H200 (bf16,
+// TestTCRowsThroughput, 2026-11-21, µs, forward / dX): at K = N = 4096,
+// M = 1 12.1 / 12.3 against gemm_tc_rows' 13.7 / 12.8, M = 16 12.1 / 12.4
+// against 18.8 / 17.8, M = 32 14.9 / 13.2 against tc64's 37.0 / 31.6; at
+// 4096×11008 and 11008×4096, M = 1..32, from 25 to 40 µs against 28 to 89
+// (bench/NOTES-tcrows.md). Without the family, or with a kernel forced, the
+// key stays; a forced TMA tile without the family is refused.
 func tcRowsOnHopper(k tcKey, p problem, hasWG bool, maxShared uint32, f tcForce) (tcKey, error) {
 	if isTCRowsTMA(k.tile) && !hasWG {
 		return tcKey{}, fmt.Errorf("%w: %v needs sm_90a (TMA)", errTCKernel, k.tile)
 	}
-	if f != (tcForce{}) || !hasWG {
+	if f != (tcForce{}) || !hasWG || !k.vec || p.layout == layoutTN || p.rows > tcRowsTMAMaxRows {
 		return k, nil
 	}
-	t := tcTileRowsTMA8
-	switch k.tile {
-	case tcTileRows8:
-	case tcTileRows16:
-		t = tcTileRowsTMA16
-	default:
-		return k, nil
+	t := tcTileRowsTMA16
+	if p.rows <= tcRowsGeometries[tcTileRowsTMA8].mr {
+		t = tcTileRowsTMA8
 	}
 	if tcRowsUsable(t, p, k.vec, maxShared) {
 		k.tile = t
 	}
 	return k, nil
 }
+
+// tcRowsTMAMaxRows is the most rows tcRowsOnHopper sends to
+// gemm_tc_rows_tma: measured faster than every other kernel up to 32 rows
+// (more were not measured).
+const tcRowsTMAMaxRows = 32
 
 // launchTCRows enqueues a gemm_tc_rows kernel whose arguments e.args
 // already holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.

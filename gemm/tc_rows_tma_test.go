@@ -39,10 +39,11 @@ func TestTCRowsTMAGeometry(t *testing.T) {
 	require.Equal(t, "detgemm_tmarows8_nt_bf16_f32_vec", tcKey{tcTileRowsTMA8, layoutNT, BF16, F32, true}.name())
 }
 
-// TestTCRowsOnHopper: with the family (sm_90a) the dispatcher's
-// gemm_tc_rows tiles become the TMA tiles of the same rows; without it,
-// or with any kernel forced, the key stays; a forced TMA tile without the
-// family is refused; everything else is untouched.
+// TestTCRowsOnHopper: with the family (sm_90a) Forward and dX calls of at
+// most 32 rows on the 16-byte path take the TMA tiles (8 rows up to 8, 16
+// rows above); without it, or with any kernel forced, the key stays; a
+// forced TMA tile without the family is refused; everything else is
+// untouched.
 func TestTCRowsOnHopper(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -51,7 +52,10 @@ func TestTCRowsOnHopper(t *testing.T) {
 	}{
 		{"M = 1", ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTileRowsTMA8},
 		{"M = 8", ForwardArgs{Tier: TierTensorCore, M: 8, K: 4096, N: 11008, In: BF16, Out: F32}, tcTileRowsTMA8},
+		{"M = 9", ForwardArgs{Tier: TierTensorCore, M: 9, K: 4096, N: 4096, In: F16, Out: F16}, tcTileRowsTMA16},
 		{"M = 16 dX", DXArgs{Tier: TierTensorCore, M: 16, N: 4096, K: 11008, In: F16, Out: F16}, tcTileRowsTMA16},
+		{"M = 32 dX", DXArgs{Tier: TierTensorCore, M: 32, N: 4096, K: 11008, In: BF16, Out: BF16}, tcTileRowsTMA16},
+		{"M = 32", ForwardArgs{Tier: TierTensorCore, M: 32, K: 11008, N: 4096, In: BF16, Out: F32}, tcTileRowsTMA16},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := tcProblem(t, c.call)
@@ -74,17 +78,23 @@ func TestTCRowsOnHopper(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tcRowsOnHopper(k, p, false, 227<<10, f)
 	require.ErrorIs(t, err, errTCKernel)
-	big := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16})
-	k, err = chooseTCKernel(big, 132, 227<<10, true, tcForce{})
-	require.NoError(t, err)
-	got, err := tcRowsOnHopper(k, big, true, 227<<10, tcForce{})
-	require.NoError(t, err)
-	require.Equal(t, k, got)
+	for _, c := range []Call{
+		ForwardArgs{Tier: TierTensorCore, M: 33, K: 4096, N: 4096, In: BF16, Out: BF16},
+		ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16},
+		DWArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16},
+	} {
+		p := tcProblem(t, c)
+		k, err = chooseTCKernel(p, 132, 227<<10, true, tcForce{})
+		require.NoError(t, err)
+		got, err := tcRowsOnHopper(k, p, true, 227<<10, tcForce{})
+		require.NoError(t, err)
+		require.Equal(t, k, got)
+	}
 	unaligned := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
 	unaligned.a++
 	k, err = chooseTCKernel(unaligned, 132, 227<<10, true, tcForce{})
 	require.NoError(t, err)
-	got, err = tcRowsOnHopper(k, unaligned, true, 227<<10, tcForce{})
+	got, err := tcRowsOnHopper(k, unaligned, true, 227<<10, tcForce{})
 	require.NoError(t, err)
 	require.Equal(t, k, got, "TMA needs the 16-byte path")
 }
