@@ -262,6 +262,14 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		if err = loadWG(mod, &fns, get); err != nil {
 			return mods, fns, err
 		}
+		if mod, err = load(tcRowsTMAFamily); err != nil {
+			return mods, fns, err
+		}
+		for _, k := range tcRowsTMAKernels {
+			if fns.tc[k], err = get(mod, k.name(), tcRowsSharedBytes(k.tile, k.layout)); err != nil {
+				return mods, fns, err
+			}
+		}
 	}
 	return mods, fns, nil
 }

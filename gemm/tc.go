@@ -180,6 +180,8 @@ func tcFits(t tcTile, rows, cols int64) bool {
 //     aligned and their leading dimensions multiples of 8, _any otherwise.
 //   - Few rows: Forward and dX calls of at most 16 rows on the _vec path
 //     take a gemm_tc_rows tile (chooseTCRows, tc_rows.go).
+//     On sm_90a, launchTC then swaps in gemm_tc_rows_tma for up to 32
+//     rows (tcRowsOnHopper).
 //   - The tile otherwise: among the shapes whose grid fits the launch limits and
 //     whose shared memory fits the GPU's block (maxShared: sm_86 and sm_89
 //     hold 99 KiB, too little for tc256), tc256 only on the _vec path, the
@@ -260,6 +262,9 @@ func tcCost(t tcTile, p problem, sms int) float64 {
 // gemm_tc's, grid (row tiles, column tiles), no workspace.
 func (e *Engine) launchTC(p problem) error {
 	k, err := chooseTCKernel(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
+	if err == nil {
+		k, err = tcRowsOnHopper(k, p, e.hasWG, e.tcShared, e.tcForce) // tc_rows.go
+	}
 	if err != nil {
 		return fmt.Errorf("gemm.%s: %w", p.op, err)
 	}

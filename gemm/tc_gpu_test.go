@@ -36,6 +36,8 @@ var tcCases = []tcCase{
 	{"wg192x192", tcForce{tcTileWG192x192, tcPathVec}},
 	{"tcrows8-vec", tcForce{tcTileRows8, tcPathVec}},
 	{"tcrows16-vec", tcForce{tcTileRows16, tcPathVec}},
+	{"tmarows8", tcForce{tcTileRowsTMA8, tcPathVec}},
+	{"tmarows16", tcForce{tcTileRowsTMA16, tcPathVec}},
 }
 
 // tcCombos is every (input, output) the tensor-core tier accepts.

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -12,29 +13,51 @@ import (
 // may send any row count to either.
 const tcRowsFamily = "gemm_tc_rows"
 
+// tcRowsTMAFamily is the same tiles with the stages filled by TMA bulk
+// tensor copies (kernels/cuda/gemm_tc_rows_tma.cu), built for sm_90a only
+// and loaded with gemm_wgmma; same chain, same bits.
+const tcRowsTMAFamily = "gemm_tc_rows_tma"
+
 // The tile shapes of gemm_tc_rows.cu, numbered apart from gemm_tc's.
 const (
-	tcTileRows8  tcTile = 32 + iota // 8 rows × 32 columns: 2 consumer warps of 16 columns, 2 producer warps
-	tcTileRows16                    // 16 rows × 32 columns
+	tcTileRows8     tcTile = 32 + iota // 8 rows × 32 columns: 2 consumer warps of 16 columns, 2 producer warps
+	tcTileRows16                       // 16 rows × 32 columns
+	tcTileRowsTMA8                     // gemm_tc_rows_tma: 8 rows × 32 columns, 2 consumer warps, 1 TMA producer warp
+	tcTileRowsTMA16                    // 16 rows × 32 columns, 4 consumer warps of 16 columns × 8 rows
 )
 
 // tcRowsGeometry is a gemm_tc_rows tile: mr rows × bn columns per block
 // (one consumer warp per 16 columns), bk of the reduction per stage,
-// stages deep, filled by `producers` producer warps.
+// stages deep, filled by `producers` producer warps; tma: the
+// gemm_tc_rows_tma tiles (one consumer warp per 16 columns × 8 rows, the
+// producer warp issuing TMA copies).
 type tcRowsGeometry struct {
 	name                          string
 	mr, bn, bk, stages, producers int64
+	tma                           bool
 }
 
 var tcRowsGeometries = map[tcTile]tcRowsGeometry{
-	tcTileRows8:  {"tcrows8", 8, 32, 128, 6, 2},
-	tcTileRows16: {"tcrows16", 16, 32, 128, 5, 2},
+	tcTileRows8:     {"tcrows8", 8, 32, 128, 6, 2, false},
+	tcTileRows16:    {"tcrows16", 16, 32, 128, 5, 2, false},
+	tcTileRowsTMA8:  {"tmarows8", 8, 32, 128, 7, 1, true},
+	tcTileRowsTMA16: {"tmarows16", 16, 32, 128, 6, 1, true},
 }
 
 // tcRowsTiles lists the rows tiles, the fewest rows first.
 var tcRowsTiles = []tcTile{tcTileRows8, tcTileRows16}
 
-func (g tcRowsGeometry) threads() uint32 { return uint32((g.bn/16 + g.producers) * 32) }
+// tcRowsTMATiles lists the gemm_tc_rows_tma tiles, the fewest rows first.
+var tcRowsTMATiles = []tcTile{tcTileRowsTMA8, tcTileRowsTMA16}
+
+func isTCRowsTMA(t tcTile) bool { return tcRowsGeometries[t].tma }
+
+func (g tcRowsGeometry) threads() uint32 {
+	if g.tma {
+		return uint32((g.bn/16*(g.mr/8) + g.producers) * 32)
+	}
+	return uint32((g.bn/16 + g.producers) * 32)
+}
 
 // blocks is the 1-D grid: row tiles × column blocks.
 func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
@@ -45,8 +68,13 @@ func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
 // mr rows of A (bk wide) and the bk × bn piece of B as it lies in global
 // memory (nn: bk rows of bn columns; nt: bn rows of bk), each row padded by
 // tcPad halves; then the stages' full and empty mbarriers (8 bytes each).
+// gemm_tc_rows_tma's (Rows::SMEM) has no padding (TMA swizzles instead)
+// and 1 KiB of slack to align the ring.
 func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 	g := tcRowsGeometries[t]
+	if g.tma {
+		return uint32(g.stages*((g.mr+g.bn)*g.bk*2+16) + 1024)
+	}
 	b := g.bn * (g.bk + tcPad)
 	if l == layoutNN {
 		b = g.bk * (g.bn + tcPad)
@@ -56,8 +84,13 @@ func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 
 // tcRowsKernels is every gemm_tc_rows entry point: each tile × nn, nt ×
 // input × output (the input type or f32), 16-byte path.
-var tcRowsKernels = func() (out []tcKey) {
-	for _, t := range tcRowsTiles {
+var tcRowsKernels = tcRowsEntries(tcRowsTiles)
+
+// tcRowsTMAKernels is every gemm_tc_rows_tma entry point, named alike.
+var tcRowsTMAKernels = tcRowsEntries(tcRowsTMATiles)
+
+func tcRowsEntries(tiles []tcTile) (out []tcKey) {
+	for _, t := range tiles {
 		for _, l := range []layout{layoutNN, layoutNT} {
 			for _, in := range []DType{BF16, F16} {
 				for _, o := range []DType{in, F32} {
@@ -67,13 +100,18 @@ var tcRowsKernels = func() (out []tcKey) {
 		}
 	}
 	return out
-}()
+}
 
 // tcRowsUsable reports whether rows tile t can run p on the path vec: the
 // 16-byte path, Forward or dX, a grid within grid.x, and shared memory
-// within the GPU's block.
+// within the GPU's block; a TMA tile also needs every extent below 2^31
+// with a box to spare (its copy coordinates are 32-bit).
 func tcRowsUsable(t tcTile, p problem, vec bool, maxShared uint32) bool {
 	g, ok := tcRowsGeometries[t]
+	const lim = math.MaxInt32 - 256
+	if g.tma && (p.rows > lim || p.cols > lim || p.red > lim) {
+		return false
+	}
 	return ok && vec && p.layout != layoutTN && g.blocks(p.rows, p.cols) <= math.MaxInt32 &&
 		tcRowsSharedBytes(t, p.layout) <= maxShared
 }
@@ -95,10 +133,79 @@ func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {
 	return 0, false
 }
 
+// tcRowsOnHopper is the dispatcher's rule for gemm_tc_rows_tma, applied
+// to the key chooseTCKernel picked. Where the GPU has the family (hasWG:
+// sm_90a), a Forward or dX call on the 16-byte path with at most 8 rows
+// takes tmarows8 and one with 9 to 32 rows tmarows16 (two row tiles above
+// 16), whatever chooseTCKernel picked. Measured on the H200 (bf16,
+// TestTCRowsThroughput, 2026-11-21, µs, forward / dX): at K = N = 4096,
+// M = 1 12.1 / 12.3 against gemm_tc_rows' 13.7 / 12.8, M = 16 12.1 / 12.4
+// against 18.8 / 17.8, M = 32 14.9 / 13.2 against tc64's 37.0 / 31.6; at
+// 4096×11008 and 11008×4096, M = 1..32, from 25 to 40 µs against 28 to 89
+// (bench/NOTES-tcrows.md). Without the family, or with a kernel forced, the
+// key stays; a forced TMA tile without the family is refused.
+func tcRowsOnHopper(k tcKey, p problem, hasWG bool, maxShared uint32, f tcForce) (tcKey, error) {
+	if isTCRowsTMA(k.tile) && !hasWG {
+		return tcKey{}, fmt.Errorf("%w: %v needs sm_90a (TMA)", errTCKernel, k.tile)
+	}
+	if f != (tcForce{}) || !hasWG || !k.vec || p.layout == layoutTN || p.rows > tcRowsTMAMaxRows {
+		return k, nil
+	}
+	t := tcTileRowsTMA16
+	if p.rows <= tcRowsGeometries[tcTileRowsTMA8].mr {
+		t = tcTileRowsTMA8
+	}
+	if tcRowsUsable(t, p, k.vec, maxShared) {
+		k.tile = t
+	}
+	return k, nil
+}
+
+// tcRowsTMAMaxRows is the most rows tcRowsOnHopper sends to
+// gemm_tc_rows_tma: measured faster than every other kernel up to 32 rows
+// (more were not measured).
+const tcRowsTMAMaxRows = 32
+
 // launchTCRows enqueues a gemm_tc_rows kernel whose arguments e.args
-// already holds.
+// already holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.
 func (e *Engine) launchTCRows(p problem, k tcKey, fn *cudaload.Function) error {
 	g := tcRowsGeometries[k.tile]
+	if g.tma {
+		if err := e.encodeTCRowsTMA(p, g); err != nil {
+			return err
+		}
+		e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
+			Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
+			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
+	}
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
 	return e.launch(p.op, fn, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout))
+}
+
+// encodeTCRowsTMA encodes gemm_tc_rows_tma's maps into e.tmA (X or dY:
+// boxes of 64 of the reduction × mr rows, 128-byte swizzle) and e.tmB (W
+// nn: 32 columns × bk of the reduction, 64-byte swizzle; nt: 64 of the
+// reduction × 32 columns, 128-byte swizzle), zeros past the matrix.
+func (e *Engine) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
+	dt := cudaload.TensorMapBFloat16
+	if p.in == F16 {
+		dt = cudaload.TensorMapFloat16
+	}
+	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	err := e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*2,
+		64, uint32(g.mr), cudaload.TensorMapSwizzle128B, l2, oob)
+	if err == nil {
+		if p.layout == layoutNN {
+			err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.cols), uint64(p.red), uint64(p.ldb)*2,
+				uint32(g.bn), uint32(g.bk), cudaload.TensorMapSwizzle64B, l2, oob)
+		} else {
+			err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.red), uint64(p.cols), uint64(p.ldb)*2,
+				64, uint32(g.bn), cudaload.TensorMapSwizzle128B, l2, oob)
+		}
+	}
+	if err != nil {
+		// tcRowsUsable admitted the call, so this is a bug, not a user error.
+		return fmt.Errorf("gemm.%s: encoding the TMA maps of %s: %w", p.op, g.name, err)
+	}
+	return nil
 }

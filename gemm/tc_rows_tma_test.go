@@ -1,0 +1,100 @@
+package gemm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTCRowsTMAKernelTableMatchesTheSource: every gemm_tc_rows_tma entry
+// point the engine resolves exists in gemm_tc_rows_tma.cu, the source has
+// no other, and the family is built for sm_90a only (where the engine
+// loads it, with gemm_wgmma).
+func TestTCRowsTMAKernelTableMatchesTheSource(t *testing.T) {
+	src, err := kernels.Source(tcRowsTMAFamily)
+	require.NoError(t, err)
+	for _, k := range tcRowsTMAKernels {
+		require.True(t, strings.Contains(src, "\nDETGEMM_TMAROWS_ENTRY("+k.name()+","), "gemm_tc_rows_tma.cu defines %s", k.name())
+	}
+	require.Equal(t, strings.Count(src, "\nDETGEMM_TMAROWS_ENTRY("), len(tcRowsTMAKernels), "every entry point is loaded")
+	require.Len(t, tcRowsTMAKernels, 16)
+	targets, err := kernels.FamilyTargets(tcRowsTMAFamily)
+	require.NoError(t, err)
+	require.Equal(t, []kernels.Arch{{Major: 9, Minor: 0, Specific: true}}, targets)
+}
+
+// TestTCRowsTMAGeometry: the block size and shared memory the kernels
+// expect (Rows::THREADS, Rows::SMEM), three blocks an SM on sm_90.
+func TestTCRowsTMAGeometry(t *testing.T) {
+	require.Equal(t, uint32(96), tcRowsGeometries[tcTileRowsTMA8].threads())
+	require.Equal(t, uint32(160), tcRowsGeometries[tcTileRowsTMA16].threads())
+	require.Equal(t, uint32(7*(8*128*2+128*32*2)+1024+2*7*8), tcRowsSharedBytes(tcTileRowsTMA8, layoutNN))
+	require.Equal(t, uint32(6*(16*128*2+128*32*2)+1024+2*6*8), tcRowsSharedBytes(tcTileRowsTMA16, layoutNT))
+	for _, k := range tcRowsTMAKernels {
+		require.LessOrEqual(t, 3*(tcRowsSharedBytes(k.tile, k.layout)+1024), uint32(228<<10), k.name())
+	}
+	require.Equal(t, "tmarows16", tcTileRowsTMA16.String())
+	require.Equal(t, "detgemm_tmarows8_nt_bf16_f32_vec", tcKey{tcTileRowsTMA8, layoutNT, BF16, F32, true}.name())
+}
+
+// TestTCRowsOnHopper: with the family (sm_90a) Forward and dX calls of at
+// most 32 rows on the 16-byte path take the TMA tiles (8 rows up to 8, 16
+// rows above); without it, or with any kernel forced, the key stays; a
+// forced TMA tile without the family is refused; everything else is
+// untouched.
+func TestTCRowsOnHopper(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		call Call
+		want tcTile
+	}{
+		{"M = 1", ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTileRowsTMA8},
+		{"M = 8", ForwardArgs{Tier: TierTensorCore, M: 8, K: 4096, N: 11008, In: BF16, Out: F32}, tcTileRowsTMA8},
+		{"M = 9", ForwardArgs{Tier: TierTensorCore, M: 9, K: 4096, N: 4096, In: F16, Out: F16}, tcTileRowsTMA16},
+		{"M = 16 dX", DXArgs{Tier: TierTensorCore, M: 16, N: 4096, K: 11008, In: F16, Out: F16}, tcTileRowsTMA16},
+		{"M = 32 dX", DXArgs{Tier: TierTensorCore, M: 32, N: 4096, K: 11008, In: BF16, Out: BF16}, tcTileRowsTMA16},
+		{"M = 32", ForwardArgs{Tier: TierTensorCore, M: 32, K: 11008, N: 4096, In: BF16, Out: F32}, tcTileRowsTMA16},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := tcProblem(t, c.call)
+			k, err := chooseTCKernel(p, 132, 227<<10, true, tcForce{})
+			require.NoError(t, err)
+			got, err := tcRowsOnHopper(k, p, true, 227<<10, tcForce{})
+			require.NoError(t, err)
+			require.Equal(t, tcKey{c.want, p.layout, p.in, p.out, true}, got)
+			got, err = tcRowsOnHopper(k, p, false, 227<<10, tcForce{})
+			require.NoError(t, err)
+			require.Equal(t, k, got, "no TMA rows tiles without sm_90a")
+			got, err = tcRowsOnHopper(k, p, true, 227<<10, tcForce{tile: k.tile, path: tcPathVec})
+			require.NoError(t, err)
+			require.Equal(t, k, got, "a forced tile stays")
+		})
+	}
+	p := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
+	f := tcForce{tile: tcTileRowsTMA8, path: tcPathVec}
+	k, err := chooseTCKernel(p, 132, 227<<10, false, f)
+	require.NoError(t, err)
+	_, err = tcRowsOnHopper(k, p, false, 227<<10, f)
+	require.ErrorIs(t, err, errTCKernel)
+	for _, c := range []Call{
+		ForwardArgs{Tier: TierTensorCore, M: 33, K: 4096, N: 4096, In: BF16, Out: BF16},
+		ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16},
+		DWArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16},
+	} {
+		p := tcProblem(t, c)
+		k, err = chooseTCKernel(p, 132, 227<<10, true, tcForce{})
+		require.NoError(t, err)
+		got, err := tcRowsOnHopper(k, p, true, 227<<10, tcForce{})
+		require.NoError(t, err)
+		require.Equal(t, k, got)
+	}
+	unaligned := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
+	unaligned.a++
+	k, err = chooseTCKernel(unaligned, 132, 227<<10, true, tcForce{})
+	require.NoError(t, err)
+	got, err := tcRowsOnHopper(k, unaligned, true, 227<<10, tcForce{})
+	require.NoError(t, err)
+	require.Equal(t, k, got, "TMA needs the 16-byte path")
+}
