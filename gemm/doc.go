@@ -72,8 +72,10 @@
 // runs the same chain with warpgroup wgmma.m64nNk16 instructions fed by the
 // bulk tensor copy engine (TMA): 128×256, 128×192, 128×128 and 192×192
 // tiles, one TMA producer warpgroup and one consumer warpgroup per 64 rows,
-// a persistent grid of at most one block per SM. Forward and DX with M ≤ 16
-// take gemm_tc_rows instead (mma.sync, W streamed once). It needs what TMA needs (16-byte aligned bases,
+// a persistent grid of at most one block per SM. Forward and DX with few
+// rows take gemm_tc_rows instead (mma.sync, W streamed once, M ≤ 16), and on
+// sm_90a gemm_tc_rows_tma (the same mma.sync chain fed by TMA, M ≤ 32).
+// gemm_wgmma needs what TMA needs (16-byte aligned bases,
 // leading dimensions that are multiples of 8, extents below 2^31); the
 // dispatcher picks it, by the same time model, wherever it applies, and
 // gemm_tc everywhere else. The contract tests run against every tile of
