@@ -24,6 +24,7 @@
 // used (once per element either way).
 #include "prelude.cuh"
 #include "widen_f16.cuh"
+#include "tc_common.cuh"  // the sm_80 mbarrier forms
 
 namespace rowsk {
 
@@ -326,41 +327,56 @@ namespace rowsf {
 
 constexpr int SLAB = 256;
 
-// Threads a block: 64 at MR = 4 and 256 at MR = 16, so that 4096 columns
-// make 256 blocks (two an SM) of 256 columns, whose W rows are 1 KiB runs
-// (f32) streamed in 16 KiB chunks; 128 at MR = 32, whose x rows leave room
-// for 8 KiB chunks only.
-constexpr int threads(int mr) { return mr == 4 ? 64 : mr == 16 ? 256 : 128; }
+// Column threads a block: 64 at MR = 4 and 16, so that 4096 columns make
+// 16 runs of 256 columns, whose W rows are 1 KiB runs (f32) streamed in
+// 16 KiB chunks; 32 at MR = 32, whose x rows leave room for 8 KiB chunks
+// only.
+constexpr int col_threads(int mr) { return mr == 32 ? 32 : 64; }
+// Rows a thread: MTO, or by default 8 at MR = 32, else 4.
+constexpr int rows_per_thread(int mr, int mto) { return mto ? mto : mr == 32 ? 8 : 4; }
+// The block: MR / MT row groups of col_threads columns, and PW producer warps.
+constexpr int block_threads(int mr, int mto, int pw) {
+    return mr / rows_per_thread(mr, mto) * col_threads(mr) + 32 * pw;
+}
 
-// Geometry of one configuration. The Go dispatcher mirrors THREADS, JT and
-// SMEM (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel
-// traps if launched with less shared memory.
-template <int DT, int MR, bool NT>
+// Geometry of one configuration: MT rows a thread (0: the default, 8 at
+// MR = 32, else 4) and PW producer warps (0: every thread copies W and the
+// stages turn at a block barrier; else PW warps only copy, filling a ring
+// of stages whose "full" and "empty" mbarriers the compute warps wait on
+// and release). The Go dispatcher mirrors THREADS, JT and SMEM
+// (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel traps
+// if launched with less shared memory.
+template <int DT, int MR, bool NT, int MTO = 0, int PW = 0>
 struct Cfg {
     typedef typename rowsk::raw_of<DT>::type Raw;
     static constexpr int ES = (int)sizeof(Raw);
     static constexpr int VE = 16 / ES;                     // elements per 16-byte copy
     static constexpr int G = VE;                           // steps per unrolled group
-    static constexpr int THREADS = threads(MR);
-    static constexpr int MT = MR == 32 ? 8 : 4;            // rows per thread
+    static constexpr int MT = rows_per_thread(MR, MTO);   // rows per thread
     static constexpr int RT = MR / MT;                     // threads along the rows
-    static constexpr int CT = THREADS / RT;                // threads along the columns
+    static constexpr int CT = col_threads(MR);             // threads along the columns
+    static constexpr int CONS = RT * CT;                   // threads that compute
+    static constexpr int THREADS = block_threads(MR, MTO, PW);
+    static_assert(THREADS == CONS + 32 * PW, "block_threads counts the row groups and producers");
+    static constexpr int COPIERS = PW ? 32 * PW : CONS;    // threads that copy W
     static constexpr int JT = 4 * CT;                      // columns per block
     static constexpr int STAGE_BYTES = MR == 32 ? 8192 : 16384;
     static constexpr int KC = STAGE_BYTES / (JT * ES);     // steps per staged chunk
     static constexpr int LDT = KC + VE;                    // nt: row stride (elements)
     static constexpr int STAGE_ELEMS = NT ? JT * LDT : KC * JT;
-    static constexpr int STAGES = 4;                       // chunks in flight + 1
+    static constexpr int STAGES = 4;                       // chunks in flight + 1 (barrier), or ring slots
     static constexpr int XLD = SLAB + 4;                   // x row stride (floats)
     static constexpr int XS_BYTES = MR * XLD * 4;
     static constexpr int LPR = 32 / RT;                    // lanes a row group in a warp
-    static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES;
+    static constexpr int BARS = PW ? 2 * STAGES * 8 : 0;   // full and empty mbarriers
+    static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES + BARS;
     static_assert(SMEM <= 99 * 1024, "fits a block on every supported GPU");
-    static constexpr int COPIES = STAGE_BYTES / 16 / THREADS;  // 16-byte copies a thread a chunk
-    static_assert(32 % RT == 0 && THREADS % 32 == 0, "a warp holds whole row groups");
+    static constexpr int COPIES = STAGE_BYTES / 16 / COPIERS;  // 16-byte copies a thread a chunk
+    static_assert(32 % RT == 0 && CONS % 32 == 0, "a warp holds whole row groups");
     static_assert(SLAB % KC == 0 && KC % G == 0, "chunks tile a slab, groups tile a chunk");
-    static_assert((STAGE_BYTES / 16) % THREADS == 0, "copies split evenly over the threads");
+    static_assert((STAGE_BYTES / 16) % COPIERS == 0, "copies split evenly over the threads");
     static_assert((KC * ES / 16) % 2 == 0, "nt: the padded row stride is an odd number of 16-byte units");
+    static_assert((XS_BYTES + STAGES * STAGE_ELEMS * ES) % 8 == 0, "the mbarriers are 8-byte aligned");
 };
 
 DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
@@ -416,15 +432,15 @@ DETGEMM_INLINE void store_out(void* DETGEMM_RESTRICT C, dg_i64 e, float v) {
     else static_cast<dg_u16*>(C)[e] = dg_f32_to_f16_rne(v);
 }
 
-template <int DT, int DTOUT, int MR, bool NT>
+template <int DT, int DTOUT, int MR, bool NT, int MTO, int PW>
 DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                           float* DETGEMM_RESTRICT ws, dg_u32* DETGEMM_RESTRICT ctr, void* DETGEMM_RESTRICT C,
                           const float* DETGEMM_RESTRICT bias, dg_i64 rows, dg_i64 cols, dg_i64 R, dg_i64 lda,
                           dg_i64 ldb) {
-    typedef Cfg<DT, MR, NT> K;
+    typedef Cfg<DT, MR, NT, MTO, PW> K;
     typedef typename K::Raw Raw;
     constexpr int KC = K::KC, G = K::G, MT = K::MT, CT = K::CT, JT = K::JT, STAGES = K::STAGES;
-    constexpr int THREADS = K::THREADS;
+    constexpr int THREADS = K::THREADS, CONS = K::CONS;
     extern __shared__ __align__(16) float smem[];
     constexpr int RT = K::RT, XLD = K::XLD;
     float (*xs)[XLD] = reinterpret_cast<float (*)[XLD]>(smem);
@@ -453,14 +469,15 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
     // This thread's column v, relative to jb.
     auto col = [&](int v) { return NT ? ct + v * CT : 4 * ct + v; };
 
-    // Chunk c of the slab into stage buffer c % STAGES. Copies past the
-    // problem (columns, or steps past len) read nothing and stage zeros.
-    auto issue = [&](int c) {
+    // Chunk c of the slab into stage buffer c % STAGES, by copier ct0 of
+    // COPIERS. Copies past the problem (columns, or steps past len) read
+    // nothing and stage zeros.
+    auto issue = [&](int c, int ct0) {
         Raw* dst = bs + (c % STAGES) * K::STAGE_ELEMS;
         const int k0 = c * KC;
 #pragma unroll
         for (int q = 0; q < K::COPIES; ++q) {
-            const int i = t + q * THREADS;
+            const int i = ct0 + q * K::COPIERS;
             if (NT) {
                 constexpr int VPR = KC / K::VE;  // copies per staged row
                 const int jl = i / VPR, kv = (i % VPR) * K::VE;
@@ -478,120 +495,159 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
     };
 
     const int chunks = (len + KC - 1) / KC;
+    // full[s] at bars + 8s, empty[s] at bars + 8(STAGES + s) (PW > 0).
+    const dg_u32 bars = smem_addr(bs + STAGES * K::STAGE_ELEMS);
+    if constexpr (PW == 0) {
 #pragma unroll
-    for (int c = 0; c < STAGES - 1; ++c) {
-        if (c < chunks) issue(c);
-        cp_async_commit();
+        for (int c = 0; c < STAGES - 1; ++c) {
+            if (c < chunks) issue(c, t);
+            cp_async_commit();
+        }
+    } else {
+        if (t == 0) {
+#pragma unroll
+            for (int q = 0; q < STAGES; ++q) {
+                tc::mbar_init(bars + 8 * q, K::COPIERS);       // every producer thread, when its copies land
+                tc::mbar_init(bars + 8 * (STAGES + q), CONS);  // every compute thread, once it has read the slot
+            }
+        }
+        __syncthreads();  // the mbarriers exist
     }
 
-    // The block's rows of A over the slab, zero outside the problem (the
-    // first chunks of W are already in flight).
-    static_assert((MR * SLAB) % THREADS == 0, "the rows of A split evenly over the threads");
-    {
-        constexpr int PERX = MR * SLAB / THREADS;
-        constexpr int BATCH = PERX < 32 ? PERX : 32;
+    // Producers (PW > 0): chunk c goes to slot c % STAGES once the compute
+    // threads have released that slot's previous chunk (empty phase
+    // c / STAGES - 1); each producer's arrival on full fires when its own
+    // copies have landed. They then wait for the arrival below.
+    if (PW > 0 && t >= CONS) {
+        const int pt = t - CONS;
 #pragma unroll 1
-        for (int b0 = 0; b0 < PERX; b0 += BATCH) {
-            Raw xr[BATCH];
-#pragma unroll
-            for (int q = 0; q < BATCH; ++q) {
-                const int idx = t + (b0 + q) * THREADS, m = idx / SLAB, r = idx % SLAB;
-                xr[q] = (m < mcount && r < len) ? Ap[(m0 + m) * lda + r0 + r] : (Raw)0;
-            }
-#pragma unroll
-            for (int q = 0; q < BATCH; ++q) {
-                const int idx = t + (b0 + q) * THREADS;
-                xs[idx / SLAB][idx % SLAB] = rowsk::widen<DT>(xr[q]);
-            }
+        for (int c = 0; c < chunks; ++c) {
+            const int slot = c % STAGES;
+            if (c >= STAGES) tc::mbar_wait(bars + 8 * (STAGES + slot), (dg_u32)(c / STAGES - 1) & 1u);
+            issue(c, pt);
+            tc::cp_async_arrive(bars + 8 * slot);
         }
-    }
-
-    // Rows this thread computes: with MR = 4 (M <= 4, mostly 1; one row
-    // group, so the test is uniform) rows past mcount are skipped one by
-    // one; larger MR compute their padding rows (x is zero there) and never
-    // store them.
-    auto live = [&](int m) { return MR > 4 || rt + RT * m < mcount; };
-
-    float acc[MT][4];
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int v = 0; v < 4; ++v) acc[m][v] = 0.0f;
-
-    // G steps from chunk-relative step k: every chain gets its G terms in
-    // ascending order.
-    auto group = [&](const Raw* b, int k, int kx) {
-        float w[G][4];
-        if (NT) {
-#pragma unroll
-            for (int v = 0; v < 4; ++v) {
-                float g[G];
-                widen_g<DT>(b + col(v) * K::LDT + k, g);
-#pragma unroll
-                for (int u = 0; u < G; ++u) w[u][v] = g[u];
-            }
-        } else {
-#pragma unroll
-            for (int u = 0; u < G; ++u) widen4<DT>(b + (k + u) * JT + 4 * ct, w[u]);
-        }
-#pragma unroll
-        for (int m = 0; m < MT; ++m) {
-            if (!live(m)) break;
-#pragma unroll
-            for (int h = 0; h < G / 4; ++h) {
-                const float4 x = *reinterpret_cast<const float4*>(&xs[rt + RT * m][kx + 4 * h]);
-                const float xv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-                for (int u = 0; u < 4; ++u)
-#pragma unroll
-                    for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(xv[u], w[4 * h + u][v], acc[m][v]);
-            }
-        }
-    };
-
-    for (int c = 0; c < chunks; ++c) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (c + STAGES - 1 < chunks) issue(c + STAGES - 1);
-        cp_async_commit();
-        const Raw* b = bs + (c % STAGES) * K::STAGE_ELEMS;
-        const int k0 = c * KC;
-        const int steps = len - k0 < KC ? len - k0 : KC;
-        if (steps == KC) {
-#pragma unroll
-            for (int k = 0; k < KC; k += G) group(b, k, k0 + k);
-        } else {
-            // The short tail of the last slab: exactly `steps` terms, so no
-            // padding term ever enters a chain (0*0 + -0 would give +0).
-            int k = 0;
+        tc::cp_async_wait_all();
+    } else {
+        // The block's rows of A over the slab, zero outside the problem (the
+        // first chunks of W are already in flight), by the compute threads.
+        static_assert((MR * SLAB) % CONS == 0, "the rows of A split evenly over the threads");
+        {
+            constexpr int PERX = MR * SLAB / CONS;
+            constexpr int BATCH = PERX < 32 ? PERX : 32;
 #pragma unroll 1
-            for (; k + G <= steps; k += G) group(b, k, k0 + k);
-#pragma unroll 1
-            for (; k < steps; ++k) {
-                float w[4];
+            for (int b0 = 0; b0 < PERX; b0 += BATCH) {
+                Raw xr[BATCH];
 #pragma unroll
-                for (int v = 0; v < 4; ++v) w[v] = rowsk::widen<DT>(NT ? b[col(v) * K::LDT + k] : b[k * JT + 4 * ct + v]);
+                for (int q = 0; q < BATCH; ++q) {
+                    const int idx = t + (b0 + q) * CONS, m = idx / SLAB, r = idx % SLAB;
+                    xr[q] = (m < mcount && r < len) ? Ap[(m0 + m) * lda + r0 + r] : (Raw)0;
+                }
 #pragma unroll
-                for (int m = 0; m < MT; ++m) {
-                    if (!live(m)) break;
-                    const float x = xs[rt + RT * m][k0 + k];
-#pragma unroll
-                    for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(x, w[v], acc[m][v]);
+                for (int q = 0; q < BATCH; ++q) {
+                    const int idx = t + (b0 + q) * CONS;
+                    xs[idx / SLAB][idx % SLAB] = rowsk::widen<DT>(xr[q]);
                 }
             }
         }
-    }
-    cp_async_wait<0>();
+        // Published by the loop's first block barrier (PW = 0), or here by a
+        // barrier of the compute threads alone (the producers never wait on it).
+        if constexpr (PW > 0) asm volatile("bar.sync 1, %0;\n" ::"n"(CONS) : "memory");
 
-    // This slab's partials, ws[s][i][j] as in the two-launch path.
-    float* out = ws + (s * rows + m0) * cols + jb;
+        // Rows this thread computes: with MR = 4 (M <= 4, mostly 1; one row
+        // group, so the test is uniform) rows past mcount are skipped one by
+        // one; larger MR compute their padding rows (x is zero there) and never
+        // store them.
+        auto live = [&](int m) { return MR > 4 || rt + RT * m < mcount; };
+
+        float acc[MT][4];
 #pragma unroll
-    for (int m = 0; m < MT; ++m) {
-        const int row = rt + RT * m;
-        if (row >= mcount) break;
+        for (int m = 0; m < MT; ++m)
 #pragma unroll
-        for (int v = 0; v < 4; ++v)
-            if (jb + col(v) < cols) __stcg(out + row * cols + col(v), acc[m][v]);
+            for (int v = 0; v < 4; ++v) acc[m][v] = 0.0f;
+
+        // G steps from chunk-relative step k: every chain gets its G terms in
+        // ascending order.
+        auto group = [&](const Raw* b, int k, int kx) {
+            float w[G][4];
+            if (NT) {
+#pragma unroll
+                for (int v = 0; v < 4; ++v) {
+                    float g[G];
+                    widen_g<DT>(b + col(v) * K::LDT + k, g);
+#pragma unroll
+                    for (int u = 0; u < G; ++u) w[u][v] = g[u];
+                }
+            } else {
+#pragma unroll
+                for (int u = 0; u < G; ++u) widen4<DT>(b + (k + u) * JT + 4 * ct, w[u]);
+            }
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (!live(m)) break;
+#pragma unroll
+                for (int h = 0; h < G / 4; ++h) {
+                    const float4 x = *reinterpret_cast<const float4*>(&xs[rt + RT * m][kx + 4 * h]);
+                    const float xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+                    for (int u = 0; u < 4; ++u)
+#pragma unroll
+                        for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(xv[u], w[4 * h + u][v], acc[m][v]);
+                }
+            }
+        };
+
+        for (int c = 0; c < chunks; ++c) {
+            if constexpr (PW == 0) {
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                if (c + STAGES - 1 < chunks) issue(c + STAGES - 1, t);
+                cp_async_commit();
+            } else {
+                tc::mbar_wait(bars + 8 * (c % STAGES), (dg_u32)(c / STAGES) & 1u);
+            }
+            const Raw* b = bs + (c % STAGES) * K::STAGE_ELEMS;
+            const int k0 = c * KC;
+            const int steps = len - k0 < KC ? len - k0 : KC;
+            if (steps == KC) {
+#pragma unroll
+                for (int k = 0; k < KC; k += G) group(b, k, k0 + k);
+            } else {
+                // The short tail of the last slab: exactly `steps` terms, so no
+                // padding term ever enters a chain (0*0 + -0 would give +0).
+                int k = 0;
+#pragma unroll 1
+                for (; k + G <= steps; k += G) group(b, k, k0 + k);
+#pragma unroll 1
+                for (; k < steps; ++k) {
+                    float w[4];
+#pragma unroll
+                    for (int v = 0; v < 4; ++v) w[v] = rowsk::widen<DT>(NT ? b[col(v) * K::LDT + k] : b[k * JT + 4 * ct + v]);
+#pragma unroll
+                    for (int m = 0; m < MT; ++m) {
+                        if (!live(m)) break;
+                        const float x = xs[rt + RT * m][k0 + k];
+#pragma unroll
+                        for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(x, w[v], acc[m][v]);
+                    }
+                }
+            }
+            // The slot back to the producers: this thread has read it.
+            if constexpr (PW > 0) tc::mbar_arrive(bars + 8 * (STAGES + c % STAGES));
+        }
+        if constexpr (PW == 0) cp_async_wait<0>();
+
+        // This slab's partials, ws[s][i][j] as in the two-launch path.
+        float* out = ws + (s * rows + m0) * cols + jb;
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+            const int row = rt + RT * m;
+            if (row >= mcount) break;
+#pragma unroll
+            for (int v = 0; v < 4; ++v)
+                if (jb + col(v) < cols) __stcg(out + row * cols + col(v), acc[m][v]);
+        }
+
     }
 
     // Arrival: the partials are made visible device-wide before the count
@@ -664,7 +720,7 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
 
 // Blocks per SM each configuration is compiled for (a register budget):
 // what the shared memory admits on the H200 (nn: 68, 81, 65 KiB).
-constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
+constexpr int min_blocks(int mr, int threads) { return mr == 4 ? (threads > 128 ? 2 : 3) : mr == 16 ? 2 : 3; }
 
 }  // namespace rowsf
 
@@ -673,12 +729,13 @@ constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
 // (ceil(cols / JT), S, ceil(rows / MR)) with JT = 256 (MR = 4, 16) or 128,
 // threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
 // (grid.z, grid.x), zero before the launch and zero after it.
-#define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT)                                                         \
-    DETGEMM_KERNEL void __launch_bounds__(rowsf::threads(MR), rowsf::min_blocks(MR))                             \
+#define DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, MTO, PW)                                               \
+    DETGEMM_KERNEL void __launch_bounds__(rowsf::block_threads(MR, MTO, PW), rowsf::min_blocks(MR, rowsf::block_threads(MR, MTO, PW)))             \
         NAME(const void* A, const void* B, float* ws, dg_u32* ctr, void* C, const float* bias, dg_i64 rows,  \
              dg_i64 cols, dg_i64 R, dg_i64 lda, dg_i64 ldb) {                                                \
-        rowsf::fused<DT, DTOUT, MR, NT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);                     \
+        rowsf::fused<DT, DTOUT, MR, NT, MTO, PW>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);            \
     }
+#define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT) DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, 0, 0)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m4, rowsk::F32, rowsk::F32, 4, false)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m16, rowsk::F32, rowsk::F32, 16, false)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m32, rowsk::F32, rowsk::F32, 32, false)
@@ -710,3 +767,25 @@ DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m32, rowsk::F16, rowsk::F16, 32, tr
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m4, rowsk::F16, rowsk::F32, 4, true)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m16, rowsk::F16, rowsk::F32, 16, true)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m32, rowsk::F16, rowsk::F32, 32, true)
+
+// Experiment (round 7): MR = 4 variants, timed by TestRowsFusedVariants.
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_t1, rowsk::F32, rowsk::F32, 4, false, 1, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_t2, rowsk::F32, rowsk::F32, 4, false, 2, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p2, rowsk::F32, rowsk::F32, 4, false, 0, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p4, rowsk::F32, rowsk::F32, 4, false, 0, 4)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_t2p2, rowsk::F32, rowsk::F32, 4, false, 2, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_t1, rowsk::BF16, rowsk::BF16, 4, false, 1, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_t2, rowsk::BF16, rowsk::BF16, 4, false, 2, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p2, rowsk::BF16, rowsk::BF16, 4, false, 0, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p4, rowsk::BF16, rowsk::BF16, 4, false, 0, 4)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_t2p2, rowsk::BF16, rowsk::BF16, 4, false, 2, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_t1, rowsk::F32, rowsk::F32, 4, true, 1, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_t2, rowsk::F32, rowsk::F32, 4, true, 2, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p2, rowsk::F32, rowsk::F32, 4, true, 0, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p4, rowsk::F32, rowsk::F32, 4, true, 0, 4)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_t2p2, rowsk::F32, rowsk::F32, 4, true, 2, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_t1, rowsk::BF16, rowsk::BF16, 4, true, 1, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_t2, rowsk::BF16, rowsk::BF16, 4, true, 2, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p2, rowsk::BF16, rowsk::BF16, 4, true, 0, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p4, rowsk::BF16, rowsk::BF16, 4, true, 0, 4)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_t2p2, rowsk::BF16, rowsk::BF16, 4, true, 2, 2)
