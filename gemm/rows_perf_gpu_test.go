@@ -14,7 +14,8 @@ import (
 )
 
 // TestRowsFusedVariants times the MR = 4 one-launch rows kernel against its
-// round-7 variants (more threads a block, producer warps) launched
+// round-7 variants (the old all-copy block, deeper rings, narrower blocks,
+// an L2 prefetch hint) launched
 // directly, and the engine's two launches, on few-row shapes with the
 // weights rotated over sets larger than the L2; each variant's output is
 // first compared byte for byte with the kernel the engine uses. It runs
@@ -30,38 +31,46 @@ func TestRowsFusedVariants(t *testing.T) {
 	require.NoError(t, err)
 	defer mod.Close()
 	type variant struct {
-		suf     string
-		mto, pw int
+		suf                 string
+		mto, pw, ct, stages int
 	}
-	variants := []variant{{"", 0, 0}, {"t1", 1, 0}, {"t2", 2, 0}, {"p2", 0, 2}, {"p4", 0, 4}, {"t2p2", 2, 2}}
-	fn := func(l layout, d DType, v variant) (*cudaload.Function, uint32, uint32) {
+	variants := []variant{{"", 0, 2, 64, 4}, {"old", 0, 0, 64, 4}, {"p2s6", 0, 2, 64, 6}, {"p4s6", 0, 4, 64, 6},
+		{"c32p2", 0, 2, 32, 4}, {"c32p2s8", 0, 2, 32, 8}, {"p2h", 0, 2, 64, 4}}
+	fn := func(l layout, d DType, v variant) (f *cudaload.Function, threads, smem, jt uint32) {
 		name := fmt.Sprintf("detgemm_rowsf_%v_%v_%v_m4", l, d, d)
 		if v.suf != "" {
 			name = fmt.Sprintf("detgemm_rowsfx_%v_%v_m4_%s", l, d, v.suf)
 		}
 		f, err := mod.Function(name)
 		require.NoError(t, err, name)
-		smem := rowsFusedSharedBytes(d, 4, l == layoutNT)
+		es := d.Size()
+		jt = uint32(4 * v.ct)
+		kc := 16384 / (256 * es)
+		elems := kc * int(jt)
+		if l == layoutNT {
+			elems = int(jt) * (kc + 16/es)
+		}
+		smem = uint32(4*260*4 + v.stages*elems*es)
 		if v.pw > 0 {
-			smem += 64
+			smem += uint32(16 * v.stages)
 		}
 		require.NoError(t, f.SetMaxDynamicSharedMemory(int(smem)))
 		mt := 4
 		if v.mto > 0 {
 			mt = v.mto
 		}
-		return f, uint32(4/mt*64 + 32*v.pw), smem
+		return f, uint32(4/mt*v.ct + 32*v.pw), smem, jt
 	}
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	var args cudaload.Args
-	launch := func(f *cudaload.Function, threads, smem uint32, a, w, ws, ctr, y cudaload.DevicePtr, M, R, cols int, nt bool) error {
+	launch := func(f *cudaload.Function, threads, smem, jt uint32, a, w, ws, ctr, y cudaload.DevicePtr, M, R, cols int, nt bool) error {
 		ldb := int64(cols)
 		if nt {
 			ldb = int64(R)
 		}
 		args.Reset().Ptr(a).Ptr(w).Ptr(ws).Ptr(ctr).Ptr(y).Ptr(0).
 			Int64(int64(M)).Int64(int64(cols)).Int64(int64(R)).Int64(int64(R)).Int64(ldb)
-		grid := cudaload.Dim3{X: uint32(ceilDiv(int64(cols), 256)), Y: uint32(ceilDiv(int64(R), 256)), Z: 1}
+		grid := cudaload.Dim3{X: uint32(ceilDiv(int64(cols), int64(jt))), Y: uint32(ceilDiv(int64(R), 256)), Z: 1}
 		return f.Launch(cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: smem, Stream: eng.Stream()}, &args)
 	}
 	r := newRand(t)
@@ -82,9 +91,9 @@ func TestRowsFusedVariants(t *testing.T) {
 				require.NoError(t, ctx.MemsetD8(ctr, 0, 64))
 				var want []byte
 				for _, v := range variants {
-					f, th, sm := fn(l, d, v)
+					f, th, sm, jt := fn(l, d, v)
 					y := poisoned(t, ctx, uint64(M*cols*d.Size()))
-					require.NoError(t, launch(f, th, sm, x, w, ws, ctr, y, M, R, cols, l == layoutNT))
+					require.NoError(t, launch(f, th, sm, jt, x, w, ws, ctr, y, M, R, cols, l == layoutNT))
 					require.NoError(t, eng.Stream().Synchronize())
 					got := make([]byte, M*cols*d.Size())
 					require.NoError(t, cudaload.CopyFromDevice(ctx, got, y))
@@ -127,16 +136,16 @@ func TestRowsFusedVariants(t *testing.T) {
 						float64(best.Nanoseconds())/1e3, by/best.Seconds()/1e12)
 				}
 				for _, v := range variants {
-					f, th, sm := fn(l, d, v)
+					f, th, sm, jt := fn(l, d, v)
 					name := v.suf
 					if name == "" {
 						name = "base"
 					}
 					time1(name, func(i int) error {
-						return launch(f, th, sm, x, ws[i%sets], part, ctr, y, M, R, cols, l == layoutNT)
+						return launch(f, th, sm, jt, x, ws[i%sets], part, ctr, y, M, R, cols, l == layoutNT)
 					})
 				}
-				if l == layoutNN {
+				{
 					old := eng.force
 					eng.force = force{strategy: StrategyRows, rowsPath: rowsPathTwo}
 					tier := TierF32
@@ -144,6 +153,9 @@ func TestRowsFusedVariants(t *testing.T) {
 						tier = TierTyped
 					}
 					time1("two", func(i int) error {
+						if l == layoutNT { // dY [M, R], W [cols, R]: N = R, K = cols
+							return eng.DX(DXArgs{Tier: tier, M: M, N: R, K: cols, DY: x, W: ws[i%sets], DX: y, In: d, Out: d})
+						}
 						return eng.Forward(ForwardArgs{Tier: tier, M: M, K: R, N: cols, X: x, W: ws[i%sets], Y: y, In: d, Out: d})
 					})
 					eng.force = old

@@ -335,8 +335,8 @@ constexpr int col_threads(int mr) { return mr == 32 ? 32 : 64; }
 // Rows a thread: MTO, or by default 8 at MR = 32, else 4.
 constexpr int rows_per_thread(int mr, int mto) { return mto ? mto : mr == 32 ? 8 : 4; }
 // The block: MR / MT row groups of col_threads columns, and PW producer warps.
-constexpr int block_threads(int mr, int mto, int pw) {
-    return mr / rows_per_thread(mr, mto) * col_threads(mr) + 32 * pw;
+constexpr int block_threads(int mr, int mto, int pw, int cto) {
+    return mr / rows_per_thread(mr, mto) * (cto ? cto : col_threads(mr)) + 32 * pw;
 }
 
 // Geometry of one configuration: MT rows a thread (0: the default, 8 at
@@ -346,7 +346,7 @@ constexpr int block_threads(int mr, int mto, int pw) {
 // and release). The Go dispatcher mirrors THREADS, JT and SMEM
 // (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel traps
 // if launched with less shared memory.
-template <int DT, int MR, bool NT, int MTO = 0, int PW = 0>
+template <int DT, int MR, bool NT, int MTO = 0, int PW = 0, int CTO = 0, int STO = 0, int HINT = 0>
 struct Cfg {
     typedef typename rowsk::raw_of<DT>::type Raw;
     static constexpr int ES = (int)sizeof(Raw);
@@ -354,23 +354,23 @@ struct Cfg {
     static constexpr int G = VE;                           // steps per unrolled group
     static constexpr int MT = rows_per_thread(MR, MTO);   // rows per thread
     static constexpr int RT = MR / MT;                     // threads along the rows
-    static constexpr int CT = col_threads(MR);             // threads along the columns
+    static constexpr int CT = CTO ? CTO : col_threads(MR);  // threads along the columns
     static constexpr int CONS = RT * CT;                   // threads that compute
-    static constexpr int THREADS = block_threads(MR, MTO, PW);
+    static constexpr int THREADS = block_threads(MR, MTO, PW, CTO);
     static_assert(THREADS == CONS + 32 * PW, "block_threads counts the row groups and producers");
     static constexpr int COPIERS = PW ? 32 * PW : CONS;    // threads that copy W
     static constexpr int JT = 4 * CT;                      // columns per block
-    static constexpr int STAGE_BYTES = MR == 32 ? 8192 : 16384;
+    static constexpr int STAGE_BYTES = (MR == 32 ? 8192 : 16384) * CT / col_threads(MR);
     static constexpr int KC = STAGE_BYTES / (JT * ES);     // steps per staged chunk
     static constexpr int LDT = KC + VE;                    // nt: row stride (elements)
     static constexpr int STAGE_ELEMS = NT ? JT * LDT : KC * JT;
-    static constexpr int STAGES = 4;                       // chunks in flight + 1 (barrier), or ring slots
+    static constexpr int STAGES = STO ? STO : 4;                      // chunks in flight + 1 (barrier), or ring slots
     static constexpr int XLD = SLAB + 4;                   // x row stride (floats)
     static constexpr int XS_BYTES = MR * XLD * 4;
     static constexpr int LPR = 32 / RT;                    // lanes a row group in a warp
     static constexpr int BARS = PW ? 2 * STAGES * 8 : 0;   // full and empty mbarriers
     static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES + BARS;
-    static_assert(SMEM <= 99 * 1024, "fits a block on every supported GPU");
+    static_assert(SMEM <= (STO ? 227 : 99) * 1024, "fits a block on every supported GPU");
     static constexpr int COPIES = STAGE_BYTES / 16 / COPIERS;  // 16-byte copies a thread a chunk
     static_assert(32 % RT == 0 && CONS % 32 == 0, "a warp holds whole row groups");
     static_assert(SLAB % KC == 0 && KC % G == 0, "chunks tile a slab, groups tile a chunk");
@@ -382,8 +382,12 @@ struct Cfg {
 DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
 
 // 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled.
+template <int HINT = 0>
 DETGEMM_INLINE void cp_async16(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+    if constexpr (HINT == 256)
+        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+    else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 DETGEMM_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -432,12 +436,12 @@ DETGEMM_INLINE void store_out(void* DETGEMM_RESTRICT C, dg_i64 e, float v) {
     else static_cast<dg_u16*>(C)[e] = dg_f32_to_f16_rne(v);
 }
 
-template <int DT, int DTOUT, int MR, bool NT, int MTO, int PW>
+template <int DT, int DTOUT, int MR, bool NT, int MTO, int PW, int CTO, int STO, int HINT>
 DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                           float* DETGEMM_RESTRICT ws, dg_u32* DETGEMM_RESTRICT ctr, void* DETGEMM_RESTRICT C,
                           const float* DETGEMM_RESTRICT bias, dg_i64 rows, dg_i64 cols, dg_i64 R, dg_i64 lda,
                           dg_i64 ldb) {
-    typedef Cfg<DT, MR, NT, MTO, PW> K;
+    typedef Cfg<DT, MR, NT, MTO, PW, CTO, STO, HINT> K;
     typedef typename K::Raw Raw;
     constexpr int KC = K::KC, G = K::G, MT = K::MT, CT = K::CT, JT = K::JT, STAGES = K::STAGES;
     constexpr int THREADS = K::THREADS, CONS = K::CONS;
@@ -483,13 +487,13 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
                 const int jl = i / VPR, kv = (i % VPR) * K::VE;
                 const dg_i64 j = jb + jl;
                 const int bytes = j < cols ? copy_bytes<K::ES>(len - (k0 + kv)) : 0;
-                cp_async16(dst + jl * K::LDT + kv, bytes ? Bp + j * ldb + r0 + k0 + kv : Bp, bytes);
+                cp_async16<HINT>(dst + jl * K::LDT + kv, bytes ? Bp + j * ldb + r0 + k0 + kv : Bp, bytes);
             } else {
                 constexpr int VPR = JT / K::VE;
                 const int kr = i / VPR, jv = (i % VPR) * K::VE;
                 const dg_i64 j = jb + jv;
                 const int bytes = k0 + kr < len ? copy_bytes<K::ES>(cols - j) : 0;
-                cp_async16(dst + kr * JT + jv, bytes ? Bp + (r0 + k0 + kr) * ldb + j : Bp, bytes);
+                cp_async16<HINT>(dst + kr * JT + jv, bytes ? Bp + (r0 + k0 + kr) * ldb + j : Bp, bytes);
             }
         }
     };
@@ -720,6 +724,10 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
 
 // Blocks per SM each configuration is compiled for (a register budget):
 // what the shared memory admits on the H200 (nn: 68, 81, 65 KiB).
+// Producer warps: two at MR = 4 (bench/NOTES-simt.md, round 7), where the
+// compute threads have little to do; none for larger MR.
+constexpr int producer_warps(int mr) { return mr == 4 ? 2 : 0; }
+
 constexpr int min_blocks(int mr, int threads) { return mr == 4 ? (threads > 128 ? 2 : 3) : mr == 16 ? 2 : 3; }
 
 }  // namespace rowsf
@@ -729,13 +737,14 @@ constexpr int min_blocks(int mr, int threads) { return mr == 4 ? (threads > 128 
 // (ceil(cols / JT), S, ceil(rows / MR)) with JT = 256 (MR = 4, 16) or 128,
 // threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
 // (grid.z, grid.x), zero before the launch and zero after it.
-#define DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, MTO, PW)                                               \
-    DETGEMM_KERNEL void __launch_bounds__(rowsf::block_threads(MR, MTO, PW), rowsf::min_blocks(MR, rowsf::block_threads(MR, MTO, PW)))             \
+#define DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, MTO, PW, CTO, STO, HINT)                                               \
+    DETGEMM_KERNEL void __launch_bounds__(rowsf::block_threads(MR, MTO, PW, CTO), rowsf::min_blocks(MR, rowsf::block_threads(MR, MTO, PW, CTO)))             \
         NAME(const void* A, const void* B, float* ws, dg_u32* ctr, void* C, const float* bias, dg_i64 rows,  \
              dg_i64 cols, dg_i64 R, dg_i64 lda, dg_i64 ldb) {                                                \
-        rowsf::fused<DT, DTOUT, MR, NT, MTO, PW>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);            \
+        rowsf::fused<DT, DTOUT, MR, NT, MTO, PW, CTO, STO, HINT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);            \
     }
-#define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT) DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, 0, 0)
+#define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT) \
+    DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, 0, rowsf::producer_warps(MR), 0, 0, 0)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m4, rowsk::F32, rowsk::F32, 4, false)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m16, rowsk::F32, rowsk::F32, 16, false)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m32, rowsk::F32, rowsk::F32, 32, false)
@@ -769,23 +778,27 @@ DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m16, rowsk::F16, rowsk::F32, 16, tr
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m32, rowsk::F16, rowsk::F32, 32, true)
 
 // Experiment (round 7): MR = 4 variants, timed by TestRowsFusedVariants.
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_t1, rowsk::F32, rowsk::F32, 4, false, 1, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_t2, rowsk::F32, rowsk::F32, 4, false, 2, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p2, rowsk::F32, rowsk::F32, 4, false, 0, 2)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p4, rowsk::F32, rowsk::F32, 4, false, 0, 4)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_t2p2, rowsk::F32, rowsk::F32, 4, false, 2, 2)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_t1, rowsk::BF16, rowsk::BF16, 4, false, 1, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_t2, rowsk::BF16, rowsk::BF16, 4, false, 2, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p2, rowsk::BF16, rowsk::BF16, 4, false, 0, 2)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p4, rowsk::BF16, rowsk::BF16, 4, false, 0, 4)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_t2p2, rowsk::BF16, rowsk::BF16, 4, false, 2, 2)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_t1, rowsk::F32, rowsk::F32, 4, true, 1, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_t2, rowsk::F32, rowsk::F32, 4, true, 2, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p2, rowsk::F32, rowsk::F32, 4, true, 0, 2)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p4, rowsk::F32, rowsk::F32, 4, true, 0, 4)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_t2p2, rowsk::F32, rowsk::F32, 4, true, 2, 2)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_t1, rowsk::BF16, rowsk::BF16, 4, true, 1, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_t2, rowsk::BF16, rowsk::BF16, 4, true, 2, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p2, rowsk::BF16, rowsk::BF16, 4, true, 0, 2)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p4, rowsk::BF16, rowsk::BF16, 4, true, 0, 4)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_t2p2, rowsk::BF16, rowsk::BF16, 4, true, 2, 2)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_old, rowsk::F32, rowsk::F32, 4, false, 0, 0, 0, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p2s6, rowsk::F32, rowsk::F32, 4, false, 0, 2, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p4s6, rowsk::F32, rowsk::F32, 4, false, 0, 4, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_c32p2, rowsk::F32, rowsk::F32, 4, false, 0, 2, 32, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_c32p2s8, rowsk::F32, rowsk::F32, 4, false, 0, 2, 32, 8, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p2h, rowsk::F32, rowsk::F32, 4, false, 0, 2, 0, 0, 256)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_old, rowsk::BF16, rowsk::BF16, 4, false, 0, 0, 0, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p2s6, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p4s6, rowsk::BF16, rowsk::BF16, 4, false, 0, 4, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_c32p2, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 32, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_c32p2s8, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 32, 8, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p2h, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 0, 0, 256)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_old, rowsk::F32, rowsk::F32, 4, true, 0, 0, 0, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p2s6, rowsk::F32, rowsk::F32, 4, true, 0, 2, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p4s6, rowsk::F32, rowsk::F32, 4, true, 0, 4, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_c32p2, rowsk::F32, rowsk::F32, 4, true, 0, 2, 32, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_c32p2s8, rowsk::F32, rowsk::F32, 4, true, 0, 2, 32, 8, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p2h, rowsk::F32, rowsk::F32, 4, true, 0, 2, 0, 0, 256)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_old, rowsk::BF16, rowsk::BF16, 4, true, 0, 0, 0, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p2s6, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p4s6, rowsk::BF16, rowsk::BF16, 4, true, 0, 4, 0, 6, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_c32p2, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 32, 0, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_c32p2s8, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 32, 8, 0)
+DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p2h, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 0, 0, 256)
