@@ -254,14 +254,14 @@ func (e *Engine) launchRows(p problem, pl plan) error {
 // one-launch kernel. Its 16-byte copies of W need W and W's row stride
 // 16-byte aligned. Beyond that it is a speed rule, from the H200 figures in
 // bench/NOTES-simt.md (rounds 4 and 7): one launch wins at MR = 16 and 32
-// (M = 16 at 4096x4096: 31-34 µs against 39-42), for forward with 16-bit
-// inputs at MR = 4 (M = 1: 15.2 µs against 19.6), and for f32 forward at
-// MR = 4 while its blocks fit on the GPU at once (three an SM: M = 1 at
-// 4096x4096, 256 blocks, 22.6 µs against 24.9); a second round of blocks
-// (4096x11008: 688) costs it more than the second launch costs the two
-// (56.9 against 54.3). dX (nt) at MR = 4 stays on two launches (f32 M = 1:
-// 32.6 µs against 24): the one-launch kernel stages W's rows in 64-byte
-// pieces there.
+// (M = 16 at 4096x4096: 31-34 µs against 39-42); at MR = 4 for 16-bit
+// inputs (M = 1 bf16 at 4096x4096: forward 14.8 µs against 19.0, dX 16.8
+// against 20.6), and for f32 forward while its blocks fit the GPU at once,
+// three an SM (M = 1 at 4096x4096, 256 blocks: 22.7 against 24.3); a
+// second round of blocks (4096x11008: 688) costs it as much as the second
+// launch costs the two (53.6 against 53.8, 55.3 against 54.3 at
+// 11008x4096). f32 dX at MR = 4 stays on two launches (M = 1: 26.2 against
+// 24.3): the one-launch kernel stages W's rows in 64-byte pieces there.
 func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
 	es := uintptr(p.in.Size())
 	if p.b%16 != 0 || (uintptr(p.ldb)*es)%16 != 0 {
@@ -273,14 +273,14 @@ func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
 	case rowsPathTwo:
 		return false
 	}
-	if mr > 4 {
+	if mr > 4 || p.in.Half() {
 		return true
 	}
 	if p.layout != layoutNN {
 		return false
 	}
 	blocks := ceilDiv(p.cols, rowsFusedCols(mr)) * ceilDiv(p.red, ref.SlabLen) * ceilDiv(p.rows, int64(mr))
-	return p.in.Half() || blocks <= 3*int64(e.sms)
+	return blocks <= 3*int64(e.sms)
 }
 
 // launchRowsFused: gemm_rows' one-launch kernel (partials, then the last

@@ -313,6 +313,8 @@ DETGEMM_KERNEL void detgemm_rows_f16_widen_check(const dg_u16* in, float* out, d
 //    (the above holds its prefetch in registers: at M = 1 that limited
 //    the bytes in flight). So the path needs W 16-byte aligned with
 //    ldb * size % 16 == 0; the host takes the two-launch path otherwise.
+//    At MR = 4 two producer warps do the copying, into a ring of stages
+//    turned by mbarriers, while the compute warps only wait and compute.
 //  - each thread owns 4 columns and MT rows (a 4 x MT register tile), so
 //    at M = 16 a W value read from shared memory feeds 4 FMAs and an x
 //    read (a float4 over 4 steps) feeds 16. nn: the 4 columns are
@@ -321,8 +323,9 @@ DETGEMM_KERNEL void detgemm_rows_f16_widen_check(const dg_u16* in, float* out, d
 //    the staged tile, whose stride (KC elements + 16 bytes) is an odd
 //    number of 16-byte units: conflict-free.
 // The host (gemm/launch.go, rowsOneLaunch) takes this path where it
-// measured faster than the two launches: every MR >= 16, and forward with
-// 16-bit inputs at MR = 4 (bench/NOTES-simt.md, round 4).
+// measured faster than the two launches: every MR >= 16; at MR = 4 16-bit
+// inputs, and f32 forward while its blocks fit the GPU at once
+// (bench/NOTES-simt.md, rounds 4 and 7).
 namespace rowsf {
 
 constexpr int SLAB = 256;
@@ -332,45 +335,49 @@ constexpr int SLAB = 256;
 // 16 KiB chunks; 32 at MR = 32, whose x rows leave room for 8 KiB chunks
 // only.
 constexpr int col_threads(int mr) { return mr == 32 ? 32 : 64; }
-// Rows a thread: MTO, or by default 8 at MR = 32, else 4.
-constexpr int rows_per_thread(int mr, int mto) { return mto ? mto : mr == 32 ? 8 : 4; }
-// The block: MR / MT row groups of col_threads columns, and PW producer warps.
-constexpr int block_threads(int mr, int mto, int pw, int cto) {
-    return mr / rows_per_thread(mr, mto) * (cto ? cto : col_threads(mr)) + 32 * pw;
-}
+// Rows a thread: 8 at MR = 32, else 4.
+constexpr int rows_per_thread(int mr) { return mr == 32 ? 8 : 4; }
+// Producer warps: two at MR = 4, where the compute threads have little to
+// do (one row group, mostly one live row) and the call is the stream of W;
+// there a block whose own threads copy between block barriers was slower
+// (bench/NOTES-simt.md, round 7). None for larger MR.
+constexpr int producer_warps(int mr) { return mr == 4 ? 2 : 0; }
+// The block: MR / MT row groups of col_threads columns, then the producers.
+constexpr int block_threads(int mr) { return mr / rows_per_thread(mr) * col_threads(mr) + 32 * producer_warps(mr); }
 
-// Geometry of one configuration: MT rows a thread (0: the default, 8 at
-// MR = 32, else 4) and PW producer warps (0: every thread copies W and the
-// stages turn at a block barrier; else PW warps only copy, filling a ring
-// of stages whose "full" and "empty" mbarriers the compute warps wait on
-// and release). The Go dispatcher mirrors THREADS, JT and SMEM
-// (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel traps
-// if launched with less shared memory.
-template <int DT, int MR, bool NT, int MTO = 0, int PW = 0, int CTO = 0, int STO = 0, int HINT = 0>
+// Geometry of one configuration. With PW = 0 every thread copies W and the
+// stages turn at a block barrier; with PW > 0 the PW producer warps fill a
+// ring of the stages, each with a "full" mbarrier (the producers' copies
+// have landed) and an "empty" one (the compute threads have read it), and
+// no block barrier turns it. The Go dispatcher mirrors THREADS, JT and
+// SMEM (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel
+// traps if launched with less shared memory.
+template <int DT, int MR, bool NT>
 struct Cfg {
     typedef typename rowsk::raw_of<DT>::type Raw;
     static constexpr int ES = (int)sizeof(Raw);
     static constexpr int VE = 16 / ES;                     // elements per 16-byte copy
     static constexpr int G = VE;                           // steps per unrolled group
-    static constexpr int MT = rows_per_thread(MR, MTO);   // rows per thread
+    static constexpr int MT = rows_per_thread(MR);         // rows per thread
     static constexpr int RT = MR / MT;                     // threads along the rows
-    static constexpr int CT = CTO ? CTO : col_threads(MR);  // threads along the columns
+    static constexpr int CT = col_threads(MR);             // threads along the columns
     static constexpr int CONS = RT * CT;                   // threads that compute
-    static constexpr int THREADS = block_threads(MR, MTO, PW, CTO);
+    static constexpr int PW = producer_warps(MR);
+    static constexpr int THREADS = block_threads(MR);
     static_assert(THREADS == CONS + 32 * PW, "block_threads counts the row groups and producers");
     static constexpr int COPIERS = PW ? 32 * PW : CONS;    // threads that copy W
     static constexpr int JT = 4 * CT;                      // columns per block
-    static constexpr int STAGE_BYTES = (MR == 32 ? 8192 : 16384) * CT / col_threads(MR);
+    static constexpr int STAGE_BYTES = MR == 32 ? 8192 : 16384;
     static constexpr int KC = STAGE_BYTES / (JT * ES);     // steps per staged chunk
     static constexpr int LDT = KC + VE;                    // nt: row stride (elements)
     static constexpr int STAGE_ELEMS = NT ? JT * LDT : KC * JT;
-    static constexpr int STAGES = STO ? STO : 4;                      // chunks in flight + 1 (barrier), or ring slots
+    static constexpr int STAGES = 4;                       // PW = 0: chunks in flight + 1; else ring slots
     static constexpr int XLD = SLAB + 4;                   // x row stride (floats)
     static constexpr int XS_BYTES = MR * XLD * 4;
     static constexpr int LPR = 32 / RT;                    // lanes a row group in a warp
     static constexpr int BARS = PW ? 2 * STAGES * 8 : 0;   // full and empty mbarriers
     static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES + BARS;
-    static_assert(SMEM <= (STO ? 227 : 99) * 1024, "fits a block on every supported GPU");
+    static_assert(SMEM <= 99 * 1024, "fits a block on every supported GPU");
     static constexpr int COPIES = STAGE_BYTES / 16 / COPIERS;  // 16-byte copies a thread a chunk
     static_assert(32 % RT == 0 && CONS % 32 == 0, "a warp holds whole row groups");
     static_assert(SLAB % KC == 0 && KC % G == 0, "chunks tile a slab, groups tile a chunk");
@@ -381,13 +388,12 @@ struct Cfg {
 
 DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
 
-// 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled.
-template <int HINT = 0>
+// 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled. The
+// L2::256B hint lets L2 fetch the whole 256-byte sector group from memory
+// at once: with it the MR = 4 ring streamed 5 % (nn) to 25 % (nt, whose
+// staged pieces are 64 bytes of a W row) faster (round 7).
 DETGEMM_INLINE void cp_async16(void* dst, const void* src, int src_bytes) {
-    if constexpr (HINT == 256)
-        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-    else
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 DETGEMM_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -436,15 +442,15 @@ DETGEMM_INLINE void store_out(void* DETGEMM_RESTRICT C, dg_i64 e, float v) {
     else static_cast<dg_u16*>(C)[e] = dg_f32_to_f16_rne(v);
 }
 
-template <int DT, int DTOUT, int MR, bool NT, int MTO, int PW, int CTO, int STO, int HINT>
+template <int DT, int DTOUT, int MR, bool NT>
 DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                           float* DETGEMM_RESTRICT ws, dg_u32* DETGEMM_RESTRICT ctr, void* DETGEMM_RESTRICT C,
                           const float* DETGEMM_RESTRICT bias, dg_i64 rows, dg_i64 cols, dg_i64 R, dg_i64 lda,
                           dg_i64 ldb) {
-    typedef Cfg<DT, MR, NT, MTO, PW, CTO, STO, HINT> K;
+    typedef Cfg<DT, MR, NT> K;
     typedef typename K::Raw Raw;
     constexpr int KC = K::KC, G = K::G, MT = K::MT, CT = K::CT, JT = K::JT, STAGES = K::STAGES;
-    constexpr int THREADS = K::THREADS, CONS = K::CONS;
+    constexpr int THREADS = K::THREADS, CONS = K::CONS, PW = K::PW;
     extern __shared__ __align__(16) float smem[];
     constexpr int RT = K::RT, XLD = K::XLD;
     float (*xs)[XLD] = reinterpret_cast<float (*)[XLD]>(smem);
@@ -487,13 +493,13 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
                 const int jl = i / VPR, kv = (i % VPR) * K::VE;
                 const dg_i64 j = jb + jl;
                 const int bytes = j < cols ? copy_bytes<K::ES>(len - (k0 + kv)) : 0;
-                cp_async16<HINT>(dst + jl * K::LDT + kv, bytes ? Bp + j * ldb + r0 + k0 + kv : Bp, bytes);
+                cp_async16(dst + jl * K::LDT + kv, bytes ? Bp + j * ldb + r0 + k0 + kv : Bp, bytes);
             } else {
                 constexpr int VPR = JT / K::VE;
                 const int kr = i / VPR, jv = (i % VPR) * K::VE;
                 const dg_i64 j = jb + jv;
                 const int bytes = k0 + kr < len ? copy_bytes<K::ES>(cols - j) : 0;
-                cp_async16<HINT>(dst + kr * JT + jv, bytes ? Bp + (r0 + k0 + kr) * ldb + j : Bp, bytes);
+                cp_async16(dst + kr * JT + jv, bytes ? Bp + (r0 + k0 + kr) * ldb + j : Bp, bytes);
             }
         }
     };
@@ -724,27 +730,21 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
 
 // Blocks per SM each configuration is compiled for (a register budget):
 // what the shared memory admits on the H200 (nn: 68, 81, 65 KiB).
-// Producer warps: two at MR = 4 (bench/NOTES-simt.md, round 7), where the
-// compute threads have little to do; none for larger MR.
-constexpr int producer_warps(int mr) { return mr == 4 ? 2 : 0; }
-
-constexpr int min_blocks(int mr, int threads) { return mr == 4 ? (threads > 128 ? 2 : 3) : mr == 16 ? 2 : 3; }
+constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
 
 }  // namespace rowsf
 
 // Entry points. Arguments: A, B, ws, counters, C, bias (nullable), rows,
 // cols, R, lda, ldb; C is rows x cols with row stride cols. Grid:
 // (ceil(cols / JT), S, ceil(rows / MR)) with JT = 256 (MR = 4, 16) or 128,
-// threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
+// block_threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
 // (grid.z, grid.x), zero before the launch and zero after it.
-#define DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, MTO, PW, CTO, STO, HINT)                                               \
-    DETGEMM_KERNEL void __launch_bounds__(rowsf::block_threads(MR, MTO, PW, CTO), rowsf::min_blocks(MR, rowsf::block_threads(MR, MTO, PW, CTO)))             \
+#define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT)                                                         \
+    DETGEMM_KERNEL void __launch_bounds__(rowsf::block_threads(MR), rowsf::min_blocks(MR))                       \
         NAME(const void* A, const void* B, float* ws, dg_u32* ctr, void* C, const float* bias, dg_i64 rows,  \
              dg_i64 cols, dg_i64 R, dg_i64 lda, dg_i64 ldb) {                                                \
-        rowsf::fused<DT, DTOUT, MR, NT, MTO, PW, CTO, STO, HINT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);            \
+        rowsf::fused<DT, DTOUT, MR, NT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);                     \
     }
-#define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT) \
-    DETGEMM_ROWSF_ENTRY_V(NAME, DT, DTOUT, MR, NT, 0, rowsf::producer_warps(MR), 0, 0, 0)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m4, rowsk::F32, rowsk::F32, 4, false)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m16, rowsk::F32, rowsk::F32, 16, false)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m32, rowsk::F32, rowsk::F32, 32, false)
@@ -777,28 +777,3 @@ DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m4, rowsk::F16, rowsk::F32, 4, true
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m16, rowsk::F16, rowsk::F32, 16, true)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m32, rowsk::F16, rowsk::F32, 32, true)
 
-// Experiment (round 7): MR = 4 variants, timed by TestRowsFusedVariants.
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_old, rowsk::F32, rowsk::F32, 4, false, 0, 0, 0, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p2s6, rowsk::F32, rowsk::F32, 4, false, 0, 2, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p4s6, rowsk::F32, rowsk::F32, 4, false, 0, 4, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_c32p2, rowsk::F32, rowsk::F32, 4, false, 0, 2, 32, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_c32p2s8, rowsk::F32, rowsk::F32, 4, false, 0, 2, 32, 8, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_f32_m4_p2h, rowsk::F32, rowsk::F32, 4, false, 0, 2, 0, 0, 256)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_old, rowsk::BF16, rowsk::BF16, 4, false, 0, 0, 0, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p2s6, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p4s6, rowsk::BF16, rowsk::BF16, 4, false, 0, 4, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_c32p2, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 32, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_c32p2s8, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 32, 8, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nn_bf16_m4_p2h, rowsk::BF16, rowsk::BF16, 4, false, 0, 2, 0, 0, 256)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_old, rowsk::F32, rowsk::F32, 4, true, 0, 0, 0, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p2s6, rowsk::F32, rowsk::F32, 4, true, 0, 2, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p4s6, rowsk::F32, rowsk::F32, 4, true, 0, 4, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_c32p2, rowsk::F32, rowsk::F32, 4, true, 0, 2, 32, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_c32p2s8, rowsk::F32, rowsk::F32, 4, true, 0, 2, 32, 8, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_f32_m4_p2h, rowsk::F32, rowsk::F32, 4, true, 0, 2, 0, 0, 256)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_old, rowsk::BF16, rowsk::BF16, 4, true, 0, 0, 0, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p2s6, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p4s6, rowsk::BF16, rowsk::BF16, 4, true, 0, 4, 0, 6, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_c32p2, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 32, 0, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_c32p2s8, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 32, 8, 0)
-DETGEMM_ROWSF_ENTRY_V(detgemm_rowsfx_nt_bf16_m4_p2h, rowsk::BF16, rowsk::BF16, 4, true, 0, 2, 0, 0, 256)
