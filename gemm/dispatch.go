@@ -445,15 +445,24 @@ func rowsSharedBytes(in DType, mr, cn int) uint32 {
 }
 
 // The one-launch rows kernels (gemm_rows.cu, namespace rowsf): 64, 256 or
-// 128 threads (MR = 4, 16, 32), each owning 4 columns and MT rows (MT = 8
-// for MR = 32, else 4); W streamed through four shared-memory stages of
-// 16 KiB (8 KiB at MR = 32).
+// 128 compute threads (MR = 4, 16, 32), each owning 4 columns and MT rows
+// (MT = 8 for MR = 32, else 4); W streamed through four shared-memory
+// stages of 16 KiB (8 KiB at MR = 32). At MR = 4 two more warps only copy
+// W, into a ring of those stages with a full and an empty mbarrier a stage.
+
+// rowsFusedProducers is gemm_rows.cu's producer_warps(MR).
+func rowsFusedProducers(mr int) int {
+	if mr == 4 {
+		return 2
+	}
+	return 0
+}
 
 // rowsFusedThreads is the block size of the one-launch rows kernel.
 func rowsFusedThreads(mr int) int {
 	switch mr {
 	case 4:
-		return 64
+		return 64 + 32*rowsFusedProducers(mr)
 	case 16:
 		return 256
 	}
@@ -461,18 +470,18 @@ func rowsFusedThreads(mr int) int {
 }
 
 // rowsFusedCols is the columns one block of the one-launch rows kernel
-// covers: Cfg<DT, MR, NT>::JT.
+// covers: Cfg<DT, MR, NT>::JT, 4 columns a compute thread of a row group.
 func rowsFusedCols(mr int) int64 {
-	mt := 4
 	if mr == 32 {
-		mt = 8
+		return 128
 	}
-	return int64(4 * rowsFusedThreads(mr) / (mr / mt))
+	return 256
 }
 
 // rowsFusedSharedBytes is Cfg<DT, MR, NT>::SMEM: the block's rows of A over
-// one slab in f32 (rows padded to 260 floats), then the staged chunks of B in the input type (nn:
-// [KC][JT]; nt: [JT][KC + 16 bytes]).
+// one slab in f32 (rows padded to 260 floats), then the staged chunks of B
+// in the input type (nn: [KC][JT]; nt: [JT][KC + 16 bytes]), then with
+// producer warps a full and an empty mbarrier (8 bytes each) a stage.
 func rowsFusedSharedBytes(in DType, mr int, nt bool) uint32 {
 	es := in.Size()
 	jt := int(rowsFusedCols(mr))
@@ -485,7 +494,11 @@ func rowsFusedSharedBytes(in DType, mr int, nt bool) uint32 {
 	if nt {
 		elems = jt * (kc + 16/es)
 	}
-	return uint32(mr*(ref.SlabLen+4)*4 + 4*elems*es)
+	bars := 0
+	if rowsFusedProducers(mr) > 0 {
+		bars = 2 * 4 * 8
+	}
+	return uint32(mr*(ref.SlabLen+4)*4 + 4*elems*es + bars)
 }
 
 // rowsCounterBytes is the arrival counters the one-launch rows kernel

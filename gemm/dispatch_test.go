@@ -215,7 +215,8 @@ func TestRowsSharedBytesMatchTheKernelGeometry(t *testing.T) {
 
 // rowsFusedSharedBytes must equal gemm_rows.cu's Cfg<DT, MR, NT>::SMEM,
 // worked out by hand: x rows in f32 (260 a row), then STAGES chunks of KC steps by JT
-// columns (nt: JT rows of KC steps + 16 bytes).
+// columns (nt: JT rows of KC steps + 16 bytes), then at MR = 4 the ring's
+// eight mbarriers.
 func TestRowsFusedGeometryMatchesTheKernel(t *testing.T) {
 	for _, c := range []struct {
 		in   DType
@@ -223,10 +224,10 @@ func TestRowsFusedGeometryMatchesTheKernel(t *testing.T) {
 		nt   bool
 		want uint32
 	}{
-		{F32, 4, false, 4*260*4 + 4*16*256*4},
-		{BF16, 4, false, 4*260*4 + 4*32*256*2},
-		{F32, 4, true, 4*260*4 + 4*256*20*4},
-		{F16, 4, true, 4*260*4 + 4*256*40*2},
+		{F32, 4, false, 4*260*4 + 4*16*256*4 + 64},
+		{BF16, 4, false, 4*260*4 + 4*32*256*2 + 64},
+		{F32, 4, true, 4*260*4 + 4*256*20*4 + 64},
+		{F16, 4, true, 4*260*4 + 4*256*40*2 + 64},
 		{F32, 16, false, 16*260*4 + 4*16*256*4},
 		{F32, 16, true, 16*260*4 + 4*256*20*4},
 		{BF16, 16, true, 16*260*4 + 4*256*40*2},

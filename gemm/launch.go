@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/ref"
 )
 
 // run dispatches a validated call and enqueues its kernels: one for the
@@ -243,11 +244,15 @@ func (e *Engine) launchRows(p problem, pl plan) error {
 // rowsOneLaunch reports whether a rows call of mr rows a block takes the
 // one-launch kernel. Its 16-byte copies of W need W and W's row stride
 // 16-byte aligned. Beyond that it is a speed rule, from the H200 figures in
-// bench/NOTES-simt.md (round 4): one launch wins at MR = 16 and 32 (M = 16
-// at 4096x4096: 31-34 µs against 39-42) and for forward with 16-bit inputs
-// at MR = 4 (M = 1: 15.8 µs against 19.5); at MR = 4 the f32 forward is a
-// tie at 4096 columns and 6 % slower at 11008, and dX (nt) is slower (f32
-// M = 1: 33 µs against 24), so those stay on two launches.
+// bench/NOTES-simt.md (rounds 4 and 7): one launch wins at MR = 16 and 32
+// (M = 16 at 4096x4096: 31-34 µs against 39-42); at MR = 4 for 16-bit
+// inputs (M = 1 bf16 at 4096x4096: forward 14.8 µs against 19.0, dX 16.8
+// against 20.6), and for f32 forward while its blocks fit the GPU at once,
+// three an SM (M = 1 at 4096x4096, 256 blocks: 22.7 against 24.3); a
+// second round of blocks (4096x11008: 688) costs it as much as the second
+// launch costs the two (53.6 against 53.8, 55.3 against 54.3 at
+// 11008x4096). f32 dX at MR = 4 stays on two launches (M = 1: 26.2 against
+// 24.3): the one-launch kernel stages W's rows in 64-byte pieces there.
 func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
 	es := uintptr(p.in.Size())
 	if p.b%16 != 0 || (uintptr(p.ldb)*es)%16 != 0 {
@@ -259,7 +264,14 @@ func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
 	case rowsPathTwo:
 		return false
 	}
-	return mr > 4 || (p.layout == layoutNN && p.in.Half())
+	if mr > 4 || p.in.Half() {
+		return true
+	}
+	if p.layout != layoutNN {
+		return false
+	}
+	blocks := ceilDiv(p.cols, rowsFusedCols(mr)) * ceilDiv(p.red, ref.SlabLen) * ceilDiv(p.rows, int64(mr))
+	return blocks <= 3*int64(e.sms)
 }
 
 // launchRowsFused: gemm_rows' one-launch kernel (partials, then the last

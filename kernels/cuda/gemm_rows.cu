@@ -24,6 +24,7 @@
 // used (once per element either way).
 #include "prelude.cuh"
 #include "widen_f16.cuh"
+#include "tc_common.cuh"  // the sm_80 mbarrier forms
 
 namespace rowsk {
 
@@ -312,6 +313,8 @@ DETGEMM_KERNEL void detgemm_rows_f16_widen_check(const dg_u16* in, float* out, d
 //    (the above holds its prefetch in registers: at M = 1 that limited
 //    the bytes in flight). So the path needs W 16-byte aligned with
 //    ldb * size % 16 == 0; the host takes the two-launch path otherwise.
+//    At MR = 4 two producer warps do the copying, into a ring of stages
+//    turned by mbarriers, while the compute warps only wait and compute.
 //  - each thread owns 4 columns and MT rows (a 4 x MT register tile), so
 //    at M = 16 a W value read from shared memory feeds 4 FMAs and an x
 //    read (a float4 over 4 steps) feeds 16. nn: the 4 columns are
@@ -320,19 +323,33 @@ DETGEMM_KERNEL void detgemm_rows_f16_widen_check(const dg_u16* in, float* out, d
 //    the staged tile, whose stride (KC elements + 16 bytes) is an odd
 //    number of 16-byte units: conflict-free.
 // The host (gemm/launch.go, rowsOneLaunch) takes this path where it
-// measured faster than the two launches: every MR >= 16, and forward with
-// 16-bit inputs at MR = 4 (bench/NOTES-simt.md, round 4).
+// measured faster than the two launches: every MR >= 16; at MR = 4 16-bit
+// inputs, and f32 forward while its blocks fit the GPU at once
+// (bench/NOTES-simt.md, rounds 4 and 7).
 namespace rowsf {
 
 constexpr int SLAB = 256;
 
-// Threads a block: 64 at MR = 4 and 256 at MR = 16, so that 4096 columns
-// make 256 blocks (two an SM) of 256 columns, whose W rows are 1 KiB runs
-// (f32) streamed in 16 KiB chunks; 128 at MR = 32, whose x rows leave room
-// for 8 KiB chunks only.
-constexpr int threads(int mr) { return mr == 4 ? 64 : mr == 16 ? 256 : 128; }
+// Column threads a block: 64 at MR = 4 and 16, so that 4096 columns make
+// 16 runs of 256 columns, whose W rows are 1 KiB runs (f32) streamed in
+// 16 KiB chunks; 32 at MR = 32, whose x rows leave room for 8 KiB chunks
+// only.
+constexpr int col_threads(int mr) { return mr == 32 ? 32 : 64; }
+// Rows a thread: 8 at MR = 32, else 4.
+constexpr int rows_per_thread(int mr) { return mr == 32 ? 8 : 4; }
+// Producer warps: two at MR = 4, where the compute threads have little to
+// do (one row group, mostly one live row) and the call is the stream of W;
+// there a block whose own threads copy between block barriers was slower
+// (bench/NOTES-simt.md, round 7). None for larger MR.
+constexpr int producer_warps(int mr) { return mr == 4 ? 2 : 0; }
+// The block: MR / MT row groups of col_threads columns, then the producers.
+constexpr int block_threads(int mr) { return mr / rows_per_thread(mr) * col_threads(mr) + 32 * producer_warps(mr); }
 
-// Geometry of one configuration. The Go dispatcher mirrors THREADS, JT and
+// Geometry of one configuration. With PW = 0 every thread copies W and the
+// stages turn at a block barrier; with PW > 0 the PW producer warps fill a
+// ring of the stages, each with a "full" mbarrier (the producers' copies
+// have landed) and an "empty" one (the compute threads have read it), and
+// no block barrier turns it. The Go dispatcher mirrors THREADS, JT and
 // SMEM (rowsFusedThreads, rowsFusedCols, rowsFusedSharedBytes); the kernel
 // traps if launched with less shared memory.
 template <int DT, int MR, bool NT>
@@ -341,33 +358,42 @@ struct Cfg {
     static constexpr int ES = (int)sizeof(Raw);
     static constexpr int VE = 16 / ES;                     // elements per 16-byte copy
     static constexpr int G = VE;                           // steps per unrolled group
-    static constexpr int THREADS = threads(MR);
-    static constexpr int MT = MR == 32 ? 8 : 4;            // rows per thread
+    static constexpr int MT = rows_per_thread(MR);         // rows per thread
     static constexpr int RT = MR / MT;                     // threads along the rows
-    static constexpr int CT = THREADS / RT;                // threads along the columns
+    static constexpr int CT = col_threads(MR);             // threads along the columns
+    static constexpr int CONS = RT * CT;                   // threads that compute
+    static constexpr int PW = producer_warps(MR);
+    static constexpr int THREADS = block_threads(MR);
+    static_assert(THREADS == CONS + 32 * PW, "block_threads counts the row groups and producers");
+    static constexpr int COPIERS = PW ? 32 * PW : CONS;    // threads that copy W
     static constexpr int JT = 4 * CT;                      // columns per block
     static constexpr int STAGE_BYTES = MR == 32 ? 8192 : 16384;
     static constexpr int KC = STAGE_BYTES / (JT * ES);     // steps per staged chunk
     static constexpr int LDT = KC + VE;                    // nt: row stride (elements)
     static constexpr int STAGE_ELEMS = NT ? JT * LDT : KC * JT;
-    static constexpr int STAGES = 4;                       // chunks in flight + 1
+    static constexpr int STAGES = 4;                       // PW = 0: chunks in flight + 1; else ring slots
     static constexpr int XLD = SLAB + 4;                   // x row stride (floats)
     static constexpr int XS_BYTES = MR * XLD * 4;
     static constexpr int LPR = 32 / RT;                    // lanes a row group in a warp
-    static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES;
+    static constexpr int BARS = PW ? 2 * STAGES * 8 : 0;   // full and empty mbarriers
+    static constexpr int SMEM = XS_BYTES + STAGES * STAGE_ELEMS * ES + BARS;
     static_assert(SMEM <= 99 * 1024, "fits a block on every supported GPU");
-    static constexpr int COPIES = STAGE_BYTES / 16 / THREADS;  // 16-byte copies a thread a chunk
-    static_assert(32 % RT == 0 && THREADS % 32 == 0, "a warp holds whole row groups");
+    static constexpr int COPIES = STAGE_BYTES / 16 / COPIERS;  // 16-byte copies a thread a chunk
+    static_assert(32 % RT == 0 && CONS % 32 == 0, "a warp holds whole row groups");
     static_assert(SLAB % KC == 0 && KC % G == 0, "chunks tile a slab, groups tile a chunk");
-    static_assert((STAGE_BYTES / 16) % THREADS == 0, "copies split evenly over the threads");
+    static_assert((STAGE_BYTES / 16) % COPIERS == 0, "copies split evenly over the threads");
     static_assert((KC * ES / 16) % 2 == 0, "nt: the padded row stride is an odd number of 16-byte units");
+    static_assert((XS_BYTES + STAGES * STAGE_ELEMS * ES) % 8 == 0, "the mbarriers are 8-byte aligned");
 };
 
 DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
 
-// 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled.
+// 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled. The
+// L2::256B hint lets L2 fetch the whole 256-byte sector group from memory
+// at once: with it the MR = 4 ring streamed 5 % (nn) to 25 % (nt, whose
+// staged pieces are 64 bytes of a W row) faster (round 7).
 DETGEMM_INLINE void cp_async16(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 DETGEMM_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -424,7 +450,7 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
     typedef Cfg<DT, MR, NT> K;
     typedef typename K::Raw Raw;
     constexpr int KC = K::KC, G = K::G, MT = K::MT, CT = K::CT, JT = K::JT, STAGES = K::STAGES;
-    constexpr int THREADS = K::THREADS;
+    constexpr int THREADS = K::THREADS, CONS = K::CONS, PW = K::PW;
     extern __shared__ __align__(16) float smem[];
     constexpr int RT = K::RT, XLD = K::XLD;
     float (*xs)[XLD] = reinterpret_cast<float (*)[XLD]>(smem);
@@ -453,14 +479,15 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
     // This thread's column v, relative to jb.
     auto col = [&](int v) { return NT ? ct + v * CT : 4 * ct + v; };
 
-    // Chunk c of the slab into stage buffer c % STAGES. Copies past the
-    // problem (columns, or steps past len) read nothing and stage zeros.
-    auto issue = [&](int c) {
+    // Chunk c of the slab into stage buffer c % STAGES, by copier ct0 of
+    // COPIERS. Copies past the problem (columns, or steps past len) read
+    // nothing and stage zeros.
+    auto issue = [&](int c, int ct0) {
         Raw* dst = bs + (c % STAGES) * K::STAGE_ELEMS;
         const int k0 = c * KC;
 #pragma unroll
         for (int q = 0; q < K::COPIES; ++q) {
-            const int i = t + q * THREADS;
+            const int i = ct0 + q * K::COPIERS;
             if (NT) {
                 constexpr int VPR = KC / K::VE;  // copies per staged row
                 const int jl = i / VPR, kv = (i % VPR) * K::VE;
@@ -478,120 +505,159 @@ DETGEMM_INLINE void fused(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RE
     };
 
     const int chunks = (len + KC - 1) / KC;
+    // full[s] at bars + 8s, empty[s] at bars + 8(STAGES + s) (PW > 0).
+    const dg_u32 bars = smem_addr(bs + STAGES * K::STAGE_ELEMS);
+    if constexpr (PW == 0) {
 #pragma unroll
-    for (int c = 0; c < STAGES - 1; ++c) {
-        if (c < chunks) issue(c);
-        cp_async_commit();
+        for (int c = 0; c < STAGES - 1; ++c) {
+            if (c < chunks) issue(c, t);
+            cp_async_commit();
+        }
+    } else {
+        if (t == 0) {
+#pragma unroll
+            for (int q = 0; q < STAGES; ++q) {
+                tc::mbar_init(bars + 8 * q, K::COPIERS);       // every producer thread, when its copies land
+                tc::mbar_init(bars + 8 * (STAGES + q), CONS);  // every compute thread, once it has read the slot
+            }
+        }
+        __syncthreads();  // the mbarriers exist
     }
 
-    // The block's rows of A over the slab, zero outside the problem (the
-    // first chunks of W are already in flight).
-    static_assert((MR * SLAB) % THREADS == 0, "the rows of A split evenly over the threads");
-    {
-        constexpr int PERX = MR * SLAB / THREADS;
-        constexpr int BATCH = PERX < 32 ? PERX : 32;
+    // Producers (PW > 0): chunk c goes to slot c % STAGES once the compute
+    // threads have released that slot's previous chunk (empty phase
+    // c / STAGES - 1); each producer's arrival on full fires when its own
+    // copies have landed. They then wait for the arrival below.
+    if (PW > 0 && t >= CONS) {
+        const int pt = t - CONS;
 #pragma unroll 1
-        for (int b0 = 0; b0 < PERX; b0 += BATCH) {
-            Raw xr[BATCH];
-#pragma unroll
-            for (int q = 0; q < BATCH; ++q) {
-                const int idx = t + (b0 + q) * THREADS, m = idx / SLAB, r = idx % SLAB;
-                xr[q] = (m < mcount && r < len) ? Ap[(m0 + m) * lda + r0 + r] : (Raw)0;
-            }
-#pragma unroll
-            for (int q = 0; q < BATCH; ++q) {
-                const int idx = t + (b0 + q) * THREADS;
-                xs[idx / SLAB][idx % SLAB] = rowsk::widen<DT>(xr[q]);
-            }
+        for (int c = 0; c < chunks; ++c) {
+            const int slot = c % STAGES;
+            if (c >= STAGES) tc::mbar_wait(bars + 8 * (STAGES + slot), (dg_u32)(c / STAGES - 1) & 1u);
+            issue(c, pt);
+            tc::cp_async_arrive(bars + 8 * slot);
         }
-    }
-
-    // Rows this thread computes: with MR = 4 (M <= 4, mostly 1; one row
-    // group, so the test is uniform) rows past mcount are skipped one by
-    // one; larger MR compute their padding rows (x is zero there) and never
-    // store them.
-    auto live = [&](int m) { return MR > 4 || rt + RT * m < mcount; };
-
-    float acc[MT][4];
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int v = 0; v < 4; ++v) acc[m][v] = 0.0f;
-
-    // G steps from chunk-relative step k: every chain gets its G terms in
-    // ascending order.
-    auto group = [&](const Raw* b, int k, int kx) {
-        float w[G][4];
-        if (NT) {
-#pragma unroll
-            for (int v = 0; v < 4; ++v) {
-                float g[G];
-                widen_g<DT>(b + col(v) * K::LDT + k, g);
-#pragma unroll
-                for (int u = 0; u < G; ++u) w[u][v] = g[u];
-            }
-        } else {
-#pragma unroll
-            for (int u = 0; u < G; ++u) widen4<DT>(b + (k + u) * JT + 4 * ct, w[u]);
-        }
-#pragma unroll
-        for (int m = 0; m < MT; ++m) {
-            if (!live(m)) break;
-#pragma unroll
-            for (int h = 0; h < G / 4; ++h) {
-                const float4 x = *reinterpret_cast<const float4*>(&xs[rt + RT * m][kx + 4 * h]);
-                const float xv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-                for (int u = 0; u < 4; ++u)
-#pragma unroll
-                    for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(xv[u], w[4 * h + u][v], acc[m][v]);
-            }
-        }
-    };
-
-    for (int c = 0; c < chunks; ++c) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (c + STAGES - 1 < chunks) issue(c + STAGES - 1);
-        cp_async_commit();
-        const Raw* b = bs + (c % STAGES) * K::STAGE_ELEMS;
-        const int k0 = c * KC;
-        const int steps = len - k0 < KC ? len - k0 : KC;
-        if (steps == KC) {
-#pragma unroll
-            for (int k = 0; k < KC; k += G) group(b, k, k0 + k);
-        } else {
-            // The short tail of the last slab: exactly `steps` terms, so no
-            // padding term ever enters a chain (0*0 + -0 would give +0).
-            int k = 0;
+        tc::cp_async_wait_all();
+    } else {
+        // The block's rows of A over the slab, zero outside the problem (the
+        // first chunks of W are already in flight), by the compute threads.
+        static_assert((MR * SLAB) % CONS == 0, "the rows of A split evenly over the threads");
+        {
+            constexpr int PERX = MR * SLAB / CONS;
+            constexpr int BATCH = PERX < 32 ? PERX : 32;
 #pragma unroll 1
-            for (; k + G <= steps; k += G) group(b, k, k0 + k);
-#pragma unroll 1
-            for (; k < steps; ++k) {
-                float w[4];
+            for (int b0 = 0; b0 < PERX; b0 += BATCH) {
+                Raw xr[BATCH];
 #pragma unroll
-                for (int v = 0; v < 4; ++v) w[v] = rowsk::widen<DT>(NT ? b[col(v) * K::LDT + k] : b[k * JT + 4 * ct + v]);
+                for (int q = 0; q < BATCH; ++q) {
+                    const int idx = t + (b0 + q) * CONS, m = idx / SLAB, r = idx % SLAB;
+                    xr[q] = (m < mcount && r < len) ? Ap[(m0 + m) * lda + r0 + r] : (Raw)0;
+                }
 #pragma unroll
-                for (int m = 0; m < MT; ++m) {
-                    if (!live(m)) break;
-                    const float x = xs[rt + RT * m][k0 + k];
-#pragma unroll
-                    for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(x, w[v], acc[m][v]);
+                for (int q = 0; q < BATCH; ++q) {
+                    const int idx = t + (b0 + q) * CONS;
+                    xs[idx / SLAB][idx % SLAB] = rowsk::widen<DT>(xr[q]);
                 }
             }
         }
-    }
-    cp_async_wait<0>();
+        // Published by the loop's first block barrier (PW = 0), or here by a
+        // barrier of the compute threads alone (the producers never wait on it).
+        if constexpr (PW > 0) asm volatile("bar.sync 1, %0;\n" ::"n"(CONS) : "memory");
 
-    // This slab's partials, ws[s][i][j] as in the two-launch path.
-    float* out = ws + (s * rows + m0) * cols + jb;
+        // Rows this thread computes: with MR = 4 (M <= 4, mostly 1; one row
+        // group, so the test is uniform) rows past mcount are skipped one by
+        // one; larger MR compute their padding rows (x is zero there) and never
+        // store them.
+        auto live = [&](int m) { return MR > 4 || rt + RT * m < mcount; };
+
+        float acc[MT][4];
 #pragma unroll
-    for (int m = 0; m < MT; ++m) {
-        const int row = rt + RT * m;
-        if (row >= mcount) break;
+        for (int m = 0; m < MT; ++m)
 #pragma unroll
-        for (int v = 0; v < 4; ++v)
-            if (jb + col(v) < cols) __stcg(out + row * cols + col(v), acc[m][v]);
+            for (int v = 0; v < 4; ++v) acc[m][v] = 0.0f;
+
+        // G steps from chunk-relative step k: every chain gets its G terms in
+        // ascending order.
+        auto group = [&](const Raw* b, int k, int kx) {
+            float w[G][4];
+            if (NT) {
+#pragma unroll
+                for (int v = 0; v < 4; ++v) {
+                    float g[G];
+                    widen_g<DT>(b + col(v) * K::LDT + k, g);
+#pragma unroll
+                    for (int u = 0; u < G; ++u) w[u][v] = g[u];
+                }
+            } else {
+#pragma unroll
+                for (int u = 0; u < G; ++u) widen4<DT>(b + (k + u) * JT + 4 * ct, w[u]);
+            }
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (!live(m)) break;
+#pragma unroll
+                for (int h = 0; h < G / 4; ++h) {
+                    const float4 x = *reinterpret_cast<const float4*>(&xs[rt + RT * m][kx + 4 * h]);
+                    const float xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+                    for (int u = 0; u < 4; ++u)
+#pragma unroll
+                        for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(xv[u], w[4 * h + u][v], acc[m][v]);
+                }
+            }
+        };
+
+        for (int c = 0; c < chunks; ++c) {
+            if constexpr (PW == 0) {
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                if (c + STAGES - 1 < chunks) issue(c + STAGES - 1, t);
+                cp_async_commit();
+            } else {
+                tc::mbar_wait(bars + 8 * (c % STAGES), (dg_u32)(c / STAGES) & 1u);
+            }
+            const Raw* b = bs + (c % STAGES) * K::STAGE_ELEMS;
+            const int k0 = c * KC;
+            const int steps = len - k0 < KC ? len - k0 : KC;
+            if (steps == KC) {
+#pragma unroll
+                for (int k = 0; k < KC; k += G) group(b, k, k0 + k);
+            } else {
+                // The short tail of the last slab: exactly `steps` terms, so no
+                // padding term ever enters a chain (0*0 + -0 would give +0).
+                int k = 0;
+#pragma unroll 1
+                for (; k + G <= steps; k += G) group(b, k, k0 + k);
+#pragma unroll 1
+                for (; k < steps; ++k) {
+                    float w[4];
+#pragma unroll
+                    for (int v = 0; v < 4; ++v) w[v] = rowsk::widen<DT>(NT ? b[col(v) * K::LDT + k] : b[k * JT + 4 * ct + v]);
+#pragma unroll
+                    for (int m = 0; m < MT; ++m) {
+                        if (!live(m)) break;
+                        const float x = xs[rt + RT * m][k0 + k];
+#pragma unroll
+                        for (int v = 0; v < 4; ++v) acc[m][v] = __fmaf_rn(x, w[v], acc[m][v]);
+                    }
+                }
+            }
+            // The slot back to the producers: this thread has read it.
+            if constexpr (PW > 0) tc::mbar_arrive(bars + 8 * (STAGES + c % STAGES));
+        }
+        if constexpr (PW == 0) cp_async_wait<0>();
+
+        // This slab's partials, ws[s][i][j] as in the two-launch path.
+        float* out = ws + (s * rows + m0) * cols + jb;
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+            const int row = rt + RT * m;
+            if (row >= mcount) break;
+#pragma unroll
+            for (int v = 0; v < 4; ++v)
+                if (jb + col(v) < cols) __stcg(out + row * cols + col(v), acc[m][v]);
+        }
+
     }
 
     // Arrival: the partials are made visible device-wide before the count
@@ -671,10 +737,10 @@ constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
 // Entry points. Arguments: A, B, ws, counters, C, bias (nullable), rows,
 // cols, R, lda, ldb; C is rows x cols with row stride cols. Grid:
 // (ceil(cols / JT), S, ceil(rows / MR)) with JT = 256 (MR = 4, 16) or 128,
-// threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
+// block_threads(MR) threads, dynamic shared memory Cfg::SMEM; counters: one u32 per
 // (grid.z, grid.x), zero before the launch and zero after it.
 #define DETGEMM_ROWSF_ENTRY(NAME, DT, DTOUT, MR, NT)                                                         \
-    DETGEMM_KERNEL void __launch_bounds__(rowsf::threads(MR), rowsf::min_blocks(MR))                             \
+    DETGEMM_KERNEL void __launch_bounds__(rowsf::block_threads(MR), rowsf::min_blocks(MR))                       \
         NAME(const void* A, const void* B, float* ws, dg_u32* ctr, void* C, const float* bias, dg_i64 rows,  \
              dg_i64 cols, dg_i64 R, dg_i64 lda, dg_i64 ldb) {                                                \
         rowsf::fused<DT, DTOUT, MR, NT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);                     \
@@ -710,3 +776,4 @@ DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m32, rowsk::F16, rowsk::F16, 32, tr
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m4, rowsk::F16, rowsk::F32, 4, true)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m16, rowsk::F16, rowsk::F32, 16, true)
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m32, rowsk::F16, rowsk::F32, 32, true)
+

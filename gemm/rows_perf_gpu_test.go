@@ -1,0 +1,77 @@
+package gemm
+
+import (
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRowsPathThroughput times the rows strategy's two paths (one launch,
+// and partials then fold) on few-row Forward and dX calls, the figures
+// rowsOneLaunch's rule is drawn from, with the weights rotated over sets
+// larger than the L2 so every launch reads them from memory. It runs only
+// with DETGEMM_ROWS_PERF=1; bench measures the engine for the record.
+func TestRowsPathThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_ROWS_PERF") == "" {
+		t.Skip("set DETGEMM_ROWS_PERF=1 to time the rows paths")
+	}
+	eng, ctx := gpuEngine(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	const sets = 6 // 6 × 64 MiB of f32 weights at 4096²: beyond the 50 MiB L2
+	for _, d := range []DType{F32, BF16} {
+		tier := TierF32
+		if d != F32 {
+			tier = TierTyped
+		}
+		// (M, R, cols): the reduction R and the output's columns.
+		for _, s := range [][3]int{{1, 4096, 4096}, {4, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}} {
+			M, R, cols := s[0], s[1], s[2]
+			var ws []cudaload.DevicePtr
+			for range sets {
+				p := alloc(t, ctx, uint64(R*cols*d.Size()))
+				require.NoError(t, ctx.MemsetD8(p, 0x3c, uint64(R*cols*d.Size())))
+				ws = append(ws, p)
+			}
+			x, y := alloc(t, ctx, uint64(M*R*d.Size())), alloc(t, ctx, uint64(M*cols*d.Size()))
+			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*R*d.Size())))
+			for _, op := range []string{"fwd", "dx"} {
+				launch := func(i int) error {
+					w := ws[i%sets]
+					if op == "fwd" {
+						return eng.Forward(ForwardArgs{Tier: tier, M: M, K: R, N: cols, X: x, W: w, Y: y, In: d, Out: d})
+					}
+					// dY [M, R], W [cols, R]: the reduction is dX's N.
+					return eng.DX(DXArgs{Tier: tier, M: M, N: R, K: cols, DY: x, W: w, DX: y, In: d, Out: d})
+				}
+				for _, path := range []struct {
+					name string
+					p    rowsPath
+				}{{"auto", rowsPathAuto}, {"one", rowsPathOne}, {"two", rowsPathTwo}} {
+					old := setForce(eng, force{strategy: StrategyRows, rowsPath: path.p})
+					require.NoError(t, launch(0))
+					const reps = 30
+					best := time.Duration(math.MaxInt64)
+					for range 3 {
+						require.NoError(t, start.Record(eng.Stream()))
+						for i := range reps {
+							require.NoError(t, launch(i+1))
+						}
+						require.NoError(t, end.Record(eng.Stream()))
+						require.NoError(t, end.Synchronize())
+						dt, err := cudaload.ElapsedTime(start, end)
+						require.NoError(t, err)
+						best = min(best, dt/reps)
+					}
+					setForce(eng, old)
+					by := float64(d.Size()) * float64(R*cols+M*R+M*cols)
+					t.Logf("rowspath %-3s %-4v M=%d R=%-5d cols=%-5d %-4s %7.2f us %5.2f TB/s", op, d, M, R, cols, path.name,
+						float64(best.Nanoseconds())/1e3, by/best.Seconds()/1e12)
+				}
+			}
+		}
+	}
+}
