@@ -77,13 +77,16 @@ var errStrategy = errors.New("strategy cannot run this call")
 // rowsPath pins the rows strategy's path; width, for tiled and split-slab,
 // pins the tile width (squareWidth or narrowWidth; 0: the model's);
 // tailSMs, for tiled, is the SM count the tail cut assumes (launch.go's
-// tiledTail; 0: the device's), so small grids exercise the cut.
+// tiledTail; 0: the device's), so small grids exercise the cut; splitTail,
+// for square tiled, takes the split tail (grids.splitTail) wherever the
+// grid has one, gain or not.
 type force struct {
-	strategy Strategy
-	perBlock int64
-	rowsPath rowsPath
-	width    int64
-	tailSMs  int64
+	strategy  Strategy
+	perBlock  int64
+	rowsPath  rowsPath
+	width     int64
+	tailSMs   int64
+	splitTail bool
 }
 
 // The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):
@@ -113,8 +116,11 @@ type plan struct {
 	groups   int64 // split-slab: grid.z = ceil(S / G)
 	width    int64 // tiled and split-slab: tile width, squareWidth or narrowWidth
 	mr, cn   int   // rows: rows per block (MR) and columns per thread (CN)
-	ws       uint64
-	ctrs     uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
+	// tiled, square: output rows [tailRow, rows) run split-slab with
+	// tailG slabs a block, then the fold (grids.splitTail); 0: no split tail.
+	tailRow, tailG int64
+	ws             uint64
+	ctrs           uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
 }
 
 // workspaceBytes is the workspace of the strategies that write slab
@@ -182,10 +188,26 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 			p.strategy = StrategyRows
 		default:
 			p.strategy, p.width, p.perBlock = g.pick(f.width)
+			if p.width == squareWidth {
+				// The square choice against the square grid with a split tail.
+				_, _, cost := g.pickFor(squareWidth, splitMinGainPct)
+				if row, gb, c := g.splitTail(); gb > 0 && c*100 <= cost*(100-splitMinGainPct) {
+					p.strategy, p.perBlock, p.tailRow, p.tailG = StrategyTiled, 0, row, gb
+				}
+			}
 		}
 	case StrategyTiled:
 		if f.width != 0 {
 			p.width = f.width
+		}
+		if f.splitTail && p.width == squareWidth {
+			tg := g
+			if f.tailSMs > 0 {
+				tg.sms = f.tailSMs
+			}
+			if row, gb, _ := tg.splitTail(); gb > 0 {
+				p.tailRow, p.tailG = row, gb
+			}
 		}
 	case StrategyRows:
 		if !rowsOK {
@@ -225,6 +247,10 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 		p.perBlock = min(p.perBlock, p.slabs)
 		p.groups = (p.slabs + p.perBlock - 1) / p.perBlock
 		p.ws = ws
+	case StrategyTiled:
+		if p.tailRow > 0 {
+			p.ws, _ = workspaceBytes(rows-p.tailRow, cols, red)
+		}
 	}
 	return p, nil
 }
@@ -307,6 +333,33 @@ func (g grids) split(w int64) (int64, int64) {
 	}
 	gb, c := splitSlabsCost(g.tiles(w), g.slabs, g.sms, w)
 	return gb, c + foldCost(g.slabs, g.out, g.sms, g.acc)
+}
+
+// splitTail models the square tiled grid cut at whole row tiles after its
+// last whole round of two blocks an SM, the head run tiled and the tail
+// rows split-slab (the tail's own best G) then folded: a tiled grid with a
+// short last round and a long reduction otherwise spends that round's
+// whole reduction on a few SMs (dW 4096×1536×3072: 288 tiles of 16 slabs,
+// 264 + 24). Only a row cut: the fold writes the tail's rows as one
+// contiguous range. It returns the first tail row, G and the modelled cost;
+// gb = 0 where the grid has no such tail or split-slab cannot run.
+func (g grids) splitTail() (row, gb, cost int64) {
+	tx, ty := ceilDiv(g.rows, tileRows), ceilDiv(g.cols, squareWidth)
+	tiles, slots := tx*ty, tiledBlocksPerSM*g.sms
+	if !g.splitOK || tiles <= slots || tiles%slots == 0 {
+		return 0, 0, 0
+	}
+	k := (tiles - tiles%slots) / ty // head row tiles: whole rounds at most
+	if k < 1 || k >= tx {
+		return 0, 0, 0
+	}
+	row = k * tileRows
+	gb, c := splitSlabsCost((tx-k)*ty, g.slabs, g.sms, squareWidth)
+	if gb == 0 {
+		return 0, 0, 0
+	}
+	cost = smCost(k*ty, g.slabs, g.sms) + c + foldCost(g.slabs, (g.rows-row)*g.cols, g.sms, g.acc)
+	return row, gb, cost
 }
 
 // pick is the model's choice: square tiles, tiled unless split-slab models

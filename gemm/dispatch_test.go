@@ -472,14 +472,47 @@ func TestDispatchKeepsSquareTilesWhereTheyAreFaster(t *testing.T) {
 		s Strategy
 		g int64
 	}{
-		{fwd(4096, 4096, 4096), StrategyTiled, 0}, {dw(4096, 1536, 3072), StrategySplitSlab, 4},
+		{fwd(4096, 4096, 4096), StrategyTiled, 0},
 		{fwd(4096, 1536, 3072), StrategyTiled, 0}, {dx(4096, 3072, 1536), StrategyTiled, 0},
 	} {
 		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
 		require.NoError(t, err)
 		require.Equal(t, c.s, pl.strategy, c.p.name)
 		require.Equal(t, c.g, pl.perBlock, c.p.name)
+		require.Zero(t, pl.tailRow, c.p.name)
 	}
+}
+
+// A square tiled grid with a short last round and a long reduction runs
+// that round's rows split-slab (grids.splitTail): dW 4096x1536x3072 is 288
+// tiles of 16 slabs, 11 whole row tiles in the head (264) and 24 tiles left.
+func TestDispatchSplitsTheTailOfLongReductions(t *testing.T) {
+	p := dw(4096, 1536, 3072)
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	require.NoError(t, err)
+	require.Equal(t, StrategyTiled, pl.strategy)
+	require.EqualValues(t, 11*tileRows, pl.tailRow)
+	require.EqualValues(t, 1, pl.tailG)
+	ws, _ := workspaceBytes(p.rows-pl.tailRow, p.cols, p.red)
+	require.Equal(t, ws, pl.ws, "the workspace holds the tail's partials only")
+
+	// A short reduction keeps the lone-block tail (2048x768x3072 forward:
+	// 3 slabs), and full rounds have no tail.
+	for _, q := range []tileProblem{fwd(2048, 768, 3072), fwd(4096, 4096, 4096), fwd(8192, 8192, 8192)} {
+		pl, err := choose(q.l, q.rows, q.cols, q.red, h200SMs, force{})
+		require.NoError(t, err)
+		require.Zero(t, pl.tailRow, q.name)
+		require.Zero(t, pl.ws, q.name)
+	}
+
+	// Forced (tests), on a small grid with a small SM count.
+	q := fwd(640, 300, 384) // 5 × 3 tiles
+	pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: StrategyTiled, splitTail: true, tailSMs: 2})
+	require.NoError(t, err)
+	require.EqualValues(t, 4*tileRows, pl.tailRow, "slots 4: head 12 tiles (4 rows), tail 3")
+	require.Positive(t, pl.tailG)
+	ws, _ = workspaceBytes(640-4*tileRows, 384, 300)
+	require.Equal(t, ws, pl.ws)
 }
 
 // Grids of square tiles that underfill the H200 take the narrow tile when

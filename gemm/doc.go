@@ -96,7 +96,8 @@
 //   - tiled (everything else): one kernel, each block folding its tile's
 //     slabs in place; a grid that ends in a short round (at most one block
 //     per SM) runs that round as a second launch that holds every SM to
-//     one block, so the hardware cannot double them up.
+//     one block, so the hardware cannot double them up, or, for long
+//     reductions, runs the rows after its last whole round split-slab.
 //
 // Tiled and split-slab run 128×128 output tiles, or 128×64 ones (twice
 // the blocks, three an SM) where the square grid underfills the GPU and a

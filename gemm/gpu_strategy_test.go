@@ -493,12 +493,35 @@ func TestStrategyTimings(t *testing.T) {
 
 // TestTiledTailCutMatchesReference runs tiled calls whose grid launch.go
 // cuts into a head and a lone-block tail (tiledTail), both ways and at
-// both tile widths, against the CPU reference. The SM count the cut
-// assumes is forced down so that small grids are cut.
+// both tile widths, and square tiled calls whose last rows run split-slab
+// (the plan's split tail), against the CPU reference. The SM count the
+// cuts assume is forced down so that small grids are cut.
 func TestTiledTailCutMatchesReference(t *testing.T) {
 	eng, ctx := gpuEngine(t)
 	require.NotZero(t, eng.loneShared, "this GPU can hold a block alone on an SM")
 	r := newRand(t)
+	for _, op := range []string{"Forward", "DX", "DW"} {
+		a, red, b := 640, 300, 384 // 5 × 3 output tiles, 2 slabs
+		if op == "DW" {
+			a, red = red, a
+		}
+		f := force{strategy: StrategyTiled, splitTail: true, tailSMs: 2}
+		for _, c := range ieeeCombos[:2] {
+			name := fmt.Sprintf("split-tail/%s/%v-%v/%dx%dx%d", op, c.in, c.out, a, red, b)
+			t.Run(name, func(t *testing.T) {
+				withForce(t, eng, f)
+				rows := int64(a)
+				if op == "DW" {
+					rows = int64(red)
+				}
+				pl, err := choose(layoutNN, rows, int64(b), 300, eng.sms, f)
+				require.NoError(t, err)
+				require.Positive(t, pl.tailRow, "the forced plan has a split tail")
+				gotWant, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, a, red, b, true)
+				requireSameBits(t, gotWant, got, cols, name)
+			})
+		}
+	}
 	for _, width := range []int64{squareWidth, narrowWidth} {
 		shared, regBlocks := uint32(simtSharedBytes), simtRegBlocks
 		if width == narrowWidth {

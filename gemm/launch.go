@@ -64,7 +64,8 @@ func missing(p problem, what string) error {
 }
 
 // launchTiled: gemm_simt, grid (row tiles, column tiles), tiles 128 wide
-// (detgemm_simt_*) or 64 (detgemm_simt64_*). Where the grid ends in a short
+// (detgemm_simt_*) or 64 (detgemm_simt64_*). A plan with a split tail runs
+// its last rows split-slab; otherwise, where the grid ends in a short
 // partial round, that round goes in a launch of its own (tiledTail).
 func (e *Engine) launchTiled(p problem, pl plan) error {
 	fn, shared, regBlocks := e.fns.simt[kernelKey{p.layout, p.in, p.out}], uint32(simtSharedBytes), simtRegBlocks
@@ -75,6 +76,20 @@ func (e *Engine) launchTiled(p problem, pl plan) error {
 		return missing(p, "tiled")
 	}
 	tx, ty := ceilDiv(p.rows, tileRows), ceilDiv(p.cols, pl.width)
+	if pl.tailRow > 0 {
+		// The plan's split tail: head rows tiled, the rest split-slab and
+		// folded (grids.splitTail); the workspace holds the tail's partials.
+		head, tail := p.split(cutRows, pl.tailRow)
+		if err := e.launchTileGrid(head, fn, ty, shared); err != nil {
+			return err
+		}
+		tp := plan{strategy: StrategySplitSlab, slabs: pl.slabs, perBlock: pl.tailG,
+			groups: ceilDiv(pl.slabs, pl.tailG), width: squareWidth}
+		if err := e.launchSlabs(tail, tp); err != nil {
+			return err
+		}
+		return e.launchFold(tail, tp)
+	}
 	cut, k := cutNone, int64(0)
 	if e.loneShared > shared {
 		sms := int64(e.sms)

@@ -147,7 +147,8 @@ func (e *Engine) Strategy(c Call) (Strategy, error) {
 }
 
 // WorkspaceBytes is the device workspace c needs on this engine: 0 for the
-// tiled strategy, S·rows·cols·4 bytes (S = ceil(R/256) slabs of f32
+// tiled strategy (or, where its last rows run split-slab, S·tailRows·cols·4
+// bytes), S·rows·cols·4 bytes (S = ceil(R/256) slabs of f32
 // partials of the output shape) for split-slab, and for rows that plus 4
 // bytes of arrival counter per run of 256 (M ≤ 16) or 128 output columns
 // and group of 4, 16 or 32 rows. It depends on the
