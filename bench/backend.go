@@ -50,7 +50,7 @@ const (
 )
 
 // allModes is every mode --modes accepts, in table order.
-var allModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW}
+var allModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}
 
 // parseDTypes reads --dtypes.
 func parseDTypes(list string) ([]DType, error) {

@@ -55,7 +55,10 @@ const usageColumns = `
 Columns:
   shape MxKxN  the GEMM's dimensions
   dtype        element type of A, B and C (bf16, f16, f32)
-  backend      the implementation measured (cuBLAS through cublasGemmEx)
+  backend      the implementation measured (cuBLAS through cublasGemmEx;
+               detgemm; copy: floors at the problem's roofline bytes,
+               math copy: one device-to-device copy moving them, math
+               read: one kernel reading them once)
   math         default: the library's default math (tensor cores for
                bf16/f16, IEEE FMA for f32); pedantic: no reduced-precision
                shortcut anywhere (CUBLAS_PEDANTIC_MATH, COMPUTE_32F_PEDANTIC);
@@ -84,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.shapes, "shapes", "", "comma-separated `MxKxN` shapes; overrides --shapes-file")
 	fs.StringVar(&c.shapesFile, "shapes-file", "", "file of \"M K N\" lines (default: testdata/bench_shapes.txt under the module root, else a built-in copy)")
 	fs.StringVar(&dtypes, "dtypes", "bf16,f16,f32", "element types to measure")
-	fs.StringVar(&modes, "modes", strings.Join(allModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16)")
+	fs.StringVar(&modes, "modes", strings.Join(allModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors)")
 	fs.IntVar(&c.repeats, "repeats", 15, "timed measurements per row; the median is reported")
 	fs.DurationVar(&c.minTime, "min-time", 2*time.Millisecond, "least GPU time of one measurement")
 	fs.StringVar(&c.jsonPath, "json", "bench-results.json", "write every figure to this JSON `file` (\"\" for none)")

@@ -31,7 +31,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	c, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, []DType{BF16, F16, F32}, c.dtypes)
-	require.Equal(t, []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW}, c.modes)
+	require.Equal(t, []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}, c.modes)
 	require.Equal(t, 15, c.repeats)
 	require.Equal(t, 2*time.Millisecond, c.minTime)
 	require.Equal(t, "bench-results.json", c.jsonPath)

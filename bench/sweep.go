@@ -65,7 +65,8 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("detgemm engine: %w", err)
 	}
-	backends = append(backends, eb)
+	copies := &copyBackend{}
+	backends = append(backends, eb, copies)
 	defer func() {
 		for _, b := range backends {
 			_ = b.Close()
@@ -109,6 +110,9 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 			if err == nil {
 				defer mod.Close()
 				im.conv, err = newConverter(mod, dev.SMCount())
+				if err == nil {
+					err = copies.useUtil(mod, dev.SMCount())
+				}
 			}
 			if err != nil {
 				rep.Inputs += ": " + oneLine(err.Error())
