@@ -98,14 +98,16 @@ const (
 )
 
 // rowsPath is how a rows call runs: the one-launch kernel (gemm_rows'
-// rowsf: partials and fold in one launch) or two launches (gemm_rows'
-// partials, then gemm_fold).
+// rowsf: partials and fold in one launch), two launches (gemm_rows'
+// partials, then gemm_fold), or on sm_90a Forward with M ≤ 4 the
+// gemm_rows_tma kernel (a block folds all the slabs of its columns).
 type rowsPath uint8
 
 const (
 	rowsPathAuto rowsPath = iota // rowsOneLaunch's rule
 	rowsPathOne                  // one launch wherever W is aligned for it
 	rowsPathTwo                  // always two launches
+	rowsPathTMA                  // gemm_rows_tma wherever it fits (rows_tma.go)
 )
 
 // plan is the dispatcher's decision for one call.

@@ -36,6 +36,7 @@ var strategyCases = []strategyCase{
 	{"rows", force{strategy: StrategyRows}},
 	{"rows/one-launch", force{strategy: StrategyRows, rowsPath: rowsPathOne}},
 	{"rows/two-pass", force{strategy: StrategyRows, rowsPath: rowsPathTwo}},
+	{"rows/tma", force{strategy: StrategyRows, rowsPath: rowsPathTMA}},
 }
 
 // runsOp reports whether the case can run op (rows has no dW kernel: dW's

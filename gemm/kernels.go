@@ -141,6 +141,7 @@ type functions struct {
 	slabs64 map[slabsKey]*cudaload.Function // 128×64 tiles
 	rows    map[rowsKey]*cudaload.Function
 	rowsf   map[rowsFusedKey]*cudaload.Function
+	rowsTMA map[rowsTMAKey]*cudaload.Function // sm_90a only
 	fold    map[foldKey]*cudaload.Function
 	tc      map[tcKey]*cudaload.Function
 }
@@ -159,6 +160,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		slabs64: map[slabsKey]*cudaload.Function{},
 		rows:    map[rowsKey]*cudaload.Function{},
 		rowsf:   map[rowsFusedKey]*cudaload.Function{},
+		rowsTMA: map[rowsTMAKey]*cudaload.Function{},
 		fold:    map[foldKey]*cudaload.Function{},
 		tc:      map[tcKey]*cudaload.Function{},
 	}
@@ -267,6 +269,14 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		}
 		for _, k := range tcRowsTMAKernels {
 			if fns.tc[k], err = get(mod, k.name(), tcRowsSharedBytes(k.tile, k.layout)); err != nil {
+				return mods, fns, err
+			}
+		}
+		if mod, err = load(rowsTMAFamily); err != nil {
+			return mods, fns, err
+		}
+		for _, k := range rowsTMAKernels {
+			if fns.rowsTMA[k], err = get(mod, k.name(), rowsTMASharedBytes(k.in, k.mr)); err != nil {
 				return mods, fns, err
 			}
 		}

@@ -36,6 +36,9 @@ func (e *Engine) run(p problem, err error) error {
 	case StrategySplitSlab:
 		err = e.launchSlabs(p, pl)
 	case StrategyRows:
+		if e.rowsTMA(p, pl.mr) {
+			return e.launchRowsTMA(p) // every slab of a strip in one block (rows_tma.go)
+		}
 		if e.rowsOneLaunch(p, pl.mr) {
 			return e.launchRowsFused(p, pl) // folds in the same kernel
 		}

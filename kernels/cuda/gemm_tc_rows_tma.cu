@@ -38,33 +38,13 @@
 //detgemm:only sm_90a
 #include "prelude.cuh"
 #include "tc_common.cuh"
+#include "tma.cuh"
 
 namespace tcrt {
 
-// A TMA descriptor (CUtensorMap) passed by value as a __grid_constant__
-// parameter, so the copy engine reads it from the parameter space.
-struct __align__(64) tensor_map {
-    dg_u64 opaque[16];
-};
-
-// The producer's arrival on a full barrier, announcing the bytes its
-// copies will complete.
-DETGEMM_INLINE void mbar_expect_tx(dg_u32 bar, dg_u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-// One 2-D TMA copy of the box at (c0 innermost, c1) into shared memory dst,
-// completing on bar; elements past the matrix arrive as zeros.
-DETGEMM_INLINE void tma_load_2d(dg_u32 dst, const tensor_map& map, int c0, int c1, dg_u32 bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-        "l"(reinterpret_cast<dg_u64>(&map)), "r"(c0), "r"(c1), "r"(bar)
-        : "memory");
-}
-
-DETGEMM_INLINE void prefetch_map(const tensor_map& map) {
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<dg_u64>(&map)) : "memory");
-}
+using tma::tensor_map;  // tma.cuh
+using tma::mbar_expect_tx;
+using tma::prefetch_map;
 
 DETGEMM_INLINE void ldsm_x4(dg_u32 (&r)[4], dg_u32 addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -167,7 +147,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
             tc::mbar_init(bars + 8 * (STAGES + s), T::CONSUMERS);  // every consumer thread
         }
         // The copy engine (async proxy) must see the initialised barriers.
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        tma::fence_barrier_init();
     }
     __syncthreads();  // the only block barrier: the mbarriers exist
 
@@ -187,13 +167,13 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
             const dg_u32 sx = ring + slot * T::STAGE_BYTES, sw = sx + T::X_BYTES;
             const int k0 = (int)(kt * BK);
             mbar_expect_tx(full, T::STAGE_BYTES);
-            tma_load_2d(sx, tmX, k0, ci, full);
-            tma_load_2d(sx + T::X_BOX_BYTES, tmX, k0 + XBOX, ci, full);
+            tma::load_2d(sx, tmX, k0, ci, full);
+            tma::load_2d(sx + T::X_BOX_BYTES, tmX, k0 + XBOX, ci, full);
             if (B_JC) {
-                tma_load_2d(sw, tmW, cj, k0, full);
+                tma::load_2d(sw, tmW, cj, k0, full);
             } else {
-                tma_load_2d(sw, tmW, k0, cj, full);
-                tma_load_2d(sw + BN * 128, tmW, k0 + XBOX, cj, full);
+                tma::load_2d(sw, tmW, k0, cj, full);
+                tma::load_2d(sw + BN * 128, tmW, k0 + XBOX, cj, full);
             }
             if (++slot == STAGES) {
                 slot = 0;

@@ -32,6 +32,7 @@
 // kernels package to build it for that target only.
 //detgemm:only sm_90a
 #include "prelude.cuh"
+#include "tma.cuh"
 #include "tc_common.cuh"
 
 namespace wg {
@@ -78,11 +79,9 @@ struct Tile {
     static_assert(BM == 128 || BM == 192, "two or three consumer warpgroups");
 };
 
-// A TMA descriptor (CUtensorMap) passed by value as a __grid_constant__
-// parameter, so the copy engine reads it from the parameter space.
-struct __align__(64) tensor_map {
-    dg_u64 opaque[16];
-};
+using tma::tensor_map;  // tma.cuh
+using tma::mbar_expect_tx;
+using tma::prefetch_map;
 
 DETGEMM_INLINE void mbar_init(dg_u32 bar, dg_u32 count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -106,23 +105,6 @@ DETGEMM_INLINE void mbar_wait(dg_u32 bar, dg_u32 parity) {
 
 DETGEMM_INLINE void mbar_arrive(dg_u32 bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-DETGEMM_INLINE void mbar_expect_tx(dg_u32 bar, dg_u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-// One 2-D TMA copy of a box at (c0 innermost, c1) into shared memory,
-// completing on bar; out-of-range elements arrive as zeros.
-DETGEMM_INLINE void tma_load_2d(dg_u32 dst, const tensor_map& map, int c0, int c1, dg_u32 bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-        "l"(reinterpret_cast<dg_u64>(&map)), "r"(c0), "r"(c1), "r"(bar)
-        : "memory");
-}
-
-DETGEMM_INLINE void prefetch_map(const tensor_map& map) {
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<dg_u64>(&map)) : "memory");
 }
 
 // A shared-memory matrix descriptor with the 128-byte swizzle: start
@@ -373,16 +355,16 @@ DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32
             const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
             const int k0 = (int)(kt * BK);
             if constexpr (A_RC) {
-                tma_load_2d(a, tmA, k0, (int)i0, full);  // box 64 (r) x BM (i)
+                tma::load_2d(a, tmA, k0, (int)i0, full);  // box 64 (r) x BM (i)
             } else {
 #pragma unroll
-                for (int q = 0; q < T::CONSUMERS; ++q) tma_load_2d(a + q * BOX, tmA, (int)i0 + 64 * q, k0, full);  // 64 (i) x 64 (r)
+                for (int q = 0; q < T::CONSUMERS; ++q) tma::load_2d(a + q * BOX, tmA, (int)i0 + 64 * q, k0, full);  // 64 (i) x 64 (r)
             }
             if constexpr (B_JC) {
 #pragma unroll
-                for (int q = 0; q < BN / 64; ++q) tma_load_2d(b + q * BOX, tmB, (int)j0 + 64 * q, k0, full);
+                for (int q = 0; q < BN / 64; ++q) tma::load_2d(b + q * BOX, tmB, (int)j0 + 64 * q, k0, full);
             } else {
-                tma_load_2d(b, tmB, k0, (int)j0, full);  // box 64 (r) x BN (j)
+                tma::load_2d(b, tmB, k0, (int)j0, full);  // box 64 (r) x BN (j)
             }
         }
     }
@@ -554,7 +536,7 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
             mbar_init(bars + 8 * s, 1);             // the producer's expect_tx arrival
             mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS);  // one arrival per consumer warp
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        tma::fence_barrier_init();
     }
     __syncthreads();
 

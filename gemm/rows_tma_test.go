@@ -1,0 +1,76 @@
+package gemm
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The kernel traps when launched with less shared memory than Cfg<DT>::SMEM;
+// these are its sizes worked by hand from gemm_rows_tma.cu.
+func TestRowsTMASharedBytesMatchTheKernel(t *testing.T) {
+	// 1 KiB slack + stages × (W box + x box) + 32·MR·32·4 + 2·stages·8.
+	for _, c := range []struct {
+		in     DType
+		mr     int
+		stages int
+		box    int
+	}{
+		{F32, 1, 6, 32768 + 1024}, {F32, 4, 5, 32768 + 4096},
+		{BF16, 1, 10, 16384 + 512}, {BF16, 4, 8, 16384 + 2048}, {F16, 4, 8, 16384 + 2048},
+	} {
+		want := uint32(1024 + c.stages*c.box + 32*c.mr*32*4 + 2*c.stages*8)
+		require.Equal(t, want, rowsTMASharedBytes(c.in, c.mr), "%v MR=%d", c.in, c.mr)
+		require.LessOrEqual(t, want, uint32(227<<10), "fits an H100/H200 block")
+		require.Equal(t, uint32(32*(c.stages+1)), rowsTMAThreads(c.in, c.mr), "a warp a stage and the producer")
+	}
+	require.Equal(t, 1, rowsTMAMR(1))
+	require.Equal(t, 4, rowsTMAMR(2))
+	require.Equal(t, 4, rowsTMAMR(4))
+}
+
+func TestRowsTMAFitsOnlyWhatTMAAndTheBlockCanTake(t *testing.T) {
+	base := problem{layout: layoutNN, in: F32, out: F32, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
+	require.True(t, rowsTMAFits(base))
+	for name, mut := range map[string]func(p *problem){
+		"dX layout":            func(p *problem) { p.layout = layoutNT },
+		"dW layout":            func(p *problem) { p.layout = layoutTN },
+		"33 slabs":             func(p *problem) { p.red = 32*256 + 1 },
+		"x unaligned":          func(p *problem) { p.a = 260 },
+		"W unaligned":          func(p *problem) { p.b = 520 },
+		"x rows unaligned":     func(p *problem) { p.lda = 4097 },
+		"W rows unaligned":     func(p *problem) { p.ldb = 4094 },
+		"16-bit rows of 12 B":  func(p *problem) { p.in, p.out, p.ldb = BF16, BF16, 4100 },
+		"columns past 2^31":    func(p *problem) { p.cols = 1 << 31 },
+		"row groups past grid": func(p *problem) { p.rows = 4*maxGridYZ + 1 },
+	} {
+		p := base
+		mut(&p)
+		require.False(t, rowsTMAFits(p), name)
+	}
+	p := base
+	p.red = 32 * 256
+	require.True(t, rowsTMAFits(p), "32 slabs fold in the block")
+	p.in, p.out, p.ldb, p.lda = BF16, F32, 8, 8
+	require.True(t, rowsTMAFits(p), "16-bit rows of 16 bytes")
+}
+
+// The dispatcher takes the kernel on its own only where its strips run in
+// one wave, and never without the sm_90a family.
+func TestRowsTMAAutoRule(t *testing.T) {
+	e := &Engine{hasWG: true, sms: 132}
+	p := problem{layout: layoutNN, in: F32, out: F32, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
+	require.True(t, e.rowsTMA(p, 4), "128 strips on 132 SMs")
+	require.False(t, e.rowsTMA(p, 16), "only the four-row group")
+	q := p
+	q.cols = 1024
+	require.True(t, e.rowsTMA(q, 4), "32 strips: one wave")
+	q.cols = 132*32 + 1
+	require.False(t, e.rowsTMA(q, 4), "133 strips: a second wave")
+	e.force.rowsPath = rowsPathTMA
+	require.True(t, e.rowsTMA(q, 4), "forced")
+	e.force.rowsPath = rowsPathOne
+	require.False(t, e.rowsTMA(p, 4), "the one-launch path forced")
+	e = &Engine{hasWG: false, sms: 132}
+	require.False(t, e.rowsTMA(p, 4), "no sm_90a family")
+}

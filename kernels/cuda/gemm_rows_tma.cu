@@ -1,0 +1,235 @@
+// gemm_rows_tma.cu: the IEEE plan for Forward with at most four rows on
+// Hopper, every slab of a column strip in one block, so the fold needs no
+// workspace, no arrival counter and no second pass.
+//
+// gemm_rows.cu's one-launch kernel spreads the slabs of a column run over
+// blocks (a grid of column runs x slabs) and has the last block to arrive
+// fold the run's partials through global memory: its tail (partials out,
+// fence, atomic, fence, partials back) is serial, and at 1 x 4096 x 4096
+// f32 the call sat 3-5 µs above a device copy of the same bytes. Here a
+// block owns BN = 32 columns of the output over the WHOLE reduction: its
+// producer warp streams W's 256-row slab boxes (32 columns x 256 rows, the
+// rows of x for that slab riding along) with TMA into a ring, consumer warp
+// w computes slabs w, w + STAGES, ... (each slab one chain per element, from
+// +0, in ascending r, exactly the plan's), the slab results meet in shared
+// memory, and the block folds them in slab order: y = p_0, y = y + p_s for
+// s = 1..S-1, then + bias when there is one, one rounding at the store.
+// Same bits as every other IEEE kernel (the chains and the fold are the
+// plan's; which warp computes a slab changes nothing).
+//
+// Lane l of every consumer warp owns column j0 + l: its W reads are one
+// 128-byte (f32) or 64-byte row of the staged box, conflict-free, and its
+// x reads are one address for the warp (a broadcast). The last slab's short
+// tail runs exactly its len terms (TMA zero-fills the box past the matrix,
+// but a padding term 0*0 would turn a -0 chain into +0).
+//
+// TMA and the mbarrier transaction count need sm_90: the family is built
+// for sm_90a only. The host (gemm/rows_tma.go) takes it for Forward with
+// M <= 4 where the operands suit TMA (16-byte aligned bases and row
+// strides), the slabs fit the block (S <= MAXS) and the strips fill the
+// GPU.
+//detgemm:only sm_90a
+#include "prelude.cuh"
+#include "tc_common.cuh"
+#include "tma.cuh"
+#include "widen_f16.cuh"
+
+namespace rowst {
+
+constexpr int SLAB = 256;
+constexpr int BN = 32;        // columns a block: a lane each
+constexpr int MAXS = 32;      // slabs a block folds: R <= 8192
+
+// Element codes shared with the Go dispatcher (as gemm_rows.cu's).
+constexpr int F32 = 0;
+constexpr int BF16 = 1;
+constexpr int F16 = 2;
+
+template <int DT> struct raw_of { typedef dg_u16 type; };
+template <> struct raw_of<F32> { typedef float type; };
+
+template <int DT>
+DETGEMM_INLINE float widen(typename raw_of<DT>::type v) {
+    if constexpr (DT == F32) return v;
+    else if constexpr (DT == BF16) return dg_bf16_to_f32(v);
+    else return dg_f16_to_f32_fast(v);
+}
+
+// Four consecutive staged x values (steps r..r+3 of one row), widened: one
+// shared-memory read for the warp (a broadcast), 16- or 8-byte aligned.
+template <int DT>
+DETGEMM_INLINE void widen4(const typename raw_of<DT>::type* p, float (&v)[4]) {
+    if constexpr (DT == F32) {
+        const float4 q = *reinterpret_cast<const float4*>(p);
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+        const uint2 q = *reinterpret_cast<const uint2*>(p);
+        v[0] = widen<DT>((dg_u16)(q.x & 0xffffu)), v[1] = widen<DT>((dg_u16)(q.x >> 16));
+        v[2] = widen<DT>((dg_u16)(q.y & 0xffffu)), v[3] = widen<DT>((dg_u16)(q.y >> 16));
+    }
+}
+
+// Shared memory: 1 KiB of slack to align the ring, the ring (each stage a
+// W box of SLAB rows x BN columns, then an x box of MR rows x SLAB), the
+// slab results [MAXS][MR][BN] f32, then full[STAGES] and empty[STAGES].
+// STAGES slab boxes in flight: f32 6 of 33 KiB (MR = 1) or 5 of 36 KiB
+// (MR = 4); 16-bit 10 of 16.5 KiB or 8 of 18 KiB.
+// One consumer warp a stage: slab s goes to slot s % STAGES and warp
+// s % STAGES computes it, so each warp meets its slot's phases in order
+// (an mbarrier parity wait cannot tell a phase two ahead from one behind,
+// so a warp must never wait on a slot whose previous fill it has not
+// seen). The Go side computes the same sizes (rowsTMASharedBytes,
+// rowsTMAThreads).
+template <int DT, int MR>
+struct Cfg {
+    typedef typename raw_of<DT>::type Raw;
+    static constexpr int ES = (int)sizeof(Raw);
+    static constexpr int STAGES = ES == 4 ? (MR == 1 ? 6 : 5) : (MR == 1 ? 10 : 8);
+    static constexpr int WARPS = STAGES;  // consumer warps
+    static constexpr int CONSUMERS = WARPS * 32;
+    static constexpr int THREADS = CONSUMERS + 32;  // and one producer warp
+    static constexpr int W_BYTES = SLAB * BN * ES;
+    static constexpr int X_BYTES = MR * SLAB * ES;
+    static constexpr int STAGE_BYTES = W_BYTES + X_BYTES;
+    static constexpr int PART_BYTES = MAXS * MR * BN * 4;
+    static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + PART_BYTES + 2 * STAGES * 8;
+    static_assert(STAGE_BYTES % 128 == 0, "TMA destinations stay 128-byte aligned");
+    static_assert(SMEM <= 227 * 1024, "fits an H100/H200 block");
+};
+
+template <int DT, int DTOUT>
+DETGEMM_INLINE void store(void* C, dg_i64 e, float v) {
+    if constexpr (DTOUT == F32) static_cast<float*>(C)[e] = v;
+    else if constexpr (DTOUT == BF16) static_cast<dg_u16*>(C)[e] = dg_f32_to_bf16_rne(v);
+    else static_cast<dg_u16*>(C)[e] = dg_f32_to_f16_rne(v);
+}
+
+template <int DT, int DTOUT, int MR>
+DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW, void* DETGEMM_RESTRICT C,
+                          const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
+    typedef Cfg<DT, MR> K;
+    typedef typename K::Raw Raw;
+    constexpr int STAGES = K::STAGES, WARPS = K::WARPS;
+    extern __shared__ unsigned char smem_raw[];
+    dg_u32 dyn;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    if (dyn < (dg_u32)K::SMEM) __trap();  // the host launched with the wrong size
+
+    const dg_u32 base = tc::smem_addr(smem_raw);
+    const dg_u32 ring = (base + 1023u) & ~1023u;
+    unsigned char* ring_p = smem_raw + (ring - base);
+    float (*part)[MR][BN] = reinterpret_cast<float (*)[MR][BN]>(ring_p + STAGES * K::STAGE_BYTES);
+    const dg_u32 bars = ring + STAGES * K::STAGE_BYTES + K::PART_BYTES;  // full[s] at +8s, empty[s] at +8(STAGES+s)
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    const dg_i64 j0 = (dg_i64)blockIdx.x * BN;
+    const dg_i64 m0 = (dg_i64)blockIdx.y * MR;
+    const int S = (int)((R + SLAB - 1) / SLAB);  // 1..MAXS (the host checks)
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            tc::mbar_init(bars + 8 * s, 1);             // the producer's expect_tx arrival
+            tc::mbar_init(bars + 8 * (STAGES + s), 32);  // the lanes of the slot's warp
+        }
+        tma::fence_barrier_init();
+    }
+    __syncthreads();  // the mbarriers exist
+
+    if (warp == WARPS) {
+        // The producer: slab s to slot s % STAGES once the slot's warp has
+        // released its previous slab. Coordinates fit 32 bits
+        // (the host checks the extents).
+        if (lane == 0) {
+            tma::prefetch_map(tmX);
+            tma::prefetch_map(tmW);
+            for (int s = 0; s < S; ++s) {
+                const int slot = s % STAGES;
+                if (s >= STAGES) tc::mbar_wait(bars + 8 * (STAGES + slot), (dg_u32)(s / STAGES - 1) & 1u);
+                const dg_u32 full = bars + 8 * slot, dst = ring + slot * K::STAGE_BYTES;
+                tma::mbar_expect_tx(full, K::STAGE_BYTES);
+                tma::load_2d(dst, tmW, (int)j0, s * SLAB, full);
+                tma::load_2d(dst + K::W_BYTES, tmX, s * SLAB, (int)m0, full);
+            }
+        }
+    } else {
+        for (int s = warp; s < S; s += WARPS) {
+            const int slot = warp;  // s % STAGES
+            tc::mbar_wait(bars + 8 * slot, (dg_u32)(s / STAGES) & 1u);
+            const Raw* w = reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES);
+            const Raw* x = reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES + K::W_BYTES);
+            const dg_i64 left = R - (dg_i64)s * SLAB;
+            const int len = left < SLAB ? (int)left : SLAB;
+            float acc[MR];
+#pragma unroll
+            for (int m = 0; m < MR; ++m) acc[m] = 0.0f;
+            int r = 0;
+            if (len == SLAB) {
+                // Four steps at a time: x as one 4-step read a row (the
+                // shared-memory reads, not the FMAs, bound this loop).
+#pragma unroll 2
+                for (; r < SLAB; r += 4) {
+                    float wv[4];
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) wv[u] = widen<DT>(w[(r + u) * BN + lane]);
+#pragma unroll
+                    for (int m = 0; m < MR; ++m) {
+                        float xv[4];
+                        widen4<DT>(x + m * SLAB + r, xv);
+#pragma unroll
+                        for (int u = 0; u < 4; ++u) acc[m] = __fmaf_rn(xv[u], wv[u], acc[m]);
+                    }
+                }
+            } else {
+#pragma unroll 1
+                for (; r < len; ++r) {
+                    const float wv = widen<DT>(w[r * BN + lane]);
+#pragma unroll
+                    for (int m = 0; m < MR; ++m) acc[m] = __fmaf_rn(widen<DT>(x[m * SLAB + r]), wv, acc[m]);
+                }
+            }
+            tc::mbar_arrive(bars + 8 * (STAGES + slot));  // the slot back to the producer
+#pragma unroll
+            for (int m = 0; m < MR; ++m) part[s][m][lane] = acc[m];
+        }
+    }
+    __syncthreads();  // every slab's results are in part
+
+    // The fold, in slab order; rows past M and columns past N are not stored.
+    if (tid < MR * BN) {
+        const int m = tid / BN, l = tid % BN;
+        const dg_i64 i = m0 + m, j = j0 + l;
+        if (i < M && j < N) {
+            float y = part[0][m][l];
+            for (int s = 1; s < S; ++s) y = y + part[s][m][l];
+            if (bias != nullptr) y = y + bias[j];
+            store<DT, DTOUT>(C, i * ldc + j, y);
+        }
+    }
+}
+
+}  // namespace rowst
+
+// Entry points: detgemm_rowst_nn_{in}_{out}_m{1,4}. Arguments: the TMA
+// maps of X (boxes of 256 of the reduction x MR rows) and W (32 columns x
+// 256 rows), built by the engine for this call, C, bias (nullable), M, N,
+// R, ldc; grid (column strips, row groups of MR). MR = 1 for one row (no
+// padding rows to compute), 4 for two to four.
+#define DETGEMM_ROWST_ENTRY(NAME, DT, DTOUT, MR)                                                          \
+    DETGEMM_KERNEL void __launch_bounds__(rowst::Cfg<DT, MR>::THREADS, 1)                                 \
+        NAME(const __grid_constant__ tma::tensor_map tmX, const __grid_constant__ tma::tensor_map tmW,    \
+             void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {                       \
+        rowst::strip<DT, DTOUT, MR>(tmX, tmW, C, bias, M, N, R, ldc);                                      \
+    }
+
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m1, rowst::F32, rowst::F32, 1)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_bf16_m1, rowst::BF16, rowst::BF16, 1)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_f32_m1, rowst::BF16, rowst::F32, 1)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f16_m1, rowst::F16, rowst::F16, 1)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f32_m1, rowst::F16, rowst::F32, 1)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m4, rowst::F32, rowst::F32, 4)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_bf16_m4, rowst::BF16, rowst::BF16, 4)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_f32_m4, rowst::BF16, rowst::F32, 4)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f16_m4, rowst::F16, rowst::F16, 4)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f32_m4, rowst::F16, rowst::F32, 4)
