@@ -3,6 +3,7 @@ package gemm
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/detgemm/detgemm/gemm/ref"
 )
@@ -32,6 +33,13 @@ const (
 	// each run to finish (one launch), or, when W is not 16-byte aligned,
 	// by the fold kernel (two launches).
 	StrategyRows
+	// StrategyStream: dW with a short reduction (M ≤ streamMaxM): one
+	// kernel (gemm_dw_stream) streams the f32 master once, each block
+	// issuing the loads of its 64×128 (or 32×128) tile of dW first, then
+	// running the slab chains over M from rows of X and dY staged in shared
+	// memory, folding them onto the loaded values and storing. No
+	// workspace. dW only.
+	StrategyStream
 )
 
 // String returns "tiled", "split-slab", "rows", or "Strategy(n)".
@@ -43,6 +51,8 @@ func (s Strategy) String() string {
 		return "split-slab"
 	case StrategyRows:
 		return "rows"
+	case StrategyStream:
+		return "stream"
 	case 0:
 		return "auto"
 	}
@@ -79,14 +89,16 @@ var errStrategy = errors.New("strategy cannot run this call")
 // tailSMs, for tiled, is the SM count the tail cut assumes (launch.go's
 // tiledTail; 0: the device's), so small grids exercise the cut; splitTail,
 // for square tiled, takes the split tail (grids.splitTail) wherever the
-// grid has one, gain or not.
+// grid has one, gain or not; streamRows, for stream, pins the rows of dW a
+// block owns (streamTall or streamShort; 0: streamRowsFor's).
 type force struct {
-	strategy  Strategy
-	perBlock  int64
-	rowsPath  rowsPath
-	width     int64
-	tailSMs   int64
-	splitTail bool
+	strategy   Strategy
+	perBlock   int64
+	rowsPath   rowsPath
+	width      int64
+	tailSMs    int64
+	splitTail  bool
+	streamRows int64
 }
 
 // The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):
@@ -121,6 +133,7 @@ type plan struct {
 	tailRow, tailG int64
 	ws             uint64
 	ctrs           uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
+	sr             int64  // stream: rows of dW a block owns (streamTall or streamShort)
 }
 
 // workspaceBytes is the workspace of the strategies that write slab
@@ -145,6 +158,8 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 // choose decides how to run the tile problem C[rows, cols] = A(rows, red) ·
 // B(red, cols) in layout l on a GPU with sms multiprocessors:
 //
+//  0. Stream: DW with M ≤ streamMaxM (and M < 2^31, at most 65535
+//     blocks of dW rows), in 64- or 32-row blocks (streamRowsFor).
 //  1. Rows: Forward or DX (never DW, whose reduction is M) with
 //     rows ≤ 32, when the workspace is at most 512 MiB and S ≤ 65535. The
 //     rows per block MR is 4 (rows ≤ 4), 16 (≤ 16) or 32.
@@ -184,6 +199,8 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	switch f.strategy {
 	case 0:
 		switch {
+		case streamFits(l, rows, red, streamShort) && red <= streamMaxM:
+			p.strategy, p.sr = StrategyStream, streamRowsFor(rows, cols, smCount)
 		case rowsOK && rows <= rowsMaxM && ws <= maxWorkspaceBytes:
 			p.strategy = StrategyRows
 		default:
@@ -214,6 +231,16 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 			return plan{}, fmt.Errorf("%w: rows needs nn or nt, S ≤ %d, at most %d row groups and a countable workspace (layout %v, S = %d, rows = %d)", errStrategy, maxGridYZ, maxGridYZ, l, p.slabs, rows)
 		}
 		p.strategy = StrategyRows
+	case StrategyStream:
+		sr := f.streamRows
+		if sr == 0 {
+			sr = streamRowsFor(rows, cols, smCount)
+		}
+		if (sr != streamTall && sr != streamShort) || !streamFits(l, rows, red, sr) {
+			return plan{}, fmt.Errorf("%w: stream needs dW, M < 2^31, at most %d blocks of %d rows (layout %v, rows = %d, M = %d, block rows %d)",
+				errStrategy, maxGridYZ, sr, l, rows, red, sr)
+		}
+		p.strategy, p.sr = StrategyStream, sr
 	case StrategySplitSlab:
 		if !wsOK {
 			return plan{}, fmt.Errorf("%w: split-slab workspace overflows", errStrategy)
@@ -237,6 +264,8 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	}
 
 	switch p.strategy {
+	case StrategyStream:
+		p.width = 0
 	case StrategyRows:
 		p.width = 0
 		p.mr = rowsMR(rows)
@@ -559,4 +588,38 @@ func rowsFusedSharedBytes(in DType, mr int, nt bool) uint32 {
 // of the shape alone, like the workspace; the two-launch path needs none.
 func rowsCounterBytes(rows, cols int64, mr int) uint64 {
 	return uint64(ceilDiv(cols, rowsFusedCols(mr))) * uint64(ceilDiv(rows, int64(mr))) * 4
+}
+
+// The stream strategy's parameters. They decide speed only.
+const (
+	// streamMaxM is the largest M (dW's reduction) the dispatcher streams;
+	// bench/NOTES-dw.md has the measured crossover against the tiled and
+	// split-slab kernels.
+	streamMaxM = 256
+	// streamTall and streamShort are the rows of dW one stream block owns
+	// (gemm_dw_stream.cu's BR: 8 or 4 rows a thread, 128 columns).
+	streamTall  = 64
+	streamShort = 32
+	// streamCols is the columns of dW one stream block owns.
+	streamCols = 128
+	// streamThreads is the stream kernels' block size.
+	streamThreads = 256
+)
+
+// streamFits reports whether the stream kernel with blocks of sr dW rows
+// can run the tile problem: DW (layout tn), M below 2^31 (the kernel
+// counts M in 32 bits), the row blocks within grid.y.
+func streamFits(l layout, rows, red, sr int64) bool {
+	return l == layoutTN && red <= math.MaxInt32 && ceilDiv(rows, sr) <= maxGridYZ
+}
+
+// streamRowsFor is the block height the stream strategy uses for dW of
+// rows × cols on sms SMs: 64-row blocks (two an SM) where they give every
+// SM at least two rounds of blocks, 32-row ones (four an SM) for smaller
+// masters, which would otherwise leave SMs idle.
+func streamRowsFor(rows, cols, sms int64) int64 {
+	if ceilDiv(rows, streamTall)*ceilDiv(cols, streamCols) >= 4*sms {
+		return streamTall
+	}
+	return streamShort
 }

@@ -13,6 +13,8 @@ const (
 	slabsFamily = "gemm_slabs" // StrategySplitSlab partials
 	rowsFamily  = "gemm_rows"  // StrategyRows partials
 	foldFamily  = "gemm_fold"  // the ordered fold of both
+	// streamFamily is StrategyStream's (dW with a short reduction).
+	streamFamily = "gemm_dw_stream"
 	// tcFamily (tc.go) is TierTensorCore's.
 )
 
@@ -99,6 +101,26 @@ func (k foldKey) name() string {
 	return fmt.Sprintf("detgemm_fold_store_%v", k.out)
 }
 
+// streamKey names a stream kernel: input type and the rows of dW a block
+// owns (streamTall or streamShort).
+type streamKey struct {
+	in DType
+	sr int64
+}
+
+func (k streamKey) name() string {
+	if k.sr == streamShort {
+		return fmt.Sprintf("detgemm_dwstream32_%v", k.in)
+	}
+	return fmt.Sprintf("detgemm_dwstream_%v", k.in)
+}
+
+// streamKernels is every stream entry point.
+var streamKernels = []streamKey{
+	{F32, streamTall}, {BF16, streamTall}, {F16, streamTall},
+	{F32, streamShort}, {BF16, streamShort}, {F16, streamShort},
+}
+
 // The entry points of the partial-writing families, listed so tests can
 // check them against the CUDA sources.
 var (
@@ -142,6 +164,7 @@ type functions struct {
 	rows    map[rowsKey]*cudaload.Function
 	rowsf   map[rowsFusedKey]*cudaload.Function
 	fold    map[foldKey]*cudaload.Function
+	stream  map[streamKey]*cudaload.Function
 	tc      map[tcKey]*cudaload.Function
 }
 
@@ -160,6 +183,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		rows:    map[rowsKey]*cudaload.Function{},
 		rowsf:   map[rowsFusedKey]*cudaload.Function{},
 		fold:    map[foldKey]*cudaload.Function{},
+		stream:  map[streamKey]*cudaload.Function{},
 		tc:      map[tcKey]*cudaload.Function{},
 	}
 	var mods []*cudaload.Module
@@ -229,6 +253,14 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 	}
 	for _, k := range foldKernels {
 		if fns.fold[k], err = get(mod, k.name(), 0); err != nil {
+			return mods, fns, err
+		}
+	}
+	if mod, err = load(streamFamily); err != nil {
+		return mods, fns, err
+	}
+	for _, k := range streamKernels {
+		if fns.stream[k], err = get(mod, k.name(), 0); err != nil {
 			return mods, fns, err
 		}
 	}
