@@ -33,12 +33,12 @@ const (
 	// each run to finish (one launch), or, when W is not 16-byte aligned,
 	// by the fold kernel (two launches).
 	StrategyRows
-	// StrategyStream: dW with a short reduction (M ≤ streamMaxM): one
-	// kernel (gemm_dw_stream) streams the f32 master once, each block
-	// issuing the loads of its 64×128 (or 32×128) tile of dW first, then
-	// running the slab chains over M from rows of X and dY staged in shared
-	// memory, folding them onto the loaded values and storing. No
-	// workspace. dW only.
+	// StrategyStream: dW with a short reduction (M ≤ 96): one kernel
+	// (gemm_dw_stream) streams the f32 master once, each block copying its
+	// 64×128 (M > 16) or 32×128 (M ≤ 16) tile of dW to shared memory
+	// asynchronously while it runs the slab chains over M from rows of X and
+	// dY staged there, then folding each slab onto the copied values and
+	// storing. No workspace. dW only.
 	StrategyStream
 )
 
@@ -158,8 +158,9 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 // choose decides how to run the tile problem C[rows, cols] = A(rows, red) ·
 // B(red, cols) in layout l on a GPU with sms multiprocessors:
 //
-//  0. Stream: DW with M ≤ streamMaxM (and M < 2^31, at most 65535
-//     blocks of dW rows), in 64- or 32-row blocks (streamRowsFor).
+//  0. Stream: DW with M ≤ streamMaxM = 96 (and at most 65535 blocks of
+//     dW rows), in 32-row blocks for M ≤ 16, 64-row ones beyond
+//     (streamRowsFor).
 //  1. Rows: Forward or DX (never DW, whose reduction is M) with
 //     rows ≤ 32, when the workspace is at most 512 MiB and S ≤ 65535. The
 //     rows per block MR is 4 (rows ≤ 4), 16 (≤ 16) or 32.
@@ -200,7 +201,7 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	case 0:
 		switch {
 		case streamFits(l, rows, red, streamShort) && red <= streamMaxM:
-			p.strategy, p.sr = StrategyStream, streamRowsFor(rows, cols, smCount)
+			p.strategy, p.sr = StrategyStream, streamRowsFor(red)
 		case rowsOK && rows <= rowsMaxM && ws <= maxWorkspaceBytes:
 			p.strategy = StrategyRows
 		default:
@@ -234,7 +235,7 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	case StrategyStream:
 		sr := f.streamRows
 		if sr == 0 {
-			sr = streamRowsFor(rows, cols, smCount)
+			sr = streamRowsFor(red)
 		}
 		if (sr != streamTall && sr != streamShort) || !streamFits(l, rows, red, sr) {
 			return plan{}, fmt.Errorf("%w: stream needs dW, M < 2^31, at most %d blocks of %d rows (layout %v, rows = %d, M = %d, block rows %d)",
@@ -592,10 +593,15 @@ func rowsCounterBytes(rows, cols int64, mr int) uint64 {
 
 // The stream strategy's parameters. They decide speed only.
 const (
-	// streamMaxM is the largest M (dW's reduction) the dispatcher streams;
-	// bench/NOTES-dw.md has the measured crossover against the tiled and
-	// split-slab kernels.
-	streamMaxM = 256
+	// streamMaxM is the largest M (dW's reduction) the dispatcher streams:
+	// on the H200 the stream kernel beat the best tiled or split-slab
+	// kernel by 6-25 % at M = 64 and 96 and lost by 2-12 % at M = 128
+	// (bench/NOTES-dw.md, round 2). Its inner loop runs at about 40 % of
+	// the f32 FMA rate, the tiled kernels' at 50-60 %, so from there the
+	// fmas outweigh the master's prologue the tiled kernels pay.
+	streamMaxM = 96
+	// streamStage is gemm_dw_stream.cu's CH: the rows of M one stage holds.
+	streamStage = 16
 	// streamTall and streamShort are the rows of dW one stream block owns
 	// (gemm_dw_stream.cu's BR: 8 or 4 rows a thread, 128 columns).
 	streamTall  = 64
@@ -613,13 +619,17 @@ func streamFits(l layout, rows, red, sr int64) bool {
 	return l == layoutTN && red <= math.MaxInt32 && ceilDiv(rows, sr) <= maxGridYZ
 }
 
-// streamRowsFor is the block height the stream strategy uses for dW of
-// rows × cols on sms SMs: 64-row blocks (two an SM) where they give every
-// SM at least two rounds of blocks, 32-row ones (four an SM) for smaller
-// masters, which would otherwise leave SMs idle.
-func streamRowsFor(rows, cols, sms int64) int64 {
-	if ceilDiv(rows, streamTall)*ceilDiv(cols, streamCols) >= 4*sms {
-		return streamTall
+// streamRowsFor is the block height the stream strategy uses for a
+// reduction of red rows: 32-row blocks (five an SM, 80 KiB of master in
+// flight) while M fits one stage and the call is a pure stream; 64-row
+// blocks (three an SM, 96 KiB; 32 fmas per three shared-memory reads
+// against 16 per two) beyond, where the fmas start to count. Measured on
+// the H200 (bench/NOTES-dw.md, round 2): M = 1 and 16 at 4096×4096, 32-row
+// 35.1 and 35.6 µs against 35.6 and 36.8; M = 32, 64 and 96, 64-row 51.7,
+// 87.1 and 122.9 against 56.1, 101.1 and 145.0.
+func streamRowsFor(red int64) int64 {
+	if red <= streamStage {
+		return streamShort
 	}
-	return streamShort
+	return streamTall
 }

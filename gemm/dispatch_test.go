@@ -68,7 +68,8 @@ func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
 		{fwd(2048, 768, 3072), StrategyTiled, 0},
 		// One slab: nothing to split.
 		{fwd(256, 256, 256), StrategyTiled, 0},
-		{dw(200, 64, 64), StrategyStream, 0}, // short: streamed
+		{dw(200, 64, 64), StrategyTiled, 0},
+		{dw(90, 64, 64), StrategyStream, 0}, // short: streamed
 		// The workspace would pass 256 MiB.
 		{dw(1<<20, 1024, 1024), StrategyTiled, 0},
 	}
@@ -596,14 +597,14 @@ func TestDispatchStreamsShortDWOnly(t *testing.T) {
 	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
 	require.NoError(t, err)
 	require.Equal(t, StrategyStream, pl.strategy)
-	require.EqualValues(t, streamTall, pl.sr, "2048 blocks of 64 rows: about eight rounds of two an SM")
+	require.EqualValues(t, streamShort, pl.sr, "one stage of M: 32-row blocks")
 	require.Zero(t, pl.ws)
 	require.Zero(t, pl.ctrs)
 	require.Zero(t, pl.width)
-	q := dw(16, 512, 512)
+	q := dw(17, 512, 512)
 	pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{})
 	require.NoError(t, err)
-	require.EqualValues(t, streamShort, pl.sr, "a small master: 32-row blocks")
+	require.EqualValues(t, streamTall, pl.sr, "two stages of M: 64-row blocks")
 	for _, sr := range []int64{streamTall, streamShort} {
 		pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: StrategyStream, streamRows: sr})
 		require.NoError(t, err)

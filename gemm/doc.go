@@ -90,6 +90,10 @@
 //   - rows (Forward and DX with M ≤ 32): one block per slab and run of
 //     columns, W read once, each slab's partial written to the workspace,
 //     then a fold kernel adds the partials in order and rounds;
+//   - stream (DW with M ≤ 96): one kernel reads and writes the f32 master
+//     once, each block copying its tile of dW to shared memory while it
+//     runs the slab chains over M, then folding them onto it in order;
+//     no workspace;
 //   - split-slab (fewer 128×128 output tiles than twice the SM count, and
 //     at least two slabs): the slabs of each tile spread over several
 //     blocks, partials to the workspace, the same fold;

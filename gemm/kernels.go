@@ -115,6 +115,15 @@ func (k streamKey) name() string {
 	return fmt.Sprintf("detgemm_dwstream_%v", k.in)
 }
 
+// sharedBytes is the kernel's dynamic shared memory (gemm_dw_stream.cu's
+// SM_BYTES): the master tile and two stages of X and dY rows.
+func (k streamKey) sharedBytes() uint32 {
+	if k.sr == streamShort {
+		return 36864
+	}
+	return 57344
+}
+
 // streamKernels is every stream entry point.
 var streamKernels = []streamKey{
 	{F32, streamTall}, {BF16, streamTall}, {F16, streamTall},
@@ -260,7 +269,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		return mods, fns, err
 	}
 	for _, k := range streamKernels {
-		if fns.stream[k], err = get(mod, k.name(), 0); err != nil {
+		if fns.stream[k], err = get(mod, k.name(), k.sharedBytes()); err != nil {
 			return mods, fns, err
 		}
 	}

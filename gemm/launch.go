@@ -247,7 +247,8 @@ func (e *Engine) launchSlabs(p problem, pl plan) error {
 // launchStream: gemm_dw_stream, grid (column blocks of 128, row blocks of
 // pl.sr).
 func (e *Engine) launchStream(p problem, pl plan) error {
-	fn := e.fns.stream[streamKey{p.in, pl.sr}]
+	k := streamKey{p.in, pl.sr}
+	fn := e.fns.stream[k]
 	if fn == nil {
 		return missing(p, "stream")
 	}
@@ -255,7 +256,7 @@ func (e *Engine) launchStream(p problem, pl plan) error {
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, streamCols)), Y: uint32(ceilDiv(p.rows, pl.sr)), Z: 1}
-	return e.launch(p.op, fn, grid, streamThreads, 0)
+	return e.launch(p.op, fn, grid, streamThreads, k.sharedBytes())
 }
 
 // launchRows: gemm_rows, grid (column runs, slabs, row groups).

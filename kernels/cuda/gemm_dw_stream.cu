@@ -4,10 +4,12 @@
 // dW[k, n] += sum_m X[m, k] * dY[m, n] costs only M fused multiply-adds per
 // master element, so for small M the call is a read and a write of dW and
 // little else. The tiled kernels load their master tile in a prologue with
-// nothing to overlap it with; here each block issues the loads of its
-// 64 x 128 tile of dW first, stages the rows of X (its k-slice) and dY (its
-// n-slice) in shared memory while they fly, runs the chains, folds and
-// stores — the master is read once and written once, evict-first.
+// nothing to overlap it with; here each block stages its first rows of X
+// (its k-slice) and dY (its n-slice), sends its tile of dW to shared memory
+// by asynchronous copies (no registers held while they fly, so several
+// blocks an SM keep 80-96 KiB of master in flight), runs the chains while
+// the copies land, folds each slab onto the copied master and stores
+// (evict-first): the master is read once and written once.
 //
 // The plan is the contract's IEEE DW plan, unchanged: M is cut into slabs of
 // SLAB = 256 rows; each slab is one ascending __fmaf_rn chain from +0 over
@@ -31,8 +33,9 @@ constexpr int F16 = 2;
 // consecutive rows x TC consecutive columns: warp w rows [TR w, TR w + TR),
 // lane l columns [4l, 4l + 4). A warp's master access is one 512-byte row
 // piece per row. Two shapes (see the entry points): TR = 8 (64 x 128
-// tiles, two blocks an SM) and TR = 4 (32 x 128, four an SM); both keep
-// 64 KiB of master loads in flight per SM.
+// tiles, three blocks an SM: 32 fmas per three shared-memory reads, for
+// M > 16) and TR = 4 (32 x 128, five an SM: more blocks turning over, for
+// the memory-bound M <= 16; bench/NOTES-dw.md).
 constexpr int BC = 128;
 constexpr int TC = 4;
 constexpr int THREADS = 256;
@@ -116,6 +119,21 @@ DETGEMM_INLINE void put(Stage<TR>& s, const dg_u32 (&sx)[XJ<TR>], const dg_u32 (
     for (int j = 0; j < YJ; ++j) s.y[t / BC + YRS * j][t % BC] = widen<DT>(sy[j]);
 }
 
+// Asynchronous copies of master elements into shared memory (sm_80+):
+// 16 bytes (both addresses 16-byte aligned) or 4.
+DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
+DETGEMM_INLINE void cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+DETGEMM_INLINE void cp_async4(void* dst, const void* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+DETGEMM_INLINE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// Dynamic shared memory: the BR x BC master tile, then the two stages.
+template <int TR>
+constexpr int SM_BYTES = BR<TR> * BC * 4 + 2 * (int)sizeof(Stage<TR>);
+
 // dW[K, N] += A(K, M) B(M, N) with A(k, m) = A[m*lda + k] and B(m, n) =
 // B[m*ldb + n]; block (blockIdx.x, blockIdx.y) owns columns
 // [128 blockIdx.x, +128) and rows [BR blockIdx.y, +BR). M < 2^31 (the
@@ -123,37 +141,38 @@ DETGEMM_INLINE void put(Stage<TR>& s, const dg_u32 (&sx)[XJ<TR>], const dg_u32 (
 template <int DT, int TR>
 DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B, float* DETGEMM_RESTRICT C,
                         dg_i64 K, dg_i64 N, int M, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
-    __shared__ __align__(16) Stage<TR> st[2];
+    extern __shared__ __align__(16) float dyn[];
+    float(*ms)[BC] = reinterpret_cast<float(*)[BC]>(dyn);
+    Stage<TR>* st = reinterpret_cast<Stage<TR>*>(dyn + BR<TR> * BC);
 
-    // 1. The master tile's loads go out first.
-    float d[TR][TC];
-    {
-    const int t = tid();
-    const dg_i64 k0 = (dg_i64)blockIdx.y * BR<TR> + (t / 32) * TR, n0 = (dg_i64)blockIdx.x * BC + (t % 32) * TC;
-    // 16-byte master access where every row piece of this thread is aligned
-    // and whole; element by element otherwise (same values either way).
-    const bool vec = (reinterpret_cast<dg_u64>(C) % 16 == 0) && (ldc % 4 == 0) && (n0 + TC <= N);
-#pragma unroll
-    for (int i = 0; i < TR; ++i) {
-        const bool row = k0 + i < K;
-        const float* c = C + (k0 + i) * ldc + n0;
-        if (vec && row) {
-            const float4 v = __ldcs(reinterpret_cast<const float4*>(c));
-            d[i][0] = v.x; d[i][1] = v.y; d[i][2] = v.z; d[i][3] = v.w;
-        } else {
-#pragma unroll
-            for (int j = 0; j < TC; ++j) d[i][j] = (row && n0 + j < N) ? __ldcs(c + j) : 0.0f;
-        }
-    }
-    }
-
-    // 2. Stage 0 while they fly.
+    // 1. Stage 0's loads first (L2 hits, short), then the master's (from
+    // memory): the chains can start while the master is still in flight.
     dg_u32 sx[XJ<TR>], sy[YJ];
     fetch<DT, TR>(sx, sy, A, B, K, N, lda, ldb, 0, min(M, CH));
+    {
+        const int t = tid();
+        const int r0 = (t / 32) * TR, c0 = (t % 32) * TC;
+        const dg_i64 k0 = (dg_i64)blockIdx.y * BR<TR> + r0, n0 = (dg_i64)blockIdx.x * BC + c0;
+        // 16-byte master access where every row piece of this thread is
+        // aligned and whole; element by element otherwise (same values).
+        const bool vec = (reinterpret_cast<dg_u64>(C) % 16 == 0) && (ldc % 4 == 0) && (n0 + TC <= N);
+#pragma unroll
+        for (int i = 0; i < TR; ++i) {
+            const bool row = k0 + i < K;
+            const float* c = C + (k0 + i) * ldc + n0;
+            if (vec && row) {
+                cp_async16(&ms[r0 + i][c0], c);
+            } else {
+#pragma unroll
+                for (int j = 0; j < TC; ++j)
+                    if (row && n0 + j < N) cp_async4(&ms[r0 + i][c0 + j], c + j);
+            }
+        }
+    }
     put<DT, TR>(st[0], sx, sy);
     __syncthreads();
 
-    // 3. The slab chains, stage by stage; the next stage's loads are issued
+    // 2. The slab chains, stage by stage; the next stage's loads are issued
     // before this one's fmas and stored to the other buffer after them.
     float p[TR][TC];
 #pragma unroll
@@ -183,35 +202,48 @@ DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_REST
 #pragma unroll
                 for (int j = 0; j < TC; ++j) p[i][j] = __fmaf_rn(xv[i], yv[j], p[i][j]);
         }
-        // The end of a slab (or of M): fold its chain onto the master value.
+        // The end of a slab (or of M): fold its chain onto the master value,
+        // the thread's own elements in shared memory from its own copies
+        // (waiting for those makes them visible to it; no barrier needed).
+        // Elements past K or N were never copied: their folds are never
+        // stored.
         if ((m0 + nm) % SLAB == 0 || m0 + nm == M) {
+            cp_async_wait_all();
+#pragma unroll
+            for (int i = 0; i < TR; ++i) {
+                float4* q = reinterpret_cast<float4*>(&ms[(t / 32) * TR + i][(t % 32) * TC]);
+                float4 v = *q;
+                v.x = __fadd_rn(v.x, p[i][0]); v.y = __fadd_rn(v.y, p[i][1]);
+                v.z = __fadd_rn(v.z, p[i][2]); v.w = __fadd_rn(v.w, p[i][3]);
+                *q = v;
+            }
 #pragma unroll
             for (int i = 0; i < TR; ++i)
 #pragma unroll
-                for (int j = 0; j < TC; ++j) {
-                    d[i][j] = __fadd_rn(d[i][j], p[i][j]);
-                    p[i][j] = 0.0f;
-                }
+                for (int j = 0; j < TC; ++j) p[i][j] = 0.0f;
         }
         if (next) put<DT, TR>(st[buf ^ 1], sx, sy);
         __syncthreads();
         buf ^= 1;
     }
 
-    // 4. Store, evict-first.
+    // 3. Store, evict-first.
     const int t = tid();
-    const dg_i64 k0 = (dg_i64)blockIdx.y * BR<TR> + (t / 32) * TR, n0 = (dg_i64)blockIdx.x * BC + (t % 32) * TC;
+    const int r0 = (t / 32) * TR, c0 = (t % 32) * TC;
+    const dg_i64 k0 = (dg_i64)blockIdx.y * BR<TR> + r0, n0 = (dg_i64)blockIdx.x * BC + c0;
     const bool vec = (reinterpret_cast<dg_u64>(C) % 16 == 0) && (ldc % 4 == 0) && (n0 + TC <= N);
 #pragma unroll
     for (int i = 0; i < TR; ++i) {
         if (k0 + i >= K) continue;
         float* c = C + (k0 + i) * ldc + n0;
+        const float4 v = *reinterpret_cast<const float4*>(&ms[r0 + i][c0]);
         if (vec) {
-            __stcs(reinterpret_cast<float4*>(c), make_float4(d[i][0], d[i][1], d[i][2], d[i][3]));
+            __stcs(reinterpret_cast<float4*>(c), v);
         } else {
+            const float e[TC] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int j = 0; j < TC; ++j)
-                if (n0 + j < N) __stcs(c + j, d[i][j]);
+                if (n0 + j < N) __stcs(c + j, e[j]);
         }
     }
 }
@@ -219,10 +251,11 @@ DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_REST
 }  // namespace dws
 
 // Entry points. Arguments: A = X, B = dY, C = dW, then K (rows of dW), N
-// (columns), M (the reduction, below 2^31), lda, ldb, ldc. 256 threads,
-// static shared memory only. detgemm_dwstream_*: 64 x 128 tiles, grid
-// (ceil(N/128), ceil(K/64)); detgemm_dwstream32_*: 32 x 128 tiles, grid
-// (ceil(N/128), ceil(K/32)).
+// (columns), M (the reduction, below 2^31), lda, ldb, ldc. 256 threads.
+// detgemm_dwstream_*: 64 x 128 tiles, grid (ceil(N/128), ceil(K/64)),
+// SM_BYTES<8> = 57344 bytes of dynamic shared memory; detgemm_dwstream32_*:
+// 32 x 128 tiles, grid (ceil(N/128), ceil(K/32)), SM_BYTES<4> = 36864.
+static_assert(dws::SM_BYTES<8> == 57344 && dws::SM_BYTES<4> == 36864, "the Go dispatcher launches these sizes");
 #define DETGEMM_DWSTREAM_ENTRY(NAME, DT, TR, MINB)                                                   \
     DETGEMM_KERNEL void __launch_bounds__(dws::THREADS, MINB)                                        \
         NAME(const void* A, const void* B, float* C, dg_i64 K, dg_i64 N, dg_i64 M, dg_i64 lda,       \
@@ -230,9 +263,9 @@ DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_REST
         dws::run<DT, TR>(A, B, C, K, N, (int)M, lda, ldb, ldc);                                      \
     }
 
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_f32, dws::F32, 8, 2)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_bf16, dws::BF16, 8, 2)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_f16, dws::F16, 8, 2)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_f32, dws::F32, 4, 4)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_bf16, dws::BF16, 4, 4)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_f16, dws::F16, 4, 4)
+DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_f32, dws::F32, 8, 3)
+DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_bf16, dws::BF16, 8, 3)
+DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_f16, dws::F16, 8, 3)
+DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_f32, dws::F32, 4, 5)
+DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_bf16, dws::BF16, 4, 5)
+DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_f16, dws::F16, 4, 5)
