@@ -214,3 +214,54 @@ func TestDWStreamHeadlineShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestDWStreamGraphsAndAllocations: a streamed dW call (either block
+// height) allocates no Go memory, and captured in a CUDA graph and
+// replayed three times (dW restored each time) gives a direct call's bits.
+func TestDWStreamGraphsAndAllocations(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	for _, c := range []struct {
+		M, K, N int
+		in      DType
+	}{{16, 300, 1000, F32}, {64, 513, 260, BF16}} {
+		name := fmt.Sprintf("%v/%dx%dx%d", c.in, c.M, c.K, c.N)
+		t.Run(name, func(t *testing.T) {
+			tier := TierF32
+			if c.in.Half() {
+				tier = TierTyped
+			}
+			dw0 := randomOperand(r, F32, c.K*c.N)
+			out := upload(t, ctx, dw0)
+			a := DWArgs{Tier: tier, M: c.M, K: c.K, N: c.N, X: upload(t, ctx, randomOperand(r, c.in, c.M*c.K)),
+				DY: upload(t, ctx, randomOperand(r, c.in, c.M*c.N)), DW: out, In: c.in}
+			s, err := eng.Strategy(a)
+			require.NoError(t, err)
+			require.Equal(t, StrategyStream, s)
+			require.NoError(t, eng.Presize(a))
+			run := func() error { return eng.DW(a) }
+			reset := func() {
+				require.NoError(t, eng.Synchronize())
+				require.NoError(t, cudaload.CopyToDevice(ctx, out, dw0.values))
+			}
+			require.NoError(t, run())
+			allocs := testing.AllocsPerRun(20, func() { err = run() })
+			require.NoError(t, err)
+			require.Zero(t, allocs)
+			reset()
+			require.NoError(t, run())
+			want := readBits(t, eng, ctx, out, F32, c.K*c.N)
+			g, err := eng.Stream().Capture(run)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, g.Close()) }()
+			exec, err := g.Instantiate()
+			require.NoError(t, err)
+			defer func() { require.NoError(t, exec.Close()) }()
+			for i := range 3 {
+				reset()
+				require.NoError(t, exec.Launch(eng.Stream()))
+				requireSameBits(t, want, readBits(t, eng, ctx, out, F32, c.K*c.N), c.N, fmt.Sprintf("%s: replay %d", name, i))
+			}
+		})
+	}
+}
