@@ -3,7 +3,6 @@ package gemm
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/detgemm/detgemm/gemm/ref"
 )
@@ -238,7 +237,7 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 			sr = streamRowsFor(red)
 		}
 		if (sr != streamTall && sr != streamShort) || !streamFits(l, rows, red, sr) {
-			return plan{}, fmt.Errorf("%w: stream needs dW, M < 2^31, at most %d blocks of %d rows (layout %v, rows = %d, M = %d, block rows %d)",
+			return plan{}, fmt.Errorf("%w: stream needs dW, M ≤ 2^30, at most %d blocks of %d rows (layout %v, rows = %d, M = %d, block rows %d)",
 				errStrategy, maxGridYZ, sr, l, rows, red, sr)
 		}
 		p.strategy, p.sr = StrategyStream, sr
@@ -613,10 +612,10 @@ const (
 )
 
 // streamFits reports whether the stream kernel with blocks of sr dW rows
-// can run the tile problem: DW (layout tn), M below 2^31 (the kernel
+// can run the tile problem: DW (layout tn), M at most 2^30 (the kernel
 // counts M in 32 bits), the row blocks within grid.y.
 func streamFits(l layout, rows, red, sr int64) bool {
-	return l == layoutTN && red <= math.MaxInt32 && ceilDiv(rows, sr) <= maxGridYZ
+	return l == layoutTN && red <= 1<<30 && ceilDiv(rows, sr) <= maxGridYZ
 }
 
 // streamRowsFor is the block height the stream strategy uses for a

@@ -589,7 +589,7 @@ func TestStrategyNames(t *testing.T) {
 	}
 }
 
-// The stream strategy takes dW only, with M below 2^31 and its row blocks
+// The stream strategy takes dW only, with M at most 2^30 and its row blocks
 // within grid.y; its block height follows the grid's size unless forced,
 // and it needs no workspace.
 func TestDispatchStreamsShortDWOnly(t *testing.T) {
@@ -621,7 +621,7 @@ func TestDispatchStreamsShortDWOnly(t *testing.T) {
 		require.NoError(t, err, r.name)
 		require.NotEqual(t, StrategyStream, pl.strategy, r.name)
 	}
-	for _, r := range []tileProblem{fwd(1, 4096, 4096), dx(1, 4096, 4096), dw(1<<31, 4, 4), dw(1, 32*maxGridYZ+1, 4)} {
+	for _, r := range []tileProblem{fwd(1, 4096, 4096), dx(1, 4096, 4096), dw(1<<30+1, 4, 4), dw(1, 32*maxGridYZ+1, 4)} {
 		_, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{strategy: StrategyStream, streamRows: streamShort})
 		require.ErrorIs(t, err, errStrategy, r.name)
 		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{})

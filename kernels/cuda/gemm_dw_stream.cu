@@ -136,7 +136,7 @@ constexpr int SM_BYTES = BR<TR> * BC * 4 + 2 * (int)sizeof(Stage<TR>);
 
 // dW[K, N] += A(K, M) B(M, N) with A(k, m) = A[m*lda + k] and B(m, n) =
 // B[m*ldb + n]; block (blockIdx.x, blockIdx.y) owns columns
-// [128 blockIdx.x, +128) and rows [BR blockIdx.y, +BR). M < 2^31 (the
+// [128 blockIdx.x, +128) and rows [BR blockIdx.y, +BR). M <= 2^30 (the
 // dispatcher's condition).
 template <int DT, int TR>
 DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B, float* DETGEMM_RESTRICT C,
@@ -251,7 +251,7 @@ DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_REST
 }  // namespace dws
 
 // Entry points. Arguments: A = X, B = dY, C = dW, then K (rows of dW), N
-// (columns), M (the reduction, below 2^31), lda, ldb, ldc. 256 threads.
+// (columns), M (the reduction, at most 2^30: int indices never wrap), lda, ldb, ldc. 256 threads.
 // detgemm_dwstream_*: 64 x 128 tiles, grid (ceil(N/128), ceil(K/64)),
 // SM_BYTES<8> = 57344 bytes of dynamic shared memory; detgemm_dwstream32_*:
 // 32 x 128 tiles, grid (ceil(N/128), ceil(K/32)), SM_BYTES<4> = 36864.
