@@ -41,7 +41,8 @@ const (
 	StrategyStream
 )
 
-// String returns "tiled", "split-slab", "rows", or "Strategy(n)".
+// String returns "tiled", "split-slab", "rows", "stream", "auto" (0), or
+// "Strategy(n)".
 func (s Strategy) String() string {
 	switch s {
 	case StrategyTiled:
@@ -237,8 +238,8 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 			sr = streamRowsFor(red)
 		}
 		if (sr != streamTall && sr != streamShort) || !streamFits(l, rows, red, sr) {
-			return plan{}, fmt.Errorf("%w: stream needs dW, M ≤ 2^30, at most %d blocks of %d rows (layout %v, rows = %d, M = %d, block rows %d)",
-				errStrategy, maxGridYZ, sr, l, rows, red, sr)
+			return plan{}, fmt.Errorf("%w: stream needs dW, M ≤ 2^30 and at most %d blocks of %d or %d rows (layout %v, rows = %d, M = %d, block rows %d)",
+				errStrategy, maxGridYZ, streamTall, streamShort, l, rows, red, sr)
 		}
 		p.strategy, p.sr = StrategyStream, sr
 	case StrategySplitSlab:

@@ -616,6 +616,10 @@ func TestDispatchStreamsShortDWOnly(t *testing.T) {
 	require.Equal(t, StrategyStream, pl.strategy)
 	_, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyStream, streamRows: 48})
 	require.ErrorIs(t, err, errStrategy)
+	src, err := kernels.Source(streamFamily)
+	require.NoError(t, err)
+	require.Contains(t, src, fmt.Sprintf("SM_BYTES<8> == %d && dws::SM_BYTES<4> == %d",
+		streamKey{F32, streamTall}.sharedBytes(), streamKey{F32, streamShort}.sharedBytes()), "the kernel asserts the shared memory the engine launches with")
 	for _, r := range []tileProblem{fwd(1, 4096, 4096), dx(1, 4096, 4096), dw(streamMaxM+1, 4096, 4096), dw(streamMaxM+1, 64, 64)} {
 		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{})
 		require.NoError(t, err, r.name)

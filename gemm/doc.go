@@ -119,15 +119,15 @@
 //
 // The rows and split-slab strategies keep S = ceil(R/256) f32 partials of
 // the output shape: S·rows·cols·4 bytes (WorkspaceBytes answers per call;
-// tiled needs none; the dispatcher never picks a strategy needing more than
-// 256 MiB). The engine owns one workspace, grown on demand and freed by
-// Close. Presize allocates it ahead for given shapes, so calls of those
-// shapes allocate nothing. A call needing more than is allocated allocates
-// once, outside a graph capture; while the engine's stream is capturing it
-// returns ErrWorkspace instead (an allocation would break the capture). So
-// before capturing calls in a CUDA graph, Presize every shape the graph
-// holds. A buffer the workspace outgrows stays allocated until Close,
-// because a graph captured earlier may still use it.
+// tiled and stream need none; the dispatcher never picks a strategy needing
+// more than 256 MiB). The engine owns one workspace, grown on demand and
+// freed by Close. Presize allocates it ahead for given shapes, so calls of
+// those shapes allocate nothing. A call needing more than is allocated
+// allocates once, outside a graph capture; while the engine's stream is
+// capturing it returns ErrWorkspace instead (an allocation would break the
+// capture). So before capturing calls in a CUDA graph, Presize every shape
+// the graph holds. A buffer the workspace outgrows stays allocated until
+// Close, because a graph captured earlier may still use it.
 //
 // # Concurrency
 //

@@ -74,6 +74,9 @@ DETGEMM_INLINE float widen(dg_u32 u) {
     else return dg_f16_to_f32_fast((dg_u16)u);
 }
 
+// One stage: CH rows of M of the block's k-slice of X and n-slice of dY,
+// widened to f32. Compute reads x as broadcast float4s (a warp's TR rows),
+// y as one 512-byte float4 row per warp.
 template <int TR>
 struct Stage {
     float x[CH][BR<TR>];
