@@ -32,9 +32,17 @@ const (
 	// each run to finish (one launch), or, when W is not 16-byte aligned,
 	// by the fold kernel (two launches).
 	StrategyRows
+	// StrategyStream: dW with a short reduction (M ≤ 96): one kernel
+	// (gemm_dw_stream) streams the f32 master once, each block copying its
+	// 64×128 (M > 16) or 32×128 (M ≤ 16) tile of dW to shared memory
+	// asynchronously while it runs the slab chains over M from rows of X and
+	// dY staged there, then folding each slab onto the copied values and
+	// storing. No workspace. dW only.
+	StrategyStream
 )
 
-// String returns "tiled", "split-slab", "rows", or "Strategy(n)".
+// String returns "tiled", "split-slab", "rows", "stream", "auto" (0), or
+// "Strategy(n)".
 func (s Strategy) String() string {
 	switch s {
 	case StrategyTiled:
@@ -43,6 +51,8 @@ func (s Strategy) String() string {
 		return "split-slab"
 	case StrategyRows:
 		return "rows"
+	case StrategyStream:
+		return "stream"
 	case 0:
 		return "auto"
 	}
@@ -79,14 +89,16 @@ var errStrategy = errors.New("strategy cannot run this call")
 // tailSMs, for tiled, is the SM count the tail cut assumes (launch.go's
 // tiledTail; 0: the device's), so small grids exercise the cut; splitTail,
 // for square tiled, takes the split tail (grids.splitTail) wherever the
-// grid has one, gain or not.
+// grid has one, gain or not; streamRows, for stream, pins the rows of dW a
+// block owns (streamTall or streamShort; 0: streamRowsFor's).
 type force struct {
-	strategy  Strategy
-	perBlock  int64
-	rowsPath  rowsPath
-	width     int64
-	tailSMs   int64
-	splitTail bool
+	strategy   Strategy
+	perBlock   int64
+	rowsPath   rowsPath
+	width      int64
+	tailSMs    int64
+	splitTail  bool
+	streamRows int64
 }
 
 // The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):
@@ -123,6 +135,7 @@ type plan struct {
 	tailRow, tailG int64
 	ws             uint64
 	ctrs           uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
+	sr             int64  // stream: rows of dW a block owns (streamTall or streamShort)
 }
 
 // workspaceBytes is the workspace of the strategies that write slab
@@ -147,6 +160,9 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 // choose decides how to run the tile problem C[rows, cols] = A(rows, red) ·
 // B(red, cols) in layout l on a GPU with sms multiprocessors:
 //
+//  0. Stream: DW with M ≤ streamMaxM = 96 (and at most 65535 blocks of
+//     dW rows), in 32-row blocks for M ≤ 16, 64-row ones beyond
+//     (streamRowsFor).
 //  1. Rows: Forward or DX (never DW, whose reduction is M) with
 //     rows ≤ 32, when the workspace is at most 512 MiB and S ≤ 65535. The
 //     rows per block MR is 4 (rows ≤ 4), 16 (≤ 16) or 32.
@@ -186,6 +202,8 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	switch f.strategy {
 	case 0:
 		switch {
+		case streamFits(l, rows, red, streamShort) && red <= streamMaxM:
+			p.strategy, p.sr = StrategyStream, streamRowsFor(red)
 		case rowsOK && rows <= rowsMaxM && ws <= maxWorkspaceBytes:
 			p.strategy = StrategyRows
 		default:
@@ -216,6 +234,16 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 			return plan{}, fmt.Errorf("%w: rows needs nn or nt, S ≤ %d, at most %d row groups and a countable workspace (layout %v, S = %d, rows = %d)", errStrategy, maxGridYZ, maxGridYZ, l, p.slabs, rows)
 		}
 		p.strategy = StrategyRows
+	case StrategyStream:
+		sr := f.streamRows
+		if sr == 0 {
+			sr = streamRowsFor(red)
+		}
+		if (sr != streamTall && sr != streamShort) || !streamFits(l, rows, red, sr) {
+			return plan{}, fmt.Errorf("%w: stream needs dW, M ≤ 2^30 and at most %d blocks of %d or %d rows (layout %v, rows = %d, M = %d, block rows %d)",
+				errStrategy, maxGridYZ, streamTall, streamShort, l, rows, red, sr)
+		}
+		p.strategy, p.sr = StrategyStream, sr
 	case StrategySplitSlab:
 		if !wsOK {
 			return plan{}, fmt.Errorf("%w: split-slab workspace overflows", errStrategy)
@@ -239,6 +267,8 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 	}
 
 	switch p.strategy {
+	case StrategyStream:
+		p.width = 0
 	case StrategyRows:
 		p.width = 0
 		p.mr = rowsMR(rows)
@@ -561,4 +591,47 @@ func rowsFusedSharedBytes(in DType, mr int, nt bool) uint32 {
 // of the shape alone, like the workspace; the two-launch path needs none.
 func rowsCounterBytes(rows, cols int64, mr int) uint64 {
 	return uint64(ceilDiv(cols, rowsFusedCols(mr))) * uint64(ceilDiv(rows, int64(mr))) * 4
+}
+
+// The stream strategy's parameters. They decide speed only.
+const (
+	// streamMaxM is the largest M (dW's reduction) the dispatcher streams:
+	// on the H200 the stream kernel beat the best tiled or split-slab
+	// kernel by 6-25 % at M = 64 and 96 and lost by 2-12 % at M = 128
+	// (bench/NOTES-dw.md, round 2). Its inner loop runs at about 40 % of
+	// the f32 FMA rate, the tiled kernels' at 50-60 %, so from there the
+	// fmas outweigh the master's prologue the tiled kernels pay.
+	streamMaxM = 96
+	// streamStage is gemm_dw_stream.cu's CH: the rows of M one stage holds.
+	streamStage = 16
+	// streamTall and streamShort are the rows of dW one stream block owns
+	// (gemm_dw_stream.cu's BR: 8 or 4 rows a thread, 128 columns).
+	streamTall  = 64
+	streamShort = 32
+	// streamCols is the columns of dW one stream block owns.
+	streamCols = 128
+	// streamThreads is the stream kernels' block size.
+	streamThreads = 256
+)
+
+// streamFits reports whether the stream kernel with blocks of sr dW rows
+// can run the tile problem: DW (layout tn), M at most 2^30 (the kernel
+// counts M in 32 bits), the row blocks within grid.y.
+func streamFits(l layout, rows, red, sr int64) bool {
+	return l == layoutTN && red <= 1<<30 && ceilDiv(rows, sr) <= maxGridYZ
+}
+
+// streamRowsFor is the block height the stream strategy uses for a
+// reduction of red rows: 32-row blocks (five an SM, 80 KiB of master in
+// flight) while M fits one stage and the call is a pure stream; 64-row
+// blocks (three an SM, 96 KiB; 32 fmas per three shared-memory reads
+// against 16 per two) beyond, where the fmas start to count. Measured on
+// the H200 (bench/NOTES-dw.md, round 2): M = 1 and 16 at 4096×4096, 32-row
+// 35.1 and 35.6 µs against 35.6 and 36.8; M = 32, 64 and 96, 64-row 51.7,
+// 87.1 and 122.9 against 56.1, 101.1 and 145.0.
+func streamRowsFor(red int64) int64 {
+	if red <= streamStage {
+		return streamShort
+	}
+	return streamTall
 }

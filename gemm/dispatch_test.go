@@ -50,8 +50,11 @@ func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
 		{dx(1, 11008, 4096), StrategyRows, 4},
 		{dx(16, 4096, 4096), StrategyRows, 16},
 		{fwd(1, 100, 7), StrategyRows, 4}, // one slab: the fold is a rounding copy
-		// The reduction of dW is M, so it never takes the rows kernels.
-		{dw(1, 4096, 4096), StrategyTiled, 0},
+		// The reduction of dW is M, so it never takes the rows kernels; a
+		// short one streams the master.
+		{dw(1, 4096, 4096), StrategyStream, 0},
+		{dw(16, 4096, 4096), StrategyStream, 0},
+		{dw(streamMaxM, 4096, 11008), StrategyStream, 0},
 		// Underfilled tiles, several slabs: split-slab.
 		{dx(128, 11008, 4096), StrategySplitSlab, 0},
 		{fwd(128, 11008, 4096), StrategySplitSlab, 0},
@@ -66,6 +69,7 @@ func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
 		// One slab: nothing to split.
 		{fwd(256, 256, 256), StrategyTiled, 0},
 		{dw(200, 64, 64), StrategyTiled, 0},
+		{dw(90, 64, 64), StrategyStream, 0}, // short: streamed
 		// The workspace would pass 256 MiB.
 		{dw(1<<20, 1024, 1024), StrategyTiled, 0},
 	}
@@ -284,6 +288,11 @@ func TestKernelTablesMatchTheSources(t *testing.T) {
 		names = append(names, k.name())
 	}
 	check(foldFamily, names)
+	names = nil
+	for _, k := range streamKernels {
+		names = append(names, k.name())
+	}
+	check(streamFamily, names)
 }
 
 func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
@@ -301,6 +310,10 @@ func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 	for _, k := range foldKernels {
 		folds[k] = true
 	}
+	stream := map[streamKey]bool{}
+	for _, k := range streamKernels {
+		stream[k] = true
+	}
 	var calls []Call
 	for _, tier := range []Tier{TierF32, TierTyped} {
 		for _, in := range []DType{F32, BF16, F16} {
@@ -311,7 +324,7 @@ func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 						DXArgs{Tier: tier, M: m, N: 600, K: 40, In: in, Out: out})
 				}
 			}
-			calls = append(calls, DWArgs{Tier: tier, M: 600, K: 40, N: 40, In: in})
+			calls = append(calls, DWArgs{Tier: tier, M: 600, K: 40, N: 40, In: in}, DWArgs{Tier: tier, M: 3, K: 5000, N: 40, In: in})
 		}
 	}
 	for _, c := range calls {
@@ -319,13 +332,21 @@ func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		for _, s := range []Strategy{StrategySplitSlab, StrategyRows} {
+		for _, s := range []Strategy{StrategySplitSlab, StrategyRows, StrategyStream} {
 			pl, err := choose(p.layout, p.rows, p.cols, p.red, h200SMs, force{strategy: s})
 			if errors.Is(err, errStrategy) {
-				require.Equal(t, layoutTN, p.layout, "only dW lacks a rows kernel")
+				if s == StrategyStream {
+					require.NotEqual(t, layoutTN, p.layout, "every dW streams")
+				} else {
+					require.Equal(t, layoutTN, p.layout, "only dW lacks a rows kernel")
+				}
 				continue
 			}
 			require.NoError(t, err)
+			if s == StrategyStream {
+				require.True(t, stream[streamKey{p.in, pl.sr}], "stream %v %d", p.in, pl.sr)
+				continue
+			}
 			require.True(t, folds[foldKey{p.out, p.layout == layoutTN}], "fold %v", p.out)
 			if s == StrategySplitSlab {
 				require.True(t, slabs[slabsKey{p.layout, p.in}], "slabs %v %v", p.layout, p.in)
@@ -563,7 +584,52 @@ func TestForcedTileWidth(t *testing.T) {
 }
 
 func TestStrategyNames(t *testing.T) {
-	for s, want := range map[Strategy]string{0: "auto", StrategyTiled: "tiled", StrategySplitSlab: "split-slab", StrategyRows: "rows", 9: "Strategy(9)"} {
+	for s, want := range map[Strategy]string{0: "auto", StrategyTiled: "tiled", StrategySplitSlab: "split-slab", StrategyRows: "rows", StrategyStream: "stream", 9: "Strategy(9)"} {
 		require.Equal(t, want, s.String())
+	}
+}
+
+// The stream strategy takes dW only, with M at most 2^30 and its row blocks
+// within grid.y; its block height follows the grid's size unless forced,
+// and it needs no workspace.
+func TestDispatchStreamsShortDWOnly(t *testing.T) {
+	p := dw(16, 4096, 4096)
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	require.NoError(t, err)
+	require.Equal(t, StrategyStream, pl.strategy)
+	require.EqualValues(t, streamShort, pl.sr, "one stage of M: 32-row blocks")
+	require.Zero(t, pl.ws)
+	require.Zero(t, pl.ctrs)
+	require.Zero(t, pl.width)
+	q := dw(17, 512, 512)
+	pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{})
+	require.NoError(t, err)
+	require.EqualValues(t, streamTall, pl.sr, "two stages of M: 64-row blocks")
+	for _, sr := range []int64{streamTall, streamShort} {
+		pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: StrategyStream, streamRows: sr})
+		require.NoError(t, err)
+		require.Equal(t, sr, pl.sr)
+	}
+	big := dw(100000, 64, 64)
+	pl, err = choose(big.l, big.rows, big.cols, big.red, h200SMs, force{strategy: StrategyStream})
+	require.NoError(t, err, "a long reduction streams when forced")
+	require.Equal(t, StrategyStream, pl.strategy)
+	_, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyStream, streamRows: 48})
+	require.ErrorIs(t, err, errStrategy)
+	src, err := kernels.Source(streamFamily)
+	require.NoError(t, err)
+	require.Contains(t, src, fmt.Sprintf("SM_BYTES<8> == %d && dws::SM_BYTES<4> == %d",
+		streamKey{F32, streamTall}.sharedBytes(), streamKey{F32, streamShort}.sharedBytes()), "the kernel asserts the shared memory the engine launches with")
+	for _, r := range []tileProblem{fwd(1, 4096, 4096), dx(1, 4096, 4096), dw(streamMaxM+1, 4096, 4096), dw(streamMaxM+1, 64, 64)} {
+		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{})
+		require.NoError(t, err, r.name)
+		require.NotEqual(t, StrategyStream, pl.strategy, r.name)
+	}
+	for _, r := range []tileProblem{fwd(1, 4096, 4096), dx(1, 4096, 4096), dw(1<<30+1, 4, 4), dw(1, 32*maxGridYZ+1, 4)} {
+		_, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{strategy: StrategyStream, streamRows: streamShort})
+		require.ErrorIs(t, err, errStrategy, r.name)
+		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{})
+		require.NoError(t, err, r.name)
+		require.NotEqual(t, StrategyStream, pl.strategy, r.name)
 	}
 }

@@ -90,6 +90,10 @@
 //   - rows (Forward and DX with M ≤ 32): one block per slab and run of
 //     columns, W read once, each slab's partial written to the workspace,
 //     then a fold kernel adds the partials in order and rounds;
+//   - stream (DW with M ≤ 96): one kernel reads and writes the f32 master
+//     once, each block copying its tile of dW to shared memory while it
+//     runs the slab chains over M, then folding them onto it in order;
+//     no workspace;
 //   - split-slab (fewer 128×128 output tiles than twice the SM count, and
 //     at least two slabs): the slabs of each tile spread over several
 //     blocks, partials to the workspace, the same fold;
@@ -115,15 +119,15 @@
 //
 // The rows and split-slab strategies keep S = ceil(R/256) f32 partials of
 // the output shape: S·rows·cols·4 bytes (WorkspaceBytes answers per call;
-// tiled needs none; the dispatcher never picks a strategy needing more than
-// 256 MiB). The engine owns one workspace, grown on demand and freed by
-// Close. Presize allocates it ahead for given shapes, so calls of those
-// shapes allocate nothing. A call needing more than is allocated allocates
-// once, outside a graph capture; while the engine's stream is capturing it
-// returns ErrWorkspace instead (an allocation would break the capture). So
-// before capturing calls in a CUDA graph, Presize every shape the graph
-// holds. A buffer the workspace outgrows stays allocated until Close,
-// because a graph captured earlier may still use it.
+// tiled and stream need none; the dispatcher never picks a strategy needing
+// more than 256 MiB). The engine owns one workspace, grown on demand and
+// freed by Close. Presize allocates it ahead for given shapes, so calls of
+// those shapes allocate nothing. A call needing more than is allocated
+// allocates once, outside a graph capture; while the engine's stream is
+// capturing it returns ErrWorkspace instead (an allocation would break the
+// capture). So before capturing calls in a CUDA graph, Presize every shape
+// the graph holds. A buffer the workspace outgrows stays allocated until
+// Close, because a graph captured earlier may still use it.
 //
 // # Concurrency
 //

@@ -37,12 +37,21 @@ var strategyCases = []strategyCase{
 	{"rows/one-launch", force{strategy: StrategyRows, rowsPath: rowsPathOne}},
 	{"rows/two-pass", force{strategy: StrategyRows, rowsPath: rowsPathTwo}},
 	{"rows/tma", force{strategy: StrategyRows, rowsPath: rowsPathTMA}},
+	{"stream", force{strategy: StrategyStream}},
+	{"stream/tall", force{strategy: StrategyStream, streamRows: streamTall}},
+	{"stream/short", force{strategy: StrategyStream, streamRows: streamShort}},
 }
 
 // runsOp reports whether the case can run op (rows has no dW kernel: dW's
-// reduction is the batch itself).
+// reduction is the batch itself; stream is dW's only).
 func (sc strategyCase) runsOp(op string) bool {
-	return sc.f.strategy != StrategyRows || op != "DW"
+	switch sc.f.strategy {
+	case StrategyRows:
+		return op != "DW"
+	case StrategyStream:
+		return op == "DW"
+	}
+	return true
 }
 
 // setForce makes eng run every call with f and returns the previous force.
@@ -99,6 +108,9 @@ func TestRowsInvariantAcrossStrategies(t *testing.T) {
 			}
 			all := run(force{strategy: StrategyTiled}, 0, big)
 			for _, sc := range strategyCases {
+				if !sc.runsOp(c.op) {
+					continue
+				}
 				for _, blk := range []struct{ first, n int }{{0, 1}, {1, 1}, {4095, 1}, {8191, 1}, {100, 3}, {17, 16}, {1000, 33}, {128, 129}, {3000, 1000}, {0, big}} {
 					requireSameBits(t, all[blk.first*cols:(blk.first+blk.n)*cols], run(sc.f, blk.first, blk.n), cols,
 						fmt.Sprintf("%s: rows [%d,+%d) alone vs inside %d tiled", sc.name, blk.first, blk.n, big))
@@ -388,6 +400,14 @@ func TestStrategyTimings(t *testing.T) {
 		{"fwd", 1, 256, 128, F32}, {"fwd", 1, 4096, 128, F32}, // host and launch overhead
 		{"dx", 2048, 768, 512, BF16}, {"dw", 2048, 768, 512, BF16}, {"fwd", 2048, 768, 512, BF16},
 		{"fwd", 512, 1024, 1024, F32}, {"dw", 1024, 1024, 1024, F32},
+		// dW with short reductions: the stream strategy's crossover.
+		{"dw", 1, 4096, 4096, F32}, {"dw", 1, 4096, 4096, BF16}, {"dw", 4, 4096, 4096, F32},
+		{"dw", 16, 4096, 4096, F32}, {"dw", 16, 4096, 4096, BF16}, {"dw", 32, 4096, 4096, F32},
+		{"dw", 64, 4096, 4096, F32}, {"dw", 128, 4096, 4096, F32}, {"dw", 256, 4096, 4096, F32},
+		{"dw", 512, 4096, 4096, F32}, {"dw", 64, 4096, 4096, BF16}, {"dw", 256, 4096, 4096, BF16},
+		{"dw", 16, 4096, 11008, F32}, {"dw", 128, 4096, 11008, F32}, {"dw", 128, 4096, 11008, BF16},
+		{"dw", 256, 4096, 11008, F32}, {"dw", 512, 4096, 11008, BF16}, {"dw", 16, 1024, 1024, F32},
+		{"dw", 64, 768, 3072, F32}, {"dw", 256, 768, 3072, F32}, {"dw", 96, 4096, 4096, F32},
 	} {
 		if sel := os.Getenv(envTimings); sel != "1" {
 			keep := false
@@ -467,6 +487,10 @@ func TestStrategyTimings(t *testing.T) {
 		if c.M > 32 || c.op == "dw" {
 			add("narrow", force{strategy: StrategyTiled, width: narrowWidth})
 		}
+		if c.op == "dw" {
+			add("stream", force{strategy: StrategyStream, streamRows: streamTall})
+			add("stream32", force{strategy: StrategyStream, streamRows: streamShort})
+		}
 		if S := int64(p.red+255) / 256; S >= 2 && c.M > 32 || c.op == "dw" {
 			seen := map[int64]bool{}
 			for z := int64(1); z <= S; z++ {
@@ -485,7 +509,7 @@ func TestStrategyTimings(t *testing.T) {
 	// The kernels as this GPU's NVRTC built them: registers and spills.
 	b, err := kernels.Build(eng.Arch())
 	require.NoError(t, err)
-	for _, fam := range []string{simtFamily, slabsFamily, rowsFamily} {
+	for _, fam := range []string{simtFamily, slabsFamily, rowsFamily, streamFamily} {
 		for _, r := range b.Modules[fam].Resources {
 			fmt.Printf("resources %s %s: %d registers, %d stack, %d/%d spill\n", b.NVRTCVersion, r.Kernel, r.Registers, r.StackBytes, r.SpillStores, r.SpillLoads)
 		}

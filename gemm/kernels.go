@@ -13,6 +13,8 @@ const (
 	slabsFamily = "gemm_slabs" // StrategySplitSlab partials
 	rowsFamily  = "gemm_rows"  // StrategyRows partials
 	foldFamily  = "gemm_fold"  // the ordered fold of both
+	// streamFamily is StrategyStream's (dW with a short reduction).
+	streamFamily = "gemm_dw_stream"
 	// tcFamily (tc.go) is TierTensorCore's.
 )
 
@@ -99,6 +101,35 @@ func (k foldKey) name() string {
 	return fmt.Sprintf("detgemm_fold_store_%v", k.out)
 }
 
+// streamKey names a stream kernel: input type and the rows of dW a block
+// owns (streamTall or streamShort).
+type streamKey struct {
+	in DType
+	sr int64
+}
+
+func (k streamKey) name() string {
+	if k.sr == streamShort {
+		return fmt.Sprintf("detgemm_dwstream32_%v", k.in)
+	}
+	return fmt.Sprintf("detgemm_dwstream_%v", k.in)
+}
+
+// sharedBytes is the kernel's dynamic shared memory (gemm_dw_stream.cu's
+// SM_BYTES): the master tile and two stages of X and dY rows.
+func (k streamKey) sharedBytes() uint32 {
+	if k.sr == streamShort {
+		return 36864
+	}
+	return 57344
+}
+
+// streamKernels is every stream entry point.
+var streamKernels = []streamKey{
+	{F32, streamTall}, {BF16, streamTall}, {F16, streamTall},
+	{F32, streamShort}, {BF16, streamShort}, {F16, streamShort},
+}
+
 // The entry points of the partial-writing families, listed so tests can
 // check them against the CUDA sources.
 var (
@@ -143,6 +174,7 @@ type functions struct {
 	rowsf   map[rowsFusedKey]*cudaload.Function
 	rowsTMA map[rowsTMAKey]*cudaload.Function // sm_90a only
 	fold    map[foldKey]*cudaload.Function
+	stream  map[streamKey]*cudaload.Function
 	tc      map[tcKey]*cudaload.Function
 }
 
@@ -162,6 +194,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		rowsf:   map[rowsFusedKey]*cudaload.Function{},
 		rowsTMA: map[rowsTMAKey]*cudaload.Function{},
 		fold:    map[foldKey]*cudaload.Function{},
+		stream:  map[streamKey]*cudaload.Function{},
 		tc:      map[tcKey]*cudaload.Function{},
 	}
 	var mods []*cudaload.Module
@@ -231,6 +264,14 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 	}
 	for _, k := range foldKernels {
 		if fns.fold[k], err = get(mod, k.name(), 0); err != nil {
+			return mods, fns, err
+		}
+	}
+	if mod, err = load(streamFamily); err != nil {
+		return mods, fns, err
+	}
+	for _, k := range streamKernels {
+		if fns.stream[k], err = get(mod, k.name(), k.sharedBytes()); err != nil {
 			return mods, fns, err
 		}
 	}

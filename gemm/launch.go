@@ -35,6 +35,8 @@ func (e *Engine) run(p problem, err error) error {
 	switch pl.strategy {
 	case StrategySplitSlab:
 		err = e.launchSlabs(p, pl)
+	case StrategyStream:
+		return e.launchStream(p, pl) // one kernel, no workspace
 	case StrategyRows:
 		if e.rowsTMA(p, pl.mr) {
 			return e.launchRowsTMA(p) // every slab of a strip in one block (rows_tma.go)
@@ -243,6 +245,21 @@ func (e *Engine) launchSlabs(p problem, pl plan) error {
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(pl.perBlock)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, tileRows)), Y: uint32(ceilDiv(p.cols, pl.width)), Z: uint32(pl.groups)}
 	return e.launch(p.op, fn, grid, slabsThreads, 0)
+}
+
+// launchStream: gemm_dw_stream, grid (column blocks of 128, row blocks of
+// pl.sr).
+func (e *Engine) launchStream(p problem, pl plan) error {
+	k := streamKey{p.in, pl.sr}
+	fn := e.fns.stream[k]
+	if fn == nil {
+		return missing(p, "stream")
+	}
+	e.args.Reset().
+		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
+	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, streamCols)), Y: uint32(ceilDiv(p.rows, pl.sr)), Z: 1}
+	return e.launch(p.op, fn, grid, streamThreads, k.sharedBytes())
 }
 
 // launchRows: gemm_rows, grid (column runs, slabs, row groups).
