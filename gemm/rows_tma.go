@@ -8,7 +8,7 @@ import (
 	"github.com/detgemm/detgemm/gemm/ref"
 )
 
-// rowsTMAFamily is the IEEE few-row Forward kernel on Hopper
+// rowsTMAFamily is the IEEE few-row Forward and dX kernel on Hopper
 // (kernels/cuda/gemm_rows_tma.cu, sm_90a only): a block owns 32 output
 // columns over the whole reduction, TMA streams W's slab boxes into a ring,
 // and the block folds its slabs itself — no workspace, no arrival counter,
@@ -22,22 +22,25 @@ const (
 	rowsTMAMaxSlabs = 32 // MAXS: slabs a block folds (R ≤ 8192)
 )
 
-// rowsTMAKey names a gemm_rows_tma entry point: input and output type,
-// rows a block (1 or 4).
+// rowsTMAKey names a gemm_rows_tma entry point: layout (nn Forward, nt
+// dX), input and output type, rows a block (1 or 4).
 type rowsTMAKey struct {
+	layout  layout
 	in, out DType
 	mr      int
 }
 
 func (k rowsTMAKey) name() string {
-	return fmt.Sprintf("detgemm_rowst_nn_%v_%v_m%d", k.in, k.out, k.mr)
+	return fmt.Sprintf("detgemm_rowst_%v_%v_%v_m%d", k.layout, k.in, k.out, k.mr)
 }
 
 // rowsTMAKernels is every gemm_rows_tma entry point.
 var rowsTMAKernels = func() (out []rowsTMAKey) {
-	for _, mr := range []int{1, rowsTMARows} {
-		for _, io := range [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
-			out = append(out, rowsTMAKey{io[0], io[1], mr})
+	for _, l := range []layout{layoutNN, layoutNT} {
+		for _, mr := range []int{1, rowsTMARows} {
+			for _, io := range [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
+				out = append(out, rowsTMAKey{l, io[0], io[1], mr})
+			}
 		}
 	}
 	return out
@@ -72,37 +75,40 @@ func rowsTMAStages(in DType, mr int) int {
 func rowsTMAThreads(in DType, mr int) uint32 { return uint32(32 * (rowsTMAStages(in, mr) + 1)) }
 
 // rowsTMASharedBytes is Cfg<DT, MR>::SMEM: 1 KiB of alignment slack, the
-// ring (a 256-row × 32-column W box and an MR-row × 256 x box a stage), the
-// slab results (MAXS × MR × 32 f32) and two mbarriers a stage.
+// ring (a stage: 256 rows × 32 columns of W and MR rows × 256 of x, rounded
+// up to 1 KiB), the slab results (MAXS × MR × 32 f32) and two mbarriers a
+// stage.
 func rowsTMASharedBytes(in DType, mr int) uint32 {
 	es := in.Size()
-	stage := ref.SlabLen*rowsTMACols*es + mr*ref.SlabLen*es
+	stage := (ref.SlabLen*rowsTMACols*es + mr*ref.SlabLen*es + 1023) &^ 1023
 	st := rowsTMAStages(in, mr)
 	return uint32(1024 + st*stage + rowsTMAMaxSlabs*mr*rowsTMACols*4 + 2*st*8)
 }
 
-// rowsTMAFits reports whether gemm_rows_tma can run p at all: Forward
-// (layout nn), at most one row group's worth of rows per grid row (any M:
-// grid.y counts the groups), every slab foldable in the block, and what the
-// TMA maps need — 16-byte aligned bases and row pitches, extents below
-// 2^31.
+// rowsTMAFits reports whether gemm_rows_tma can run p at all: Forward or
+// dX (layout nn or nt), the row groups within grid.y, every slab foldable
+// in the block, and what the TMA maps need — 16-byte aligned bases and row
+// pitches, extents below 2^31.
 func rowsTMAFits(p problem) bool {
 	const lim = math.MaxInt32 - ref.SlabLen
 	es := int64(p.in.Size())
-	return p.layout == layoutNN && p.red <= rowsTMAMaxSlabs*ref.SlabLen &&
+	return p.layout != layoutTN && p.red <= rowsTMAMaxSlabs*ref.SlabLen &&
 		p.a%16 == 0 && p.b%16 == 0 && (p.lda*es)%16 == 0 && (p.ldb*es)%16 == 0 &&
 		p.rows <= lim && p.cols <= lim && p.red <= lim && ceilDiv(p.rows, rowsTMARows) <= maxGridYZ
 }
 
 // rowsTMA reports whether a rows call runs gemm_rows_tma: the family is
 // loaded (sm_90a), the call has at most four rows (MR = 4 in the rows
-// plan) and fits the kernel, and either the test forced it or its strips
-// run in one wave (at most one block an SM: the kernel takes most of an
-// SM's shared memory). Measured on the H200 (bench/NOTES-simt.md, round
-// 9): one wave, it beat the one-launch kernel everywhere — 1×4096×4096 f32
-// 20.8 µs against 22.5, bf16 13.5 against 14.9, 1×4096×1024 f32 11.9
-// against 18.7, 4×4096×4096 f32 21.7 against 25.4 — and with 344 strips
-// (2.6 waves, 1×4096×11008) bf16 lost, 35.0 against 31.6.
+// plan) and fits the kernel, and the test forced it or the rule below takes
+// it. The rule, from the H200 (bench/NOTES-simt.md, round 9;
+// TestRowsPathThroughput, µs against the best other path): every dX (nt)
+// and every f32 call — 1×4096×4096 f32 forward 20.8 against 22.5, dX 21.7
+// against 23.7, 1×4096×1024 f32 forward 11.9 against 18.7, 4096×11008
+// (344 strips, 2.6 waves) f32 forward 52.3 against 53.7, bf16 dX 31.7
+// against 36.0 — and 16-bit Forward while its strips run in one wave
+// (1×4096×4096 bf16 13.5 against 14.9): with 344 strips bf16 Forward lost,
+// 35.0 against 31.6 (the kernel takes most of an SM's shared memory, one
+// block an SM, so a partial last wave leaves SMs idle).
 func (e *Engine) rowsTMA(p problem, mr int) bool {
 	if !e.hasWG || mr != rowsTMARows || !rowsTMAFits(p) {
 		return false
@@ -113,15 +119,16 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	case rowsPathOne, rowsPathTwo:
 		return false
 	}
-	return ceilDiv(p.cols, rowsTMACols) <= int64(max(e.sms, 1))
+	return p.layout == layoutNT || p.in == F32 || ceilDiv(p.cols, rowsTMACols) <= int64(max(e.sms, 1))
 }
 
-// launchRowsTMA encodes the call's TMA maps (x: boxes of 256 of the
-// reduction × MR rows; W: 32 columns × 256 rows; no swizzle, zeros past the
-// matrix) and launches gemm_rows_tma, grid (column strips, row groups).
+// launchRowsTMA encodes the call's TMA maps (x or dY: boxes of 256 of the
+// reduction × MR rows; W nn: 32 columns × 256 rows; W nt: 128 bytes of the
+// reduction × 32 rows, 128-byte swizzle; zeros past the matrix) and
+// launches gemm_rows_tma, grid (column strips, row groups).
 func (e *Engine) launchRowsTMA(p problem) error {
 	mr := rowsTMAMR(p.rows)
-	fn := e.fns.rowsTMA[rowsTMAKey{p.in, p.out, mr}]
+	fn := e.fns.rowsTMA[rowsTMAKey{p.layout, p.in, p.out, mr}]
 	if fn == nil {
 		return missing(p, "TMA rows")
 	}
@@ -133,9 +140,14 @@ func (e *Engine) launchRowsTMA(p problem) error {
 	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
 	err := e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*es,
 		ref.SlabLen, uint32(mr), cudaload.TensorMapSwizzleNone, l2, oob)
-	if err == nil {
+	switch {
+	case err != nil:
+	case p.layout == layoutNN:
 		err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.cols), uint64(p.red), uint64(p.ldb)*es,
 			rowsTMACols, ref.SlabLen, cudaload.TensorMapSwizzleNone, l2, oob)
+	default: // nt: W[cols][red], boxes of 128 bytes of the reduction × 32 rows
+		err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.red), uint64(p.cols), uint64(p.ldb)*es,
+			uint32(128/es), rowsTMACols, cudaload.TensorMapSwizzle128B, l2, oob)
 	}
 	if err != nil {
 		// rowsTMAFits admitted the call, so this is a bug, not a user error.

@@ -8,7 +8,7 @@ import (
 )
 
 // TestRowsTMAMatchesReferenceBitForBit drives gemm_rows_tma (sm_90a) through
-// its edges: every IEEE combo; one to four rows (the padding rows of the
+// its edges: Forward (nn) and dX (nt, swizzled boxes); every IEEE combo; one to four rows (the padding rows of the
 // block's group are computed and never stored); one slab to the 32 a block
 // folds, last slabs shorter than the box and single-slab reductions shorter
 // than one; a last strip of columns cut short and outputs narrower than
@@ -20,24 +20,30 @@ func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
 	}
 	r := newRand(t)
 	withForce(t, eng, force{strategy: StrategyRows, rowsPath: rowsPathTMA})
-	// (M, K, N): K and N multiples of 8, so x's and W's rows are 16-byte
-	// aligned for every input type, as TMA needs.
+	// (M, reduction, output columns): both multiples of 8, so the rows of
+	// x (dY) and W are 16-byte aligned for every input type, as TMA needs.
 	shapes := [][3]int{
 		{1, 4096, 4096}, {4, 256, 40}, {3, 264, 1000}, {2, 8, 8}, {1, 248, 72},
 		{4, 8192, 104}, {1, 4104, 296}, {3, 1032, 32},
 	}
-	for _, c := range ieeeCombos {
-		for i, s := range shapes {
-			for rep := 0; rep < 2; rep++ {
-				name := fmt.Sprintf("%v/%v-%v/%dx%dx%d/%d", c.tier, c.in, c.out, s[0], s[1], s[2], rep)
-				t.Run(name, func(t *testing.T) {
-					p, err := ForwardArgs{Tier: c.tier, M: s[0], K: s[1], N: s[2], In: c.in, Out: c.out}.build(false)
-					require.NoError(t, err)
-					p.a, p.b = 256, 512 // upload's buffers are 256-byte aligned
-					require.True(t, eng.rowsTMA(p, rowsMR(int64(s[0]))))
-					want, got, cols := runOp(t, eng, ctx, r, "Forward", c.tier, c.in, c.out, s[0], s[1], s[2], (i+rep)%2 == 0)
-					requireSameBits(t, want, got, cols, name)
-				})
+	for _, op := range []string{"Forward", "DX"} {
+		for _, c := range ieeeCombos {
+			for i, s := range shapes {
+				for rep := 0; rep < 2; rep++ {
+					name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d/%d", op, c.tier, c.in, c.out, s[0], s[1], s[2], rep)
+					t.Run(name, func(t *testing.T) {
+						// s = (M, reduction, output columns) for both ops.
+						p, err := ForwardArgs{Tier: c.tier, M: s[0], K: s[1], N: s[2], In: c.in, Out: c.out}.build(false)
+						if op == "DX" {
+							p, err = DXArgs{Tier: c.tier, M: s[0], N: s[1], K: s[2], In: c.in, Out: c.out}.build(false)
+						}
+						require.NoError(t, err)
+						p.a, p.b = 256, 512 // upload's buffers are 256-byte aligned
+						require.True(t, eng.rowsTMA(p, rowsMR(int64(s[0]))))
+						want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], s[1], s[2], (i+rep)%2 == 0)
+						requireSameBits(t, want, got, cols, name)
+					})
+				}
 			}
 		}
 	}

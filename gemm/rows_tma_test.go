@@ -9,7 +9,7 @@ import (
 // The kernel traps when launched with less shared memory than Cfg<DT>::SMEM;
 // these are its sizes worked by hand from gemm_rows_tma.cu.
 func TestRowsTMASharedBytesMatchTheKernel(t *testing.T) {
-	// 1 KiB slack + stages × (W box + x box) + 32·MR·32·4 + 2·stages·8.
+	// 1 KiB slack + stages × (W box + x box, to 1 KiB) + 32·MR·32·4 + 2·stages·8.
 	for _, c := range []struct {
 		in     DType
 		mr     int
@@ -17,7 +17,7 @@ func TestRowsTMASharedBytesMatchTheKernel(t *testing.T) {
 		box    int
 	}{
 		{F32, 1, 6, 32768 + 1024}, {F32, 4, 5, 32768 + 4096},
-		{BF16, 1, 10, 16384 + 512}, {BF16, 4, 8, 16384 + 2048}, {F16, 4, 8, 16384 + 2048},
+		{BF16, 1, 10, 16384 + 1024}, {BF16, 4, 8, 16384 + 2048}, {F16, 4, 8, 16384 + 2048}, // 16896 rounded up to 1 KiB
 	} {
 		want := uint32(1024 + c.stages*c.box + 32*c.mr*32*4 + 2*c.stages*8)
 		require.Equal(t, want, rowsTMASharedBytes(c.in, c.mr), "%v MR=%d", c.in, c.mr)
@@ -33,7 +33,6 @@ func TestRowsTMAFitsOnlyWhatTMAAndTheBlockCanTake(t *testing.T) {
 	base := problem{layout: layoutNN, in: F32, out: F32, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
 	require.True(t, rowsTMAFits(base))
 	for name, mut := range map[string]func(p *problem){
-		"dX layout":            func(p *problem) { p.layout = layoutNT },
 		"dW layout":            func(p *problem) { p.layout = layoutTN },
 		"33 slabs":             func(p *problem) { p.red = 32*256 + 1 },
 		"x unaligned":          func(p *problem) { p.a = 260 },
@@ -53,21 +52,28 @@ func TestRowsTMAFitsOnlyWhatTMAAndTheBlockCanTake(t *testing.T) {
 	require.True(t, rowsTMAFits(p), "32 slabs fold in the block")
 	p.in, p.out, p.ldb, p.lda = BF16, F32, 8, 8
 	require.True(t, rowsTMAFits(p), "16-bit rows of 16 bytes")
+	p.layout = layoutNT
+	require.True(t, rowsTMAFits(p), "dX")
 }
 
-// The dispatcher takes the kernel on its own only where its strips run in
-// one wave, and never without the sm_90a family.
+// The dispatcher's rule: every dX and every f32 call, 16-bit Forward only
+// while its strips run in one wave; never without the sm_90a family.
 func TestRowsTMAAutoRule(t *testing.T) {
 	e := &Engine{hasWG: true, sms: 132}
-	p := problem{layout: layoutNN, in: F32, out: F32, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
+	p := problem{layout: layoutNN, in: BF16, out: BF16, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
 	require.True(t, e.rowsTMA(p, 4), "128 strips on 132 SMs")
 	require.False(t, e.rowsTMA(p, 16), "only the four-row group")
 	q := p
 	q.cols = 1024
 	require.True(t, e.rowsTMA(q, 4), "32 strips: one wave")
-	q.cols = 132*32 + 1
-	require.False(t, e.rowsTMA(q, 4), "133 strips: a second wave")
+	q.cols = 132*32 + 8
+	require.False(t, e.rowsTMA(q, 4), "133 strips of bf16 Forward: a second wave")
+	q.in, q.out = F32, F32
+	require.True(t, e.rowsTMA(q, 4), "f32 Forward, any number of waves")
+	q.in, q.out, q.layout = BF16, BF16, layoutNT
+	require.True(t, e.rowsTMA(q, 4), "dX, any number of waves")
 	e.force.rowsPath = rowsPathTMA
+	q.layout = layoutNN
 	require.True(t, e.rowsTMA(q, 4), "forced")
 	e.force.rowsPath = rowsPathOne
 	require.False(t, e.rowsTMA(p, 4), "the one-launch path forced")

@@ -1,5 +1,5 @@
-// gemm_rows_tma.cu: the IEEE plan for Forward with at most four rows on
-// Hopper, every slab of a column strip in one block, so the fold needs no
+// gemm_rows_tma.cu: the IEEE plan for Forward and dX with at most four rows
+// on Hopper, every slab of a column strip in one block, so the fold needs no
 // workspace, no arrival counter and no second pass.
 //
 // gemm_rows.cu's one-launch kernel spreads the slabs of a column run over
@@ -17,15 +17,19 @@
 // Same bits as every other IEEE kernel (the chains and the fold are the
 // plan's; which warp computes a slab changes nothing).
 //
-// Lane l of every consumer warp owns column j0 + l: its W reads are one
-// 128-byte (f32) or 64-byte row of the staged box, conflict-free, and its
-// x reads are one address for the warp (a broadcast). The last slab's short
+// Lane l of every consumer warp owns column j0 + l. nn (Forward, W[K,N]):
+// one box of 256 rows x 32 columns a slab, the lanes' reads one 128-byte
+// (f32) or 64-byte row of it, conflict-free. nt (dX, W[N,K] read as its
+// transpose, the reduction contiguous): 8 (f32) or 4 (16-bit) boxes of 32
+// rows x 128 bytes a slab with TMA's 128-byte swizzle, each lane reading 16
+// bytes (4 or 8 steps) of its own row, conflict-free. x reads are one
+// address for the warp (a broadcast). The last slab's short
 // tail runs exactly its len terms (TMA zero-fills the box past the matrix,
 // but a padding term 0*0 would turn a -0 chain into +0).
 //
 // TMA and the mbarrier transaction count need sm_90: the family is built
-// for sm_90a only. The host (gemm/rows_tma.go) takes it for Forward with
-// M <= 4 where the operands suit TMA (16-byte aligned bases and row
+// for sm_90a only. The host (gemm/rows_tma.go) takes it for Forward and dX
+// with M <= 4 where the operands suit TMA (16-byte aligned bases and row
 // strides), the slabs fit the block (S <= MAXS) and the strips fill the
 // GPU.
 //detgemm:only sm_90a
@@ -53,6 +57,24 @@ DETGEMM_INLINE float widen(typename raw_of<DT>::type v) {
     if constexpr (DT == F32) return v;
     else if constexpr (DT == BF16) return dg_bf16_to_f32(v);
     else return dg_f16_to_f32_fast(v);
+}
+
+// Sixteen bytes of staged values (4 f32 or 8 16-bit steps), widened: one
+// shared-memory read, 16-byte aligned.
+template <int DT>
+DETGEMM_INLINE void widen16(const typename raw_of<DT>::type* p, float (&v)[16 / sizeof(typename raw_of<DT>::type)]) {
+    const uint4 q = *reinterpret_cast<const uint4*>(p);
+    const dg_u32 u[4] = {q.x, q.y, q.z, q.w};
+    if constexpr (DT == F32) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = __uint_as_float(u[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            v[2 * i] = widen<DT>((dg_u16)(u[i] & 0xffffu));
+            v[2 * i + 1] = widen<DT>((dg_u16)(u[i] >> 16));
+        }
+    }
 }
 
 // Four consecutive staged x values (steps r..r+3 of one row), widened: one
@@ -90,10 +112,15 @@ struct Cfg {
     static constexpr int THREADS = CONSUMERS + 32;  // and one producer warp
     static constexpr int W_BYTES = SLAB * BN * ES;
     static constexpr int X_BYTES = MR * SLAB * ES;
-    static constexpr int STAGE_BYTES = W_BYTES + X_BYTES;
+    // Stages start on 1 KiB: the nt boxes' 128-byte swizzle follows the
+    // address bits, so its pattern must restart at every box.
+    static constexpr int STAGE_BYTES = (W_BYTES + X_BYTES + 1023) / 1024 * 1024;
+    static constexpr int VE = 16 / ES;          // elements a 16-byte read
+    static constexpr int BOXE = 128 / ES;       // nt: reduction steps a W box row (128 bytes)
+    static constexpr int BOXES = SLAB / BOXE;   // nt: W boxes a slab, 32 rows x 128 bytes each
     static constexpr int PART_BYTES = MAXS * MR * BN * 4;
     static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + PART_BYTES + 2 * STAGES * 8;
-    static_assert(STAGE_BYTES % 128 == 0, "TMA destinations stay 128-byte aligned");
+    static_assert(W_BYTES % 1024 == 0 && BOXES * 32 * 128 == W_BYTES, "nt boxes stay on the swizzle's 1 KiB period");
     static_assert(SMEM <= 227 * 1024, "fits an H100/H200 block");
 };
 
@@ -104,7 +131,7 @@ DETGEMM_INLINE void store(void* C, dg_i64 e, float v) {
     else static_cast<dg_u16*>(C)[e] = dg_f32_to_f16_rne(v);
 }
 
-template <int DT, int DTOUT, int MR>
+template <int DT, int DTOUT, int MR, bool NT>
 DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW, void* DETGEMM_RESTRICT C,
                           const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
     typedef Cfg<DT, MR> K;
@@ -148,8 +175,13 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
                 const int slot = s % STAGES;
                 if (s >= STAGES) tc::mbar_wait(bars + 8 * (STAGES + slot), (dg_u32)(s / STAGES - 1) & 1u);
                 const dg_u32 full = bars + 8 * slot, dst = ring + slot * K::STAGE_BYTES;
-                tma::mbar_expect_tx(full, K::STAGE_BYTES);
-                tma::load_2d(dst, tmW, (int)j0, s * SLAB, full);
+                tma::mbar_expect_tx(full, K::W_BYTES + K::X_BYTES);
+                if constexpr (NT) {
+#pragma unroll 1
+                    for (int b = 0; b < K::BOXES; ++b) tma::load_2d(dst + b * 4096, tmW, s * SLAB + b * K::BOXE, (int)j0, full);
+                } else {
+                    tma::load_2d(dst, tmW, (int)j0, s * SLAB, full);
+                }
                 tma::load_2d(dst + K::W_BYTES, tmX, s * SLAB, (int)m0, full);
             }
         }
@@ -165,7 +197,27 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 #pragma unroll
             for (int m = 0; m < MR; ++m) acc[m] = 0.0f;
             int r = 0;
-            if (len == SLAB) {
+            if (NT && len == SLAB) {
+                // W[j][r] in 128-byte box rows: lane j's 16-byte run of VE
+                // steps is chunk c of its row, stored at chunk c ^ (j & 7)
+                // (TMA's 128-byte swizzle), so the warp's reads are
+                // conflict-free; x as one VE-step read a row (a broadcast).
+#pragma unroll 2
+                for (; r < SLAB; r += K::VE) {
+                    const int b = r / K::BOXE, c = (r % K::BOXE) / K::VE;
+                    float wv[K::VE];
+                    widen16<DT>(reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES + b * 4096 + lane * 128 +
+                                                             ((c ^ (lane & 7)) << 4)),
+                                wv);
+#pragma unroll
+                    for (int m = 0; m < MR; ++m) {
+                        float xv[K::VE];
+                        widen16<DT>(x + m * SLAB + r, xv);
+#pragma unroll
+                        for (int u = 0; u < K::VE; ++u) acc[m] = __fmaf_rn(xv[u], wv[u], acc[m]);
+                    }
+                }
+            } else if (len == SLAB) {
                 // Four steps at a time: x as one 4-step read a row (the
                 // shared-memory reads, not the FMAs, bound this loop).
 #pragma unroll 2
@@ -184,7 +236,10 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
             } else {
 #pragma unroll 1
                 for (; r < len; ++r) {
-                    const float wv = widen<DT>(w[r * BN + lane]);
+                    const int b = r / K::BOXE, c = (r % K::BOXE) / K::VE;
+                    const float wv = widen<DT>(NT ? *reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES + b * 4096 + lane * 128 +
+                                                                                  ((c ^ (lane & 7)) << 4) + (r % K::VE) * K::ES)
+                                                  : w[r * BN + lane]);
 #pragma unroll
                     for (int m = 0; m < MR; ++m) acc[m] = __fmaf_rn(widen<DT>(x[m * SLAB + r]), wv, acc[m]);
                 }
@@ -211,25 +266,26 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 
 }  // namespace rowst
 
-// Entry points: detgemm_rowst_nn_{in}_{out}_m{1,4}. Arguments: the TMA
-// maps of X (boxes of 256 of the reduction x MR rows) and W (32 columns x
-// 256 rows), built by the engine for this call, C, bias (nullable), M, N,
+// Entry points: detgemm_rowst_{nn,nt}_{in}_{out}_m{1,4}. Arguments: the TMA
+// maps of X or dY (boxes of 256 of the reduction x MR rows) and W (nn: 32
+// columns x 256 rows; nt: 128 bytes of the reduction x 32 rows, 128-byte
+// swizzle), built by the engine for this call, C, bias (nullable), M, N,
 // R, ldc; grid (column strips, row groups of MR). MR = 1 for one row (no
 // padding rows to compute), 4 for two to four.
-#define DETGEMM_ROWST_ENTRY(NAME, DT, DTOUT, MR)                                                          \
+#define DETGEMM_ROWST_ENTRY(NAME, DT, DTOUT, MR, NT)                                                      \
     DETGEMM_KERNEL void __launch_bounds__(rowst::Cfg<DT, MR>::THREADS, 1)                                 \
         NAME(const __grid_constant__ tma::tensor_map tmX, const __grid_constant__ tma::tensor_map tmW,    \
              void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {                       \
-        rowst::strip<DT, DTOUT, MR>(tmX, tmW, C, bias, M, N, R, ldc);                                      \
+        rowst::strip<DT, DTOUT, MR, NT>(tmX, tmW, C, bias, M, N, R, ldc);                                  \
     }
+#define DETGEMM_ROWST_LAYOUT(L, NT, MR)                                                                   \
+    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_f32_f32_m##MR, rowst::F32, rowst::F32, MR, NT)                 \
+    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_bf16_bf16_m##MR, rowst::BF16, rowst::BF16, MR, NT)             \
+    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_bf16_f32_m##MR, rowst::BF16, rowst::F32, MR, NT)               \
+    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_f16_f16_m##MR, rowst::F16, rowst::F16, MR, NT)                 \
+    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_f16_f32_m##MR, rowst::F16, rowst::F32, MR, NT)
 
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m1, rowst::F32, rowst::F32, 1)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_bf16_m1, rowst::BF16, rowst::BF16, 1)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_f32_m1, rowst::BF16, rowst::F32, 1)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f16_m1, rowst::F16, rowst::F16, 1)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f32_m1, rowst::F16, rowst::F32, 1)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m4, rowst::F32, rowst::F32, 4)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_bf16_m4, rowst::BF16, rowst::BF16, 4)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_f32_m4, rowst::BF16, rowst::F32, 4)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f16_m4, rowst::F16, rowst::F16, 4)
-DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f32_m4, rowst::F16, rowst::F32, 4)
+DETGEMM_ROWST_LAYOUT(nn, false, 1)
+DETGEMM_ROWST_LAYOUT(nn, false, 4)
+DETGEMM_ROWST_LAYOUT(nt, true, 1)
+DETGEMM_ROWST_LAYOUT(nt, true, 4)
