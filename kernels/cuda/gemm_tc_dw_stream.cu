@@ -24,11 +24,12 @@
 // ldmatrix .trans). A block owns BM rows × BN columns of dW; the grid is
 // one-dimensional, column tiles fastest, so consecutive blocks walk dW in
 // memory order. M is consumed in chunks of BR = 32 rows through a
-// STAGES-deep cp.async ring (_vec: 16-byte copies, which need 16-byte
-// aligned X and dY and leading dimensions that are multiples of 8; _any:
-// element loads, any alignment). The master is read and written as float2
-// pairs where dW and ldc keep every pair 8-byte aligned, element by element
-// otherwise (a uniform run-time branch: no extra entry points).
+// STAGES-deep cp.async ring. _vec: 16-byte copies of X and dY and float2
+// master accesses (16-byte aligned X and dY with leading dimensions that
+// are multiples of 8, dW 8-byte aligned with an even ldc); _any: element
+// copies and element master accesses, any alignment. (A run-time branch
+// between pair and element master accesses cost sm_80 spills: the path is
+// the template's.)
 #include "prelude.cuh"
 #include "tc_common.cuh"
 
@@ -162,13 +163,15 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
             for (int ni = 0; ni < T::NI; ++ni) {
                 const dg_i64 j = wj + ni * 8 + t4 * 2;
                 float v0 = 0.0f, v1 = 0.0f;
-                if (VEC && i < M && j + 1 < N) {
-                    const float2 v = ld_cs2(row + j);
-                    v0 = v.x;
-                    v1 = v.y;
-                } else if (!VEC && i < M) {
-                    if (j < N) v0 = ld_cs(row + j);
-                    if (j + 1 < N) v1 = ld_cs(row + j + 1);
+                if (i < M) {
+                    if (VEC && j + 1 < N) {
+                        const float2 v = ld_cs2(row + j);
+                        v0 = v.x;
+                        v1 = v.y;
+                    } else {
+                        if (j < N) v0 = ld_cs(row + j);
+                        if (!VEC && j + 1 < N) v1 = ld_cs(row + j + 1);  // _vec: j + 1 >= N here
+                    }
                 }
                 acc[mi][ni][2 * h] = v0;
                 acc[mi][ni][2 * h + 1] = v1;

@@ -1,0 +1,129 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/detgemm/detgemm/cudaload"
+)
+
+// tcDWFamily is the tensor-core tier's dW for short reductions
+// (kernels/cuda/gemm_tc_dw_stream.cu): one pass over the f32 master, each
+// warp's master fragment loaded first, X and dY staged in chunks of 32
+// rows. Its kernels run gemm_tc's chain per element, so the dispatcher may
+// send any dW call to either family.
+const tcDWFamily = "gemm_tc_dw_stream"
+
+// The tile shapes of gemm_tc_dw_stream.cu, numbered apart from the other
+// families'.
+const (
+	tcTileDW64  tcTile = 48 + iota // 64 rows of dW × 128 columns, 8 warps of 16×64
+	tcTileDW128                    // 128 × 128, 8 warps of 32×64
+)
+
+// tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
+// block of `threads`.
+type tcDWGeometry struct {
+	name    string
+	bm, bn  int64
+	threads uint32
+}
+
+var tcDWGeometries = map[tcTile]tcDWGeometry{
+	tcTileDW64:  {"tcdw64", 64, 128, 256},
+	tcTileDW128: {"tcdw128", 128, 128, 256},
+}
+
+// tcDWTiles lists the stream tiles, the smaller first.
+var tcDWTiles = []tcTile{tcTileDW64, tcTileDW128}
+
+func isTCDW(t tcTile) bool { _, ok := tcDWGeometries[t]; return ok }
+
+// Staging constants of gemm_tc_dw_stream.cu: rows of M per stage and
+// stages.
+const (
+	tcDWBR     = 32
+	tcDWStages = 3
+)
+
+// tcDWSharedBytes is gemm_tc_dw_stream.cu's Tile::SMEM: tcDWStages slots of
+// tcDWBR rows of X (bm wide) and dY (bn wide), each row padded by tcPad
+// halves.
+func tcDWSharedBytes(t tcTile) uint32 {
+	g := tcDWGeometries[t]
+	return uint32(tcDWStages * tcDWBR * (g.bm + tcPad + g.bn + tcPad) * 2)
+}
+
+// blocks is the one-dimensional grid: row tiles × column tiles.
+func (g tcDWGeometry) blocks(rows, cols int64) int64 {
+	return tcCeilDiv(rows, g.bm) * tcCeilDiv(cols, g.bn)
+}
+
+// tcDWKernels is every gemm_tc_dw_stream entry point: tile × input × load
+// path, layout tn, f32 out.
+var tcDWKernels = func() (out []tcKey) {
+	for _, t := range tcDWTiles {
+		for _, in := range []DType{BF16, F16} {
+			for _, vec := range []bool{true, false} {
+				out = append(out, tcKey{t, layoutTN, in, F32, vec})
+			}
+		}
+	}
+	return out
+}()
+
+// tcDWVecOK reports whether the _vec kernels can run p: tcVecOK for X and
+// dY, and float2 master accesses (dW 8-byte aligned, ldc even).
+func tcDWVecOK(p problem) bool {
+	return tcVecOK(p) && p.c%8 == 0 && p.ldc%2 == 0
+}
+
+// tcDWUsable reports whether stream tile t can run p: dW only, a grid
+// within grid.x, shared memory within the GPU's block.
+func tcDWUsable(t tcTile, p problem, maxShared uint32) bool {
+	g, ok := tcDWGeometries[t]
+	return ok && p.layout == layoutTN && g.blocks(p.rows, p.cols) <= math.MaxInt32 && tcDWSharedBytes(t) <= maxShared
+}
+
+// chooseTCDWForced resolves a forced stream tile: refused for Forward and
+// dX, on the 16-byte path where the operands do not allow it, and where the
+// grid or shared memory does not fit.
+func chooseTCDWForced(p problem, maxShared uint32, f tcForce) (tcKey, error) {
+	k := tcKey{f.tile, p.layout, p.in, p.out, tcDWVecOK(p)}
+	switch f.path {
+	case 0:
+	case tcPathVec:
+		if !k.vec {
+			return tcKey{}, fmt.Errorf("%w: %v's 16-byte path needs 16-byte aligned X and dY, leading dimensions that are multiples of 8 and an 8-byte aligned dW with an even ldc", errTCKernel, f.tile)
+		}
+	case tcPathAny:
+		k.vec = false
+	default:
+		return tcKey{}, fmt.Errorf("%w: load path %d", errTCKernel, f.path)
+	}
+	if !tcDWUsable(f.tile, p, maxShared) {
+		return tcKey{}, fmt.Errorf("%w: %v runs dW only (layout %v, %d×%d outputs)", errTCKernel, f.tile, p.layout, p.rows, p.cols)
+	}
+	return k, nil
+}
+
+// tcDWMaxRed is the longest reduction chooseTCDW streams: see there.
+const tcDWMaxRed = 128
+
+// chooseTCDW is the dispatcher's rule for gemm_tc_dw_stream: a dW call
+// whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64,
+// on the 16-byte path where tcDWVecOK allows, the element path otherwise.
+func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
+	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, maxShared) {
+		return tcKey{}, false
+	}
+	return tcKey{tcTileDW64, p.layout, p.in, p.out, tcDWVecOK(p)}, true
+}
+
+// launchTCDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args
+// already holds (gemm_tc's): a one-dimensional grid of its tiles.
+func (e *Engine) launchTCDW(p problem, k tcKey, fn *cudaload.Function) error {
+	g := tcDWGeometries[k.tile]
+	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
+	return e.launch(p.op, fn, grid, g.threads, tcDWSharedBytes(k.tile))
+}
