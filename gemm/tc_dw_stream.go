@@ -17,41 +17,54 @@ const tcDWFamily = "gemm_tc_dw_stream"
 // The tile shapes of gemm_tc_dw_stream.cu, numbered apart from the other
 // families'.
 const (
-	tcTileDW64  tcTile = 48 + iota // 64 rows of dW × 128 columns, 8 warps of 16×64
-	tcTileDW128                    // 128 × 128, 8 warps of 32×64
+	tcTileDW64  tcTile = 48 + iota // 64 rows of dW × 128 columns, 8 warps of 16×64, master through shared memory
+	tcTileDW64R                    // the same, master fragments straight to registers
+	tcTileDW64P                    // registers, loads with the L2::128B prefetch size
+	tcTileDW64C                    // registers, ld/st.global.cs
+	tcTileDW128                    // 128 × 128, 8 warps of 32×64, registers
 )
 
 // tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
-// block of `threads`.
+// block of `threads`; smem: the master tile is staged in shared memory.
 type tcDWGeometry struct {
 	name    string
 	bm, bn  int64
 	threads uint32
+	smem    bool
 }
 
 var tcDWGeometries = map[tcTile]tcDWGeometry{
-	tcTileDW64:  {"tcdw64", 64, 128, 256},
-	tcTileDW128: {"tcdw128", 128, 128, 256},
+	tcTileDW64:  {"tcdw64", 64, 128, 256, true},
+	tcTileDW64R: {"tcdw64r", 64, 128, 256, false},
+	tcTileDW64P: {"tcdw64p", 64, 128, 256, false},
+	tcTileDW64C: {"tcdw64c", 64, 128, 256, false},
+	tcTileDW128: {"tcdw128", 128, 128, 256, false},
 }
 
-// tcDWTiles lists the stream tiles, the smaller first.
-var tcDWTiles = []tcTile{tcTileDW64, tcTileDW128}
+// tcDWTiles lists the stream tiles.
+var tcDWTiles = []tcTile{tcTileDW64, tcTileDW64R, tcTileDW64P, tcTileDW64C, tcTileDW128}
 
 func isTCDW(t tcTile) bool { _, ok := tcDWGeometries[t]; return ok }
 
-// Staging constants of gemm_tc_dw_stream.cu: rows of M per stage and
-// stages.
+// Staging constants of gemm_tc_dw_stream.cu: rows of M per stage,
+// stages, and floats of padding per staged master row.
 const (
 	tcDWBR     = 32
 	tcDWStages = 3
+	tcDWCPad   = 8
 )
 
-// tcDWSharedBytes is gemm_tc_dw_stream.cu's Tile::SMEM: tcDWStages slots of
-// tcDWBR rows of X (bm wide) and dY (bn wide), each row padded by tcPad
-// halves.
+// tcDWSharedBytes is gemm_tc_dw_stream.cu's Tile::SMEM: the master tile
+// (bm rows of bn floats, each padded by tcDWCPad) where the tile stages
+// it, then tcDWStages slots of tcDWBR rows of X (bm wide) and dY (bn wide),
+// each row padded by tcPad halves.
 func tcDWSharedBytes(t tcTile) uint32 {
 	g := tcDWGeometries[t]
-	return uint32(tcDWStages * tcDWBR * (g.bm + tcPad + g.bn + tcPad) * 2)
+	var c int64
+	if g.smem {
+		c = g.bm * (g.bn + tcDWCPad) * 4
+	}
+	return uint32(c + tcDWStages*tcDWBR*(g.bm+tcPad+g.bn+tcPad)*2)
 }
 
 // blocks is the one-dimensional grid: row tiles × column tiles.
@@ -73,9 +86,10 @@ var tcDWKernels = func() (out []tcKey) {
 }()
 
 // tcDWVecOK reports whether the _vec kernels can run p: tcVecOK for X and
-// dY, and float2 master accesses (dW 8-byte aligned, ldc even).
+// dY, and 16-byte master accesses (dW 16-byte aligned, ldc a multiple of
+// 4).
 func tcDWVecOK(p problem) bool {
-	return tcVecOK(p) && p.c%8 == 0 && p.ldc%2 == 0
+	return tcVecOK(p) && p.c%16 == 0 && p.ldc%4 == 0
 }
 
 // tcDWUsable reports whether stream tile t can run p: dW only, a grid
@@ -94,7 +108,7 @@ func chooseTCDWForced(p problem, maxShared uint32, f tcForce) (tcKey, error) {
 	case 0:
 	case tcPathVec:
 		if !k.vec {
-			return tcKey{}, fmt.Errorf("%w: %v's 16-byte path needs 16-byte aligned X and dY, leading dimensions that are multiples of 8 and an 8-byte aligned dW with an even ldc", errTCKernel, f.tile)
+			return tcKey{}, fmt.Errorf("%w: %v's 16-byte path needs 16-byte aligned X, dY and dW, leading dimensions of X and dY that are multiples of 8 and an ldc that is a multiple of 4", errTCKernel, f.tile)
 		}
 	case tcPathAny:
 		k.vec = false

@@ -24,7 +24,8 @@ func TestTCDWKernelTableMatchesTheSource(t *testing.T) {
 // TestTCDWSharedMemory: gemm_tc_dw_stream.cu's Tile::SMEM, small enough
 // for an sm_86/89 block.
 func TestTCDWSharedMemory(t *testing.T) {
-	require.Equal(t, uint32(3*32*(72+136)*2), tcDWSharedBytes(tcTileDW64))
+	require.Equal(t, uint32(64*136*4+3*32*(72+136)*2), tcDWSharedBytes(tcTileDW64))
+	require.Equal(t, uint32(3*32*(72+136)*2), tcDWSharedBytes(tcTileDW64R))
 	require.Equal(t, uint32(3*32*(136+136)*2), tcDWSharedBytes(tcTileDW128))
 	for _, tile := range tcDWTiles {
 		require.LessOrEqual(t, tcDWSharedBytes(tile), uint32(99<<10), tile.String())
@@ -41,7 +42,7 @@ func TestTCDWDispatchRule(t *testing.T) {
 				p := tcProblem(t, DWArgs{Tier: TierTensorCore, M: M, K: kn[0], N: kn[1], In: BF16})
 				k, err := chooseTCKernel(p, 132, 227<<10, hasWG, tcForce{})
 				require.NoError(t, err)
-				require.Equal(t, tcKey{tcTileDW64, layoutTN, BF16, F32, tcVecOK(p) && p.ldc%2 == 0}, k, "M %d %v", M, kn)
+				require.Equal(t, tcKey{tcTileDW64, layoutTN, BF16, F32, tcVecOK(p) && p.ldc%4 == 0}, k, "M %d %v", M, kn)
 				got, err := tcRowsOnHopper(k, p, hasWG, 227<<10, tcForce{})
 				require.NoError(t, err)
 				require.Equal(t, k, got, "the Hopper rows rule leaves dW alone")
@@ -67,8 +68,9 @@ func TestTCDWDispatchRule(t *testing.T) {
 	}{
 		{"X off 16 bytes", func(p *problem) { p.a += 2 }},
 		{"dY off 16 bytes", func(p *problem) { p.b += 8 }},
-		{"dW off 8 bytes", func(p *problem) { p.c += 4 }},
+		{"dW off 16 bytes", func(p *problem) { p.c += 8 }},
 		{"odd ldc", func(p *problem) { p.ldc, p.cols = 4095, 4095 }},
+		{"ldc not a multiple of 4", func(p *problem) { p.ldc, p.cols = 4094, 4094 }},
 		{"lda not a multiple of 8", func(p *problem) { p.lda, p.rows = 4092, 4092 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -38,19 +38,29 @@ namespace tcdw {
 constexpr int BR = 32;      // rows of M per stage: two 16-wide steps
 constexpr int STAGES = 3;   // ring depth: chunks in flight while one computes
 constexpr int PAD = 8;      // halves of padding per smem row: conflict-free ldmatrix
+constexpr int CPAD = 8;     // floats of padding per staged master row: conflict-free fragment reads
+
+// How a block moves its master tile (the _vec path; _any always uses
+// MASTER_REG's element accesses).
+constexpr int MASTER_CS = 0;    // fragments straight to registers, ld/st.global.cs
+constexpr int MASTER_REG = 1;   // fragments straight to registers, plain ld/st
+constexpr int MASTER_PF = 2;    // as MASTER_REG, loads with the L2::128B prefetch size
+constexpr int MASTER_SMEM = 3;  // whole rows through shared memory: cp.async in, float4 out
 
 // A block of BM rows × BN columns of dW computed by WM × WN warps of
 // (16·MI) × (8·NI), MINB blocks per SM asked of the register allocator.
-template <int BM_, int BN_, int WM_, int WN_, int MINB_>
+template <int BM_, int BN_, int WM_, int WN_, int MINB_, int MASTER_>
 struct Tile {
-    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, MINB = MINB_;
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, MINB = MINB_, MASTER = MASTER_;
     static constexpr int THREADS = WM * WN * 32;
     static constexpr int TM = BM / WM, TN = BN / WN;
     static constexpr int MI = TM / 16, NI = TN / 8;
     static_assert(MI >= 1 && TM == MI * 16 && NI >= 2 && NI % 2 == 0 && TN == NI * 8, "warp tile must hold 16x16 pieces");
     static constexpr int A_LD = BM + PAD, B_LD = BN + PAD;  // smem row pitches (halves)
     static constexpr int A_ELEMS = BR * A_LD, B_ELEMS = BR * B_LD;
-    static constexpr int SMEM = STAGES * (A_ELEMS + B_ELEMS) * 2;
+    static constexpr int C_LD = BN + CPAD;  // staged master row pitch (floats)
+    static constexpr int C_BYTES = MASTER == MASTER_SMEM ? BM * C_LD * 4 : 0;
+    static constexpr int SMEM = C_BYTES + STAGES * (A_ELEMS + B_ELEMS) * 2;
 };
 
 // Feed copies an operand's chunks into the ring in order: BR rows × CONTIG
@@ -120,6 +130,14 @@ DETGEMM_INLINE float2 ld_cs2(const float* p) {
     asm volatile("ld.global.cs.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "l"(p));
     return v;
 }
+DETGEMM_INLINE float2 ld_pf2(const float* p) {
+    float2 v;
+    asm volatile("ld.global.L2::128B.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "l"(p));
+    return v;
+}
+DETGEMM_INLINE void cp_async16_pf(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(tc::smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
 DETGEMM_INLINE float ld_cs(const float* p) {
     float v;
     asm volatile("ld.global.cs.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
@@ -136,9 +154,13 @@ template <class T, int DTIN, bool VEC>
 DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DETGEMM_RESTRICT DY,
                               float* DETGEMM_RESTRICT C, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb,
                               dg_i64 ldc) {
+    constexpr bool SM = VEC && T::MASTER == MASTER_SMEM;  // the master through shared memory
+    constexpr bool CS = VEC && T::MASTER == MASTER_CS;
+    constexpr bool PF = VEC && T::MASTER == MASTER_PF;
     extern __shared__ __align__(16) dg_u16 smem[];
-    dg_u16* sA = smem;                          // STAGES x A_ELEMS: [r][i]
-    dg_u16* sB = smem + STAGES * T::A_ELEMS;    // STAGES x B_ELEMS: [r][j]
+    float* sC = reinterpret_cast<float*>(smem);                       // SM: BM x C_LD
+    dg_u16* sA = smem + (SM ? T::C_BYTES / 2 : 0);                    // STAGES x A_ELEMS: [r][i]
+    dg_u16* sB = sA + STAGES * T::A_ELEMS;                            // STAGES x B_ELEMS: [r][j]
 
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
@@ -150,33 +172,57 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
     const dg_i64 j0 = ((dg_i64)blockIdx.x % col_tiles) * T::BN;
     const dg_i64 wi = i0 + wm * T::TM, wj = j0 + wn * T::TN;  // the warp's first element
 
-    // The master fragment first: acc[mi][ni] = rows g, g, g+8, g+8 and
-    // columns 2t, 2t+1 of the warp's 16x8 piece (mi, ni); outside dW, 0.
-    float acc[T::MI][T::NI][4];
+    // SM: the block's master rows as whole 16-byte pieces, a warp's copy
+    // covering BN/4 consecutive pieces of one row (full cache lines), rows
+    // past M and columns past N zero-filled. The thread's pieces: column
+    // mcol, rows mrow + p·MROWS.
+    constexpr int MCH = T::BN / 4, MROWS = T::THREADS / MCH;
+    static_assert(T::THREADS % MCH == 0 && T::BM % MROWS == 0, "master pieces must divide evenly among threads");
+    const int mrow = tid / MCH, mcol = (tid % MCH) * 4;
+    // The piece's columns inside dW (0..4) and rows from its first to M.
+    const int mcols = (int)(N - (j0 + mcol) < 4 ? (N - (j0 + mcol) > 0 ? N - (j0 + mcol) : 0) : 4);
+    const dg_i64 mrows = M - (i0 + mrow);
+    if (SM) {
+        const float* q = C + (i0 + mrow) * ldc + j0 + mcol;
 #pragma unroll
-    for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const dg_i64 i = wi + mi * 16 + g + h * 8;
-            const float* row = C + i * ldc;
-#pragma unroll
-            for (int ni = 0; ni < T::NI; ++ni) {
-                const dg_i64 j = wj + ni * 8 + t4 * 2;
-                float v0 = 0.0f, v1 = 0.0f;
-                if (i < M) {
-                    if (VEC && j + 1 < N) {
-                        const float2 v = ld_cs2(row + j);
-                        v0 = v.x;
-                        v1 = v.y;
-                    } else {
-                        if (j < N) v0 = ld_cs(row + j);
-                        if (!VEC && j + 1 < N) v1 = ld_cs(row + j + 1);  // _vec: j + 1 >= N here
-                    }
-                }
-                acc[mi][ni][2 * h] = v0;
-                acc[mi][ni][2 * h + 1] = v1;
-            }
+        for (int p = 0; p < T::BM / MROWS; ++p) {
+            const int n = mrows > p * MROWS ? mcols * 4 : 0;
+            cp_async16_pf(sC + (mrow + p * MROWS) * T::C_LD + mcol, n ? q : C, n);
+            q += MROWS * ldc;
         }
+        tc::cp_async_commit();
+    }
+
+    // Otherwise the master fragment straight to registers, first:
+    // acc[mi][ni] = rows g, g, g+8, g+8 and columns 2t, 2t+1 of the warp's
+    // 16x8 piece (mi, ni); outside dW, 0.
+    float acc[T::MI][T::NI][4];
+    if (!SM) {
+#pragma unroll
+        for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const dg_i64 i = wi + mi * 16 + g + h * 8;
+                const float* row = C + i * ldc;
+#pragma unroll
+                for (int ni = 0; ni < T::NI; ++ni) {
+                    const dg_i64 j = wj + ni * 8 + t4 * 2;
+                    float v0 = 0.0f, v1 = 0.0f;
+                    if (i < M) {
+                        if (VEC && j + 1 < N) {
+                            const float2 v = CS ? ld_cs2(row + j) : PF ? ld_pf2(row + j) : *reinterpret_cast<const float2*>(row + j);
+                            v0 = v.x;
+                            v1 = v.y;
+                        } else {
+                            if (j < N) v0 = CS ? ld_cs(row + j) : row[j];
+                            if (!VEC && j + 1 < N) v1 = row[j + 1];  // _vec: j + 1 >= N here
+                        }
+                    }
+                    acc[mi][ni][2 * h] = v0;
+                    acc[mi][ni][2 * h + 1] = v1;
+                }
+            }
+    }
 
     // The chunks of BR rows of X (its BM columns from i0) and dY (BN from
     // j0), rows past M and columns past K or N zero-filled.
@@ -190,6 +236,23 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
             stB.load(sB + s * T::B_ELEMS);
         }
         tc::cp_async_commit();
+    }
+
+    if (SM) {
+        // The master's group has landed (the ring's STAGES - 1 may not).
+        tc::cp_async_wait<STAGES - 1>();
+        __syncthreads();
+#pragma unroll
+        for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int ni = 0; ni < T::NI; ++ni) {
+                    const float2 v = *reinterpret_cast<const float2*>(
+                        sC + (wm * T::TM + mi * 16 + g + h * 8) * T::C_LD + wn * T::TN + ni * 8 + t4 * 2);
+                    acc[mi][ni][2 * h] = v.x;
+                    acc[mi][ni][2 * h + 1] = v.y;
+                }
     }
 
     int rd = 0, wr = STAGES - 1;
@@ -234,6 +297,33 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
     }
     tc::cp_async_wait<0>();
 
+    if (SM) {
+        // Each warp puts back the fragment only it read; then whole rows
+        // go out as float4 (element stores at N's edge).
+#pragma unroll
+        for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int ni = 0; ni < T::NI; ++ni)
+                    *reinterpret_cast<float2*>(sC + (wm * T::TM + mi * 16 + g + h * 8) * T::C_LD + wn * T::TN + ni * 8 + t4 * 2) =
+                        make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+        __syncthreads();
+        float* q = C + (i0 + mrow) * ldc + j0 + mcol;
+#pragma unroll
+        for (int p = 0; p < T::BM / MROWS; ++p, q += MROWS * ldc) {
+            if (mrows <= p * MROWS || mcols == 0) continue;
+            const float4 v = *reinterpret_cast<const float4*>(sC + (mrow + p * MROWS) * T::C_LD + mcol);
+            if (mcols == 4) {
+                *reinterpret_cast<float4*>(q) = v;
+            } else {
+                q[0] = v.x;
+                if (mcols > 1) q[1] = v.y;
+                if (mcols > 2) q[2] = v.z;
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
@@ -246,19 +336,26 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
                 const dg_i64 j = wj + ni * 8 + t4 * 2;
                 const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
                 if (VEC && j + 1 < N) {
-                    st_cs2(row + j, v0, v1);
+                    if (CS) {
+                        st_cs2(row + j, v0, v1);
+                    } else {
+                        *reinterpret_cast<float2*>(row + j) = make_float2(v0, v1);
+                    }
                 } else {
-                    if (j < N) st_cs(row + j, v0);
-                    if (j + 1 < N) st_cs(row + j + 1, v1);
+                    if (j < N) row[j] = v0;
+                    if (j + 1 < N) row[j + 1] = v1;
                 }
             }
         }
 }
 
 // Tiles: 64×128 (8 warps of 16×64, three blocks per SM) and 128×128 (8
-// warps of 32×64, two per SM): 32 or 64 KiB of master in flight per block.
-typedef Tile<64, 128, 4, 2, 3> S64;
-typedef Tile<128, 128, 4, 2, 2> S128;
+// warps of 32×64, two per SM): 32 or 64 KiB of master per block.
+typedef Tile<64, 128, 4, 2, 3, MASTER_SMEM> S64;
+typedef Tile<64, 128, 4, 2, 3, MASTER_REG> S64R;
+typedef Tile<64, 128, 4, 2, 3, MASTER_PF> S64P;
+typedef Tile<64, 128, 4, 2, 3, MASTER_CS> S64C;
+typedef Tile<128, 128, 4, 2, 2, MASTER_REG> S128;
 
 }  // namespace tcdw
 
@@ -279,6 +376,18 @@ DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_vec, S64, tc::BF16, true)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_any, S64, tc::BF16, false)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_vec, S64, tc::F16, true)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_any, S64, tc::F16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_bf16_f32_vec, S64R, tc::BF16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_bf16_f32_any, S64R, tc::BF16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_f16_f32_vec, S64R, tc::F16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_f16_f32_any, S64R, tc::F16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_bf16_f32_vec, S64P, tc::BF16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_bf16_f32_any, S64P, tc::BF16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_f16_f32_vec, S64P, tc::F16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_f16_f32_any, S64P, tc::F16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_bf16_f32_vec, S64C, tc::BF16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_bf16_f32_any, S64C, tc::BF16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_f16_f32_vec, S64C, tc::F16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_f16_f32_any, S64C, tc::F16, false)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw128_tn_bf16_f32_vec, S128, tc::BF16, true)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw128_tn_bf16_f32_any, S128, tc::BF16, false)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw128_tn_f16_f32_vec, S128, tc::F16, true)
