@@ -17,54 +17,47 @@ const tcDWFamily = "gemm_tc_dw_stream"
 // The tile shapes of gemm_tc_dw_stream.cu, numbered apart from the other
 // families'.
 const (
-	tcTileDW64  tcTile = 48 + iota // 64 rows of dW × 128 columns, 8 warps of 16×64, master through shared memory
-	tcTileDW64R                    // the same, master fragments straight to registers
-	tcTileDW64P                    // registers, loads with the L2::128B prefetch size
-	tcTileDW64C                    // registers, ld/st.global.cs
-	tcTileDW128                    // 128 × 128, 8 warps of 32×64, registers
+	tcTileDW64   tcTile = 48 + iota // 64 rows of dW × 128 columns, 8 warps of 16×64, cp.async
+	tcTileDW64T                     // the same, bulk copies of the master on sm_90
+	tcTileDW32T                     // 32 × 256, 8 warps of 16×64, two ring slots, bulk copies
+	tcTileDW128T                    // 128 × 128, 8 warps of 32×64, two ring slots, bulk copies
 )
 
 // tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
-// block of `threads`; smem: the master tile is staged in shared memory.
+// block of `threads`, a ring `stages` deep.
 type tcDWGeometry struct {
 	name    string
 	bm, bn  int64
+	stages  int64
 	threads uint32
-	smem    bool
 }
 
 var tcDWGeometries = map[tcTile]tcDWGeometry{
-	tcTileDW64:  {"tcdw64", 64, 128, 256, true},
-	tcTileDW64R: {"tcdw64r", 64, 128, 256, false},
-	tcTileDW64P: {"tcdw64p", 64, 128, 256, false},
-	tcTileDW64C: {"tcdw64c", 64, 128, 256, false},
-	tcTileDW128: {"tcdw128", 128, 128, 256, false},
+	tcTileDW64:   {"tcdw64", 64, 128, 3, 256},
+	tcTileDW64T:  {"tcdw64t", 64, 128, 3, 256},
+	tcTileDW32T:  {"tcdw32t", 32, 256, 2, 256},
+	tcTileDW128T: {"tcdw128t", 128, 128, 2, 256},
 }
 
 // tcDWTiles lists the stream tiles.
-var tcDWTiles = []tcTile{tcTileDW64, tcTileDW64R, tcTileDW64P, tcTileDW64C, tcTileDW128}
+var tcDWTiles = []tcTile{tcTileDW64, tcTileDW64T, tcTileDW32T, tcTileDW128T}
 
 func isTCDW(t tcTile) bool { _, ok := tcDWGeometries[t]; return ok }
 
-// Staging constants of gemm_tc_dw_stream.cu: rows of M per stage,
-// stages, and floats of padding per staged master row.
+// Staging constants of gemm_tc_dw_stream.cu: rows of M per ring slot and
+// floats of padding per staged master row.
 const (
-	tcDWBR     = 32
-	tcDWStages = 3
-	tcDWCPad   = 8
+	tcDWBR   = 32
+	tcDWCPad = 8
 )
 
 // tcDWSharedBytes is gemm_tc_dw_stream.cu's Tile::SMEM: the master tile
-// (bm rows of bn floats, each padded by tcDWCPad) where the tile stages
-// it, then tcDWStages slots of tcDWBR rows of X (bm wide) and dY (bn wide),
-// each row padded by tcPad halves.
+// (bm rows of bn floats, each padded by tcDWCPad), the ring's slots of
+// tcDWBR rows of X (bm wide) and dY (bn wide), each row padded by tcPad
+// halves, and 16 bytes for the master's mbarrier.
 func tcDWSharedBytes(t tcTile) uint32 {
 	g := tcDWGeometries[t]
-	var c int64
-	if g.smem {
-		c = g.bm * (g.bn + tcDWCPad) * 4
-	}
-	return uint32(c + tcDWStages*tcDWBR*(g.bm+tcPad+g.bn+tcPad)*2)
+	return uint32(g.bm*(g.bn+tcDWCPad)*4 + g.stages*tcDWBR*(g.bm+tcPad+g.bn+tcPad)*2 + 16)
 }
 
 // blocks is the one-dimensional grid: row tiles × column tiles.
@@ -86,10 +79,10 @@ var tcDWKernels = func() (out []tcKey) {
 }()
 
 // tcDWVecOK reports whether the _vec kernels can run p: tcVecOK for X and
-// dY, and 16-byte master accesses (dW 16-byte aligned, ldc a multiple of
-// 4).
+// dY, and 16-byte pieces of master rows (dW 16-byte aligned, ldc and N
+// multiples of 4).
 func tcDWVecOK(p problem) bool {
-	return tcVecOK(p) && p.c%16 == 0 && p.ldc%4 == 0
+	return tcVecOK(p) && p.c%16 == 0 && p.ldc%4 == 0 && p.cols%4 == 0
 }
 
 // tcDWUsable reports whether stream tile t can run p: dW only, a grid
@@ -108,7 +101,7 @@ func chooseTCDWForced(p problem, maxShared uint32, f tcForce) (tcKey, error) {
 	case 0:
 	case tcPathVec:
 		if !k.vec {
-			return tcKey{}, fmt.Errorf("%w: %v's 16-byte path needs 16-byte aligned X, dY and dW, leading dimensions of X and dY that are multiples of 8 and an ldc that is a multiple of 4", errTCKernel, f.tile)
+			return tcKey{}, fmt.Errorf("%w: %v's 16-byte path needs 16-byte aligned X, dY and dW, leading dimensions of X and dY that are multiples of 8 and ldc and N multiples of 4", errTCKernel, f.tile)
 		}
 	case tcPathAny:
 		k.vec = false
@@ -125,13 +118,13 @@ func chooseTCDWForced(p problem, maxShared uint32, f tcForce) (tcKey, error) {
 const tcDWMaxRed = 128
 
 // chooseTCDW is the dispatcher's rule for gemm_tc_dw_stream: a dW call
-// whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64,
+// whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64t,
 // on the 16-byte path where tcDWVecOK allows, the element path otherwise.
 func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
-	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, maxShared) {
+	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64T, p, maxShared) {
 		return tcKey{}, false
 	}
-	return tcKey{tcTileDW64, p.layout, p.in, p.out, tcDWVecOK(p)}, true
+	return tcKey{tcTileDW64T, p.layout, p.in, p.out, tcDWVecOK(p)}, true
 }
 
 // launchTCDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args

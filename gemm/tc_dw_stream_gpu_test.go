@@ -75,8 +75,8 @@ func TestTCDWStreamThroughput(t *testing.T) {
 	}
 	eng, ctx := gpuEngine(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
-	names := []string{"auto", "tc64-vec", "wg128x256", "wg192x192", "tcdw64-vec", "tcdw64r-vec", "tcdw64p-vec", "tcdw64c-vec", "tcdw128-vec"}
-	anyNames := []string{"auto", "tc128-any", "tc64-any", "tcdw64-any", "tcdw64c-any", "tcdw128-any"}
+	names := []string{"auto", "tc64-vec", "wg128x256", "wg192x192", "tcdw64-vec", "tcdw64t-vec", "tcdw32t-vec", "tcdw128t-vec"}
+	anyNames := []string{"auto", "tc128-any", "tc64-any", "tcdw64-any", "tcdw32t-any", "tcdw128t-any"}
 	byName := map[string]tcForce{}
 	for _, c := range tcCases {
 		byName[c.name] = c.f
@@ -198,5 +198,53 @@ func TestTCDWSpecialsAsModel(t *testing.T) {
 			}
 			requireSameBitsClassified(t, F32, refBits(F32, want), readBits(t, eng, ctx, dw, F32, K*N), N, fmt.Sprintf("%v %s", d, tc.name))
 		}
+	}
+}
+
+// TestTCDWStreamInGraphsWithoutAllocation: a short dW call the dispatcher
+// sends to gemm_tc_dw_stream (the 16-byte path and the element path)
+// allocates no Go memory once issued, and captured into a CUDA graph and
+// replayed three times over the restored master gives the direct call's
+// bits every time.
+func TestTCDWStreamInGraphsWithoutAllocation(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	for _, s := range [][3]int{{16, 1000, 1000}, {33, 129, 63}} {
+		M, K, N := s[0], s[1], s[2]
+		name := fmt.Sprintf("%dx%dx%d", M, K, N)
+		t.Run(name, func(t *testing.T) {
+			x, dy := upload(t, ctx, randomOperand(r, BF16, M*K)), upload(t, ctx, randomOperand(r, BF16, M*N))
+			dw0 := randomOperand(r, F32, K*N)
+			dw := upload(t, ctx, dw0)
+			call := DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: x, DY: dy, DW: dw, In: BF16}
+			p, err := call.build(true)
+			require.NoError(t, err)
+			k, err := chooseTCKernel(p, eng.sms, eng.tcShared, eng.hasWG, tcForce{})
+			require.NoError(t, err)
+			require.True(t, isTCDW(k.tile), "the case must exercise gemm_tc_dw_stream, not %s", k.name())
+			reset := func() {
+				require.NoError(t, eng.Synchronize())
+				require.NoError(t, cudaload.CopyToDevice(ctx, dw, dw0.values))
+			}
+			require.NoError(t, eng.DW(call))
+			allocs := testing.AllocsPerRun(20, func() { err = eng.DW(call) })
+			require.NoError(t, err)
+			require.Zero(t, allocs)
+
+			reset()
+			require.NoError(t, eng.DW(call))
+			want := readBits(t, eng, ctx, dw, F32, K*N)
+			g, err := eng.Stream().Capture(func() error { return eng.DW(call) })
+			require.NoError(t, err)
+			defer func() { require.NoError(t, g.Close()) }()
+			exec, err := g.Instantiate()
+			require.NoError(t, err)
+			defer func() { require.NoError(t, exec.Close()) }()
+			for i := range 3 {
+				reset()
+				require.NoError(t, exec.Launch(eng.Stream()))
+				requireSameBits(t, want, readBits(t, eng, ctx, dw, F32, K*N), N, fmt.Sprintf("%s: replay %d", name, i))
+			}
+		})
 	}
 }

@@ -3,12 +3,15 @@
 //
 // dW[K,N] += X[M,K]ᵀ dY[M,N] with M small is a pass over dW: each element
 // is read once, takes M/16 mma steps and is written once, so the time is
-// the master's bytes. gemm_tc.cu loads its master tile in a prologue and
-// then fills a deep operand pipeline, leaving the load's latency exposed
-// once per tile with nothing to overlap it; here each warp issues its
-// whole master fragment as the block's first instructions, the few staged
-// rows of X and dY arrive from L2 while those loads fly, and several small
-// blocks per SM keep enough bytes in flight to run at the copy rate.
+// the master's bytes. gemm_tc.cu loads its master tile into registers in
+// a prologue, fragment by fragment, and then fills a deep operand
+// pipeline; here a block's first act is to request its whole master tile
+// as whole rows into shared memory, the few staged rows of X and dY arrive
+// from L2 while those loads fly, each warp reads its fragments from the
+// staged tile, runs its steps, puts them back, and the block writes the
+// tile out as whole rows. (Fragments loaded straight to registers, float2
+// per lane, measured 8-13 % slower on the H200: each warp access then
+// covers 32 bytes of 8 rows, not whole cache lines; bench/NOTES-tcdw.md.)
 //
 // The chain per element is the TC contract's (gemm_tc.cu): the
 // accumulator starts at the current dW[k,n] and takes the reduction over
@@ -24,65 +27,65 @@
 // ldmatrix .trans). A block owns BM rows × BN columns of dW; the grid is
 // one-dimensional, column tiles fastest, so consecutive blocks walk dW in
 // memory order. M is consumed in chunks of BR = 32 rows through a
-// STAGES-deep cp.async ring. _vec: 16-byte copies of X and dY and float2
-// master accesses (16-byte aligned X and dY with leading dimensions that
-// are multiples of 8, dW 8-byte aligned with an even ldc); _any: element
-// copies and element master accesses, any alignment. (A run-time branch
-// between pair and element master accesses cost sm_80 spills: the path is
-// the template's.)
+// STAGES-deep cp.async ring.
+//
+// Paths. _vec: 16-byte copies of X and dY (16-byte aligned, leading
+// dimensions multiples of 8) and of the master (dW 16-byte aligned, ldc and
+// N multiples of 4); on sm_90 the master rows move by bulk copies
+// (cp.async.bulk, completion on an mbarrier; stores from shared memory),
+// before sm_90 by cp.async in and float4 stores out. _any: element copies
+// of everything (cp.async of 4 bytes for the master), any alignment; the
+// master still moves as whole rows per warp.
 #include "prelude.cuh"
 #include "tc_common.cuh"
 
 namespace tcdw {
 
-constexpr int BR = 32;      // rows of M per stage: two 16-wide steps
-constexpr int STAGES = 3;   // ring depth: chunks in flight while one computes
-constexpr int PAD = 8;      // halves of padding per smem row: conflict-free ldmatrix
-constexpr int CPAD = 8;     // floats of padding per staged master row: conflict-free fragment reads
-
-// How a block moves its master tile (the _vec path; _any always uses
-// MASTER_REG's element accesses).
-constexpr int MASTER_CS = 0;    // fragments straight to registers, ld/st.global.cs
-constexpr int MASTER_REG = 1;   // fragments straight to registers, plain ld/st
-constexpr int MASTER_PF = 2;    // as MASTER_REG, loads with the L2::128B prefetch size
-constexpr int MASTER_SMEM = 3;  // whole rows through shared memory: cp.async in, float4 out
+constexpr int BR = 32;    // rows of M per stage: two 16-wide steps
+constexpr int PAD = 8;    // halves of padding per smem row of X and dY: conflict-free ldmatrix
+constexpr int CPAD = 8;   // floats of padding per staged master row: conflict-free fragment reads
 
 // A block of BM rows × BN columns of dW computed by WM × WN warps of
-// (16·MI) × (8·NI), MINB blocks per SM asked of the register allocator.
-template <int BM_, int BN_, int WM_, int WN_, int MINB_, int MASTER_>
+// (16·MI) × (8·NI), a STAGES-deep ring, MINB blocks per SM asked of the
+// register allocator; BULK: bulk copies for the master on sm_90.
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int MINB_, bool BULK_>
 struct Tile {
-    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, MINB = MINB_, MASTER = MASTER_;
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, MINB = MINB_;
+    static constexpr bool BULK = BULK_;
     static constexpr int THREADS = WM * WN * 32;
     static constexpr int TM = BM / WM, TN = BN / WN;
     static constexpr int MI = TM / 16, NI = TN / 8;
     static_assert(MI >= 1 && TM == MI * 16 && NI >= 2 && NI % 2 == 0 && TN == NI * 8, "warp tile must hold 16x16 pieces");
-    static constexpr int A_LD = BM + PAD, B_LD = BN + PAD;  // smem row pitches (halves)
+    static constexpr int C_LD = BN + CPAD;                  // staged master row pitch (floats)
+    static constexpr int A_LD = BM + PAD, B_LD = BN + PAD;  // ring row pitches (halves)
     static constexpr int A_ELEMS = BR * A_LD, B_ELEMS = BR * B_LD;
-    static constexpr int C_LD = BN + CPAD;  // staged master row pitch (floats)
-    static constexpr int C_BYTES = MASTER == MASTER_SMEM ? BM * C_LD * 4 : 0;
-    static constexpr int SMEM = C_BYTES + STAGES * (A_ELEMS + B_ELEMS) * 2;
+    static constexpr int C_BYTES = BM * C_LD * 4;
+    static constexpr int RING_BYTES = STAGES * (A_ELEMS + B_ELEMS) * 2;
+    static constexpr int SMEM = C_BYTES + RING_BYTES + 16;  // + the master's mbarrier
 };
 
 // Feed copies an operand's chunks into the ring in order: BR rows × CONTIG
 // columns of a row-major matrix G (row pitch ld) from column c0, rows past
 // R and columns past lim zero-filled. A thread owns ITERS 8-element pieces
-// of one column of pieces, RSTEP rows apart. Chunks are loaded one after
-// another, so the thread keeps a pointer that advances a chunk per load
-// and the rows left below it: fewer live registers than tc::Stager, whose
-// random access the ring does not need.
+// of one column of pieces, RSTEP rows apart (threads beyond the chunk's
+// pieces own none). Chunks are loaded one after another, so the thread
+// keeps a pointer that advances a chunk per load and the rows left below
+// it: fewer live registers than tc::Stager, whose random access the ring
+// does not need.
 template <bool VEC, int CONTIG, int LD, int THREADS>
 struct Feed {
     static constexpr int CH = CONTIG / 8;
     static constexpr int RSTEP = THREADS / CH;
-    static constexpr int ITERS = BR * CH / THREADS;
-    static_assert(THREADS % CH == 0 && (BR * CH) % THREADS == 0, "pieces must divide evenly among threads");
+    static constexpr int ITERS = BR * CH >= THREADS ? BR * CH / THREADS : 1;
+    static_assert(THREADS % CH == 0 && (BR * CH % THREADS == 0 || THREADS % (BR * CH) == 0),
+                  "pieces must divide evenly among threads");
 
     const dg_u16* g;  // the matrix: a valid address for empty copies
     const dg_u16* p;  // the thread's first piece in the next chunk
     dg_i64 ld;
     dg_i64 left;  // rows from p's row to R (<= 0: none)
     int bytes;    // the piece's bytes inside the matrix's columns (0..16)
-    int s0;       // the first piece's offset in a slot
+    int s0;       // the first piece's offset in a slot; -1: the thread owns none
 
     DETGEMM_INLINE Feed(const dg_u16* G, dg_i64 ld_, dg_i64 c0, dg_i64 lim, dg_i64 R, int tid) {
         const int row = tid / CH, ch = tid % CH;
@@ -92,30 +95,32 @@ struct Feed {
         p = G + row * ld_ + c0 + ch * 8;
         left = R - row;
         bytes = cols >= 8 ? 16 : (cols > 0 ? (int)cols * 2 : 0);
-        s0 = row * LD + ch * 8;
+        s0 = row < BR ? row * LD + ch * 8 : -1;
     }
 
     DETGEMM_INLINE void load(dg_u16* s) {
-        if (VEC) {
+        if (BR * CH >= THREADS || s0 >= 0) {
+            if (VEC) {
 #pragma unroll
-            for (int it = 0; it < ITERS; ++it) {
-                const int n = left > it * RSTEP ? bytes : 0;
-                tc::cp_async16(s + s0 + it * RSTEP * LD, n ? p + it * RSTEP * ld : g, n);
-            }
-        } else {
-            // Kept rolled, as tc::Stager's element path (the slow path).
-#pragma unroll 1
-            for (int it = 0; it < ITERS; ++it) {
-                dg_u32 w[4] = {0u, 0u, 0u, 0u};
-                if (left > it * RSTEP && bytes > 0) {
-                    const dg_u16* q = p + it * RSTEP * ld;
-#pragma unroll
-                    for (int e = 0; e < 8; ++e) {
-                        const dg_u32 v = 2 * e < bytes ? (dg_u32)q[e] : 0u;
-                        w[e >> 1] |= v << (16 * (e & 1));
-                    }
+                for (int it = 0; it < ITERS; ++it) {
+                    const int n = left > it * RSTEP ? bytes : 0;
+                    tc::cp_async16(s + s0 + it * RSTEP * LD, n ? p + it * RSTEP * ld : g, n);
                 }
-                *reinterpret_cast<uint4*>(s + s0 + it * RSTEP * LD) = make_uint4(w[0], w[1], w[2], w[3]);
+            } else {
+                // Kept rolled, as tc::Stager's element path (the slow path).
+#pragma unroll 1
+                for (int it = 0; it < ITERS; ++it) {
+                    dg_u32 w[4] = {0u, 0u, 0u, 0u};
+                    if (left > it * RSTEP && bytes > 0) {
+                        const dg_u16* q = p + it * RSTEP * ld;
+#pragma unroll
+                        for (int e = 0; e < 8; ++e) {
+                            const dg_u32 v = 2 * e < bytes ? (dg_u32)q[e] : 0u;
+                            w[e >> 1] |= v << (16 * (e & 1));
+                        }
+                    }
+                    *reinterpret_cast<uint4*>(s + s0 + it * RSTEP * LD) = make_uint4(w[0], w[1], w[2], w[3]);
+                }
             }
         }
         p += BR * ld;
@@ -123,44 +128,51 @@ struct Feed {
     }
 };
 
-// Master loads and stores, marked streaming (evict first): each element is
-// touched once, and the staged X and dY rows should keep their L2 lines.
-DETGEMM_INLINE float2 ld_cs2(const float* p) {
-    float2 v;
-    asm volatile("ld.global.cs.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "l"(p));
-    return v;
+// 4-byte async copy (the element path's master); bytes past src_bytes (0
+// or 4) are zero-filled.
+DETGEMM_INLINE void cp_async4(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(tc::smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
-DETGEMM_INLINE float2 ld_pf2(const float* p) {
-    float2 v;
-    asm volatile("ld.global.L2::128B.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "l"(p));
-    return v;
+
+#if __CUDA_ARCH__ >= 900
+// sm_90 bulk copies: global -> shared completing on an mbarrier's
+// transaction count, shared -> global in bulk groups.
+DETGEMM_INLINE void mbar_expect_tx(dg_u32 bar, dg_u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
-DETGEMM_INLINE void cp_async16_pf(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(tc::smem_addr(dst)), "l"(src), "r"(src_bytes));
+DETGEMM_INLINE void bulk_load(void* dst, const void* src, dg_u32 bytes, dg_u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     tc::smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
 }
-DETGEMM_INLINE float ld_cs(const float* p) {
-    float v;
-    asm volatile("ld.global.cs.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
-    return v;
+DETGEMM_INLINE void bulk_store(void* dst, const void* src, dg_u32 bytes) {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(tc::smem_addr(src)),
+                 "r"(bytes)
+                 : "memory");
 }
-DETGEMM_INLINE void st_cs2(float* p, float a, float b) {
-    asm volatile("st.global.cs.v2.f32 [%0], {%1,%2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
-}
-DETGEMM_INLINE void st_cs(float* p, float a) {
-    asm volatile("st.global.cs.f32 [%0], %1;\n" ::"l"(p), "f"(a) : "memory");
-}
+DETGEMM_INLINE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+DETGEMM_INLINE void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Orders this thread's generic-proxy shared-memory writes before later
+// async-proxy (bulk copy) reads.
+DETGEMM_INLINE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#endif
 
 template <class T, int DTIN, bool VEC>
 DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DETGEMM_RESTRICT DY,
                               float* DETGEMM_RESTRICT C, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb,
                               dg_i64 ldc) {
-    constexpr bool SM = VEC && T::MASTER == MASTER_SMEM;  // the master through shared memory
-    constexpr bool CS = VEC && T::MASTER == MASTER_CS;
-    constexpr bool PF = VEC && T::MASTER == MASTER_PF;
+#if __CUDA_ARCH__ >= 900
+    constexpr bool BULK = VEC && T::BULK;
+#else
+    constexpr bool BULK = false;
+#endif
+    constexpr int STAGES = T::STAGES;
     extern __shared__ __align__(16) dg_u16 smem[];
-    float* sC = reinterpret_cast<float*>(smem);                       // SM: BM x C_LD
-    dg_u16* sA = smem + (SM ? T::C_BYTES / 2 : 0);                    // STAGES x A_ELEMS: [r][i]
-    dg_u16* sB = sA + STAGES * T::A_ELEMS;                            // STAGES x B_ELEMS: [r][j]
+    float* sC = reinterpret_cast<float*>(smem);       // BM x C_LD: the master tile
+    dg_u16* sA = smem + T::C_BYTES / 2;               // STAGES x A_ELEMS: [r][i]
+    dg_u16* sB = sA + STAGES * T::A_ELEMS;            // STAGES x B_ELEMS: [r][j]
+    const dg_u32 bar = tc::smem_addr(smem) + T::C_BYTES + T::RING_BYTES;  // BULK: the master's mbarrier
 
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
@@ -170,58 +182,49 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
     const dg_i64 col_tiles = (N + T::BN - 1) / T::BN;
     const dg_i64 i0 = ((dg_i64)blockIdx.x / col_tiles) * T::BM;
     const dg_i64 j0 = ((dg_i64)blockIdx.x % col_tiles) * T::BN;
-    const dg_i64 wi = i0 + wm * T::TM, wj = j0 + wn * T::TN;  // the warp's first element
+    // The tile's rows and columns inside dW.
+    const int rows = (int)(M - i0 < T::BM ? M - i0 : T::BM);
+    const int cols = (int)(N - j0 < T::BN ? N - j0 : T::BN);
 
-    // SM: the block's master rows as whole 16-byte pieces, a warp's copy
-    // covering BN/4 consecutive pieces of one row (full cache lines), rows
-    // past M and columns past N zero-filled. The thread's pieces: column
-    // mcol, rows mrow + p·MROWS.
-    constexpr int MCH = T::BN / 4, MROWS = T::THREADS / MCH;
+    // The master tile, first. Without bulk copies a thread owns pieces of
+    // PE elements (4: 16 bytes; 1 on the element path) in column mcol of
+    // rows mrow + p·MROWS, a warp's copy covering consecutive pieces of
+    // one row (whole cache lines); rows past M and columns past N are
+    // zero-filled.
+    constexpr int PE = VEC ? 4 : 1;
+    constexpr int MCH = T::BN / PE, MROWS = T::THREADS / MCH, PASSES = T::BM / MROWS;
     static_assert(T::THREADS % MCH == 0 && T::BM % MROWS == 0, "master pieces must divide evenly among threads");
-    const int mrow = tid / MCH, mcol = (tid % MCH) * 4;
-    // The piece's columns inside dW (0..4) and rows from its first to M.
-    const int mcols = (int)(N - (j0 + mcol) < 4 ? (N - (j0 + mcol) > 0 ? N - (j0 + mcol) : 0) : 4);
-    const dg_i64 mrows = M - (i0 + mrow);
-    if (SM) {
+    const int mrow = tid / MCH, mcol = (tid % MCH) * PE;
+    const int mcols = cols - mcol < PE ? (cols - mcol > 0 ? cols - mcol : 0) : PE;  // the piece's columns in dW
+    if (BULK) {
+#if __CUDA_ARCH__ >= 900
+        // One bulk copy per row of the tile (cols·4 bytes: N and ldc are
+        // multiples of 4 on this path), issued by warp 0 once the
+        // barrier is initialised.
+        if (tid == 0) {
+            tc::mbar_init(bar, 1);
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        }
+        __syncthreads();
+        if (warp == 0) {
+            if (lane == 0) mbar_expect_tx(bar, (dg_u32)(rows * cols * 4));
+            for (int r = lane; r < rows; r += 32)
+                bulk_load(sC + r * T::C_LD, C + (i0 + r) * ldc + j0, (dg_u32)(cols * 4), bar);
+        }
+#endif
+    } else {
         const float* q = C + (i0 + mrow) * ldc + j0 + mcol;
-#pragma unroll
-        for (int p = 0; p < T::BM / MROWS; ++p) {
-            const int n = mrows > p * MROWS ? mcols * 4 : 0;
-            cp_async16_pf(sC + (mrow + p * MROWS) * T::C_LD + mcol, n ? q : C, n);
+#pragma unroll(VEC ? PASSES : 4)
+        for (int p = 0; p < PASSES; ++p) {
+            const int n = mrow + p * MROWS < rows ? mcols * 4 : 0;
+            if (VEC) {
+                tc::cp_async16(sC + (mrow + p * MROWS) * T::C_LD + mcol, n ? q : C, n);
+            } else {
+                cp_async4(sC + (mrow + p * MROWS) * T::C_LD + mcol, n ? q : C, n);
+            }
             q += MROWS * ldc;
         }
         tc::cp_async_commit();
-    }
-
-    // Otherwise the master fragment straight to registers, first:
-    // acc[mi][ni] = rows g, g, g+8, g+8 and columns 2t, 2t+1 of the warp's
-    // 16x8 piece (mi, ni); outside dW, 0.
-    float acc[T::MI][T::NI][4];
-    if (!SM) {
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const dg_i64 i = wi + mi * 16 + g + h * 8;
-                const float* row = C + i * ldc;
-#pragma unroll
-                for (int ni = 0; ni < T::NI; ++ni) {
-                    const dg_i64 j = wj + ni * 8 + t4 * 2;
-                    float v0 = 0.0f, v1 = 0.0f;
-                    if (i < M) {
-                        if (VEC && j + 1 < N) {
-                            const float2 v = CS ? ld_cs2(row + j) : PF ? ld_pf2(row + j) : *reinterpret_cast<const float2*>(row + j);
-                            v0 = v.x;
-                            v1 = v.y;
-                        } else {
-                            if (j < N) v0 = CS ? ld_cs(row + j) : row[j];
-                            if (!VEC && j + 1 < N) v1 = row[j + 1];  // _vec: j + 1 >= N here
-                        }
-                    }
-                    acc[mi][ni][2 * h] = v0;
-                    acc[mi][ni][2 * h + 1] = v1;
-                }
-            }
     }
 
     // The chunks of BR rows of X (its BM columns from i0) and dY (BN from
@@ -238,22 +241,27 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
         tc::cp_async_commit();
     }
 
-    if (SM) {
-        // The master's group has landed (the ring's STAGES - 1 may not).
+    // The master has landed (the ring's STAGES - 1 groups may not have):
+    // each warp reads its fragments, acc[mi][ni] = rows g, g, g+8, g+8 and
+    // columns 2t, 2t+1 of its 16x8 piece (mi, ni).
+    if (BULK) {
+        tc::mbar_wait(bar, 0);
+    } else {
         tc::cp_async_wait<STAGES - 1>();
         __syncthreads();
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int ni = 0; ni < T::NI; ++ni) {
-                    const float2 v = *reinterpret_cast<const float2*>(
-                        sC + (wm * T::TM + mi * 16 + g + h * 8) * T::C_LD + wn * T::TN + ni * 8 + t4 * 2);
-                    acc[mi][ni][2 * h] = v.x;
-                    acc[mi][ni][2 * h + 1] = v.y;
-                }
     }
+    float acc[T::MI][T::NI][4];
+    const int wr0 = wm * T::TM + g, wc0 = wn * T::TN + t4 * 2;  // the lane's first fragment element
+#pragma unroll
+    for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int ni = 0; ni < T::NI; ++ni) {
+                const float2 v = *reinterpret_cast<const float2*>(sC + (wr0 + mi * 16 + h * 8) * T::C_LD + wc0 + ni * 8);
+                acc[mi][ni][2 * h] = v.x;
+                acc[mi][ni][2 * h + 1] = v.y;
+            }
 
     int rd = 0, wr = STAGES - 1;
 #pragma unroll 1
@@ -297,72 +305,60 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
     }
     tc::cp_async_wait<0>();
 
-    if (SM) {
-        // Each warp puts back the fragment only it read; then whole rows
-        // go out as float4 (element stores at N's edge).
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int ni = 0; ni < T::NI; ++ni)
-                    *reinterpret_cast<float2*>(sC + (wm * T::TM + mi * 16 + g + h * 8) * T::C_LD + wn * T::TN + ni * 8 + t4 * 2) =
-                        make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
-        __syncthreads();
-        float* q = C + (i0 + mrow) * ldc + j0 + mcol;
-#pragma unroll
-        for (int p = 0; p < T::BM / MROWS; ++p, q += MROWS * ldc) {
-            if (mrows <= p * MROWS || mcols == 0) continue;
-            const float4 v = *reinterpret_cast<const float4*>(sC + (mrow + p * MROWS) * T::C_LD + mcol);
-            if (mcols == 4) {
-                *reinterpret_cast<float4*>(q) = v;
-            } else {
-                q[0] = v.x;
-                if (mcols > 1) q[1] = v.y;
-                if (mcols > 2) q[2] = v.z;
-            }
-        }
-        return;
-    }
+    // Each warp puts back the fragments only it read; then the tile goes
+    // out as whole rows.
 #pragma unroll
     for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const dg_i64 i = wi + mi * 16 + g + h * 8;
-            if (i >= M) continue;
-            float* row = C + i * ldc;
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-            for (int ni = 0; ni < T::NI; ++ni) {
-                const dg_i64 j = wj + ni * 8 + t4 * 2;
-                const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-                if (VEC && j + 1 < N) {
-                    if (CS) {
-                        st_cs2(row + j, v0, v1);
-                    } else {
-                        *reinterpret_cast<float2*>(row + j) = make_float2(v0, v1);
-                    }
-                } else {
-                    if (j < N) row[j] = v0;
-                    if (j + 1 < N) row[j + 1] = v1;
-                }
-            }
+            for (int ni = 0; ni < T::NI; ++ni)
+                *reinterpret_cast<float2*>(sC + (wr0 + mi * 16 + h * 8) * T::C_LD + wc0 + ni * 8) =
+                    make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+    if (BULK) {
+#if __CUDA_ARCH__ >= 900
+        fence_proxy_async();
+        __syncthreads();
+        if (warp == 0) {
+            for (int r = lane; r < rows; r += 32)
+                bulk_store(C + (i0 + r) * ldc + j0, sC + r * T::C_LD, (dg_u32)(cols * 4));
+            bulk_commit();
+            bulk_wait_read();  // the tile must outlive the copies' reads of it
         }
+#endif
+        return;
+    }
+    __syncthreads();
+    float* q = C + (i0 + mrow) * ldc + j0 + mcol;
+#pragma unroll(VEC ? PASSES : 4)
+    for (int p = 0; p < PASSES; ++p, q += MROWS * ldc) {
+        if (mrow + p * MROWS >= rows || mcols == 0) continue;
+        const float* s = sC + (mrow + p * MROWS) * T::C_LD + mcol;
+        if (VEC && mcols == 4) {
+            *reinterpret_cast<float4*>(q) = *reinterpret_cast<const float4*>(s);
+        } else {
+#pragma unroll
+            for (int e = 0; e < PE; ++e)
+                if (e < mcols) q[e] = s[e];
+        }
+    }
 }
 
-// Tiles: 64×128 (8 warps of 16×64, three blocks per SM) and 128×128 (8
-// warps of 32×64, two per SM): 32 or 64 KiB of master per block.
-typedef Tile<64, 128, 4, 2, 3, MASTER_SMEM> S64;
-typedef Tile<64, 128, 4, 2, 3, MASTER_REG> S64R;
-typedef Tile<64, 128, 4, 2, 3, MASTER_PF> S64P;
-typedef Tile<64, 128, 4, 2, 3, MASTER_CS> S64C;
-typedef Tile<128, 128, 4, 2, 2, MASTER_REG> S128;
+// Tiles: 64×128 (8 warps of 16×64, three blocks per SM: 32 KiB of master
+// each), with and without bulk copies; 32×256 (8 warps of 16×64, rows of 1
+// KiB, two ring slots) and 128×128 (8 warps of 32×64, two blocks per SM,
+// half the X and dY traffic per master byte of 64×128), bulk copies.
+typedef Tile<64, 128, 4, 2, 3, 3, false> S64;
+typedef Tile<64, 128, 4, 2, 3, 3, true> S64T;
+typedef Tile<32, 256, 2, 4, 2, 3, true> S32T;
+typedef Tile<128, 128, 4, 2, 2, 2, true> S128T;
 
 }  // namespace tcdw
 
-// Entry points: detgemm_tcdw{64,128}_tn_{in}_f32_{vec,any}, with gemm_tc.cu's
+// Entry points: detgemm_{tile}_tn_{in}_f32_{vec,any}, with gemm_tc.cu's
 // arguments (A = X, B = dY, C = dW, bias unused, M = K rows of dW, N, R = the
 // batch rows, lda, ldb, ldc); a one-dimensional grid of row tiles × column
-// tiles.
+// tiles; Tile::SMEM bytes of dynamic shared memory.
 #define DETGEMM_TCDW_ENTRY(NAME, TILE, DTIN, VEC)                                                          \
     DETGEMM_KERNEL void __launch_bounds__(tcdw::TILE::THREADS, tcdw::TILE::MINB)                            \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,        \
@@ -376,19 +372,15 @@ DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_vec, S64, tc::BF16, true)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_any, S64, tc::BF16, false)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_vec, S64, tc::F16, true)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_any, S64, tc::F16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_bf16_f32_vec, S64R, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_bf16_f32_any, S64R, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_f16_f32_vec, S64R, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64r_tn_f16_f32_any, S64R, tc::F16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_bf16_f32_vec, S64P, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_bf16_f32_any, S64P, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_f16_f32_vec, S64P, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64p_tn_f16_f32_any, S64P, tc::F16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_bf16_f32_vec, S64C, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_bf16_f32_any, S64C, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_f16_f32_vec, S64C, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64c_tn_f16_f32_any, S64C, tc::F16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128_tn_bf16_f32_vec, S128, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128_tn_bf16_f32_any, S128, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128_tn_f16_f32_vec, S128, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128_tn_f16_f32_any, S128, tc::F16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_bf16_f32_vec, S64T, tc::BF16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_bf16_f32_any, S64T, tc::BF16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_f16_f32_vec, S64T, tc::F16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_f16_f32_any, S64T, tc::F16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_bf16_f32_vec, S32T, tc::BF16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_bf16_f32_any, S32T, tc::BF16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_f16_f32_vec, S32T, tc::F16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_f16_f32_any, S32T, tc::F16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_bf16_f32_vec, S128T, tc::BF16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_bf16_f32_any, S128T, tc::BF16, false)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_f16_f32_vec, S128T, tc::F16, true)
+DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_f16_f32_any, S128T, tc::F16, false)
