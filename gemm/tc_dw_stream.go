@@ -9,19 +9,17 @@ import (
 
 // tcDWFamily is the tensor-core tier's dW for short reductions
 // (kernels/cuda/gemm_tc_dw_stream.cu): one pass over the f32 master, each
-// warp's master fragment loaded first, X and dY staged in chunks of 32
-// rows. Its kernels run gemm_tc's chain per element, so the dispatcher may
-// send any dW call to either family.
+// block's master tile requested first as whole rows into shared memory, X
+// and dY staged in chunks of 32 rows while it flies. Its kernels run
+// gemm_tc's chain per element, so the dispatcher may send any dW call to
+// either family.
 const tcDWFamily = "gemm_tc_dw_stream"
 
-// The tile shapes of gemm_tc_dw_stream.cu, numbered apart from the other
-// families'.
-const (
-	tcTileDW64   tcTile = 48 + iota // 64 rows of dW × 128 columns, 8 warps of 16×64, cp.async
-	tcTileDW64T                     // the same, bulk copies of the master on sm_90
-	tcTileDW32T                     // 32 × 256, 8 warps of 16×64, two ring slots, bulk copies
-	tcTileDW128T                    // 128 × 128, 8 warps of 32×64, two ring slots, bulk copies
-)
+// The tile of gemm_tc_dw_stream.cu, numbered apart from the other
+// families': 64 rows of dW × 128 columns, 8 warps of 16×64, three ring
+// slots. (32×256 and 128×128 tiles and bulk copies of the master measured
+// slower on the H200: bench/NOTES-tcdw.md.)
+const tcTileDW64 tcTile = 48
 
 // tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
 // block of `threads`, a ring `stages` deep.
@@ -33,14 +31,11 @@ type tcDWGeometry struct {
 }
 
 var tcDWGeometries = map[tcTile]tcDWGeometry{
-	tcTileDW64:   {"tcdw64", 64, 128, 3, 256},
-	tcTileDW64T:  {"tcdw64t", 64, 128, 3, 256},
-	tcTileDW32T:  {"tcdw32t", 32, 256, 2, 256},
-	tcTileDW128T: {"tcdw128t", 128, 128, 2, 256},
+	tcTileDW64: {"tcdw64", 64, 128, 3, 256},
 }
 
 // tcDWTiles lists the stream tiles.
-var tcDWTiles = []tcTile{tcTileDW64, tcTileDW64T, tcTileDW32T, tcTileDW128T}
+var tcDWTiles = []tcTile{tcTileDW64}
 
 func isTCDW(t tcTile) bool { _, ok := tcDWGeometries[t]; return ok }
 
@@ -52,12 +47,12 @@ const (
 )
 
 // tcDWSharedBytes is gemm_tc_dw_stream.cu's Tile::SMEM: the master tile
-// (bm rows of bn floats, each padded by tcDWCPad), the ring's slots of
+// (bm rows of bn floats, each padded by tcDWCPad) and the ring's slots of
 // tcDWBR rows of X (bm wide) and dY (bn wide), each row padded by tcPad
-// halves, and 16 bytes for the master's mbarrier.
+// halves.
 func tcDWSharedBytes(t tcTile) uint32 {
 	g := tcDWGeometries[t]
-	return uint32(g.bm*(g.bn+tcDWCPad)*4 + g.stages*tcDWBR*(g.bm+tcPad+g.bn+tcPad)*2 + 16)
+	return uint32(g.bm*(g.bn+tcDWCPad)*4 + g.stages*tcDWBR*(g.bm+tcPad+g.bn+tcPad)*2)
 }
 
 // blocks is the one-dimensional grid: row tiles × column tiles.
@@ -118,13 +113,25 @@ func chooseTCDWForced(p problem, maxShared uint32, f tcForce) (tcKey, error) {
 const tcDWMaxRed = 128
 
 // chooseTCDW is the dispatcher's rule for gemm_tc_dw_stream: a dW call
-// whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64t,
+// whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64,
 // on the 16-byte path where tcDWVecOK allows, the element path otherwise.
+//
+// Measured on the H200 (bf16, TestTCDWStreamThroughput, 2026-11-21 06:26
+// UTC, µs, tcdw64 against the fastest gemm_tc or gemm_wgmma tile): at K =
+// N = 4096, M = 1, 16, 64, 128: 36.7, 37.0, 39.2, 50.1 against 45.8, 48.1,
+// 54.1, 57.8; M = 256: 68.6 against 62.8 (gemm_wgmma wins from here). At
+// 4096×11008, M = 1 … 128: 90.5 … 117.4 against 122.2 … 148.8; M = 256
+// about even (158.3 against 161.7); M = 512: 249.8 against 193.6. On the
+// element path (X one element off alignment), M = 1, 16, 128 at 4096²:
+// 40.9, 42.7, 82.3 against gemm_tc's 48.2, 54.9, 90.0. Without gemm_wgmma
+// the stream also beat gemm_tc's 16-byte tiles at M = 256 and 512 on the
+// H200, but neither the element path there nor an older GPU was measured,
+// so the rule is one limit for every GPU (bench/NOTES-tcdw.md).
 func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
-	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64T, p, maxShared) {
+	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, maxShared) {
 		return tcKey{}, false
 	}
-	return tcKey{tcTileDW64T, p.layout, p.in, p.out, tcDWVecOK(p)}, true
+	return tcKey{tcTileDW64, p.layout, p.in, p.out, tcDWVecOK(p)}, true
 }
 
 // launchTCDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args

@@ -75,8 +75,8 @@ func TestTCDWStreamThroughput(t *testing.T) {
 	}
 	eng, ctx := gpuEngine(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
-	names := []string{"auto", "tc64-vec", "wg128x256", "wg192x192", "tcdw64-vec", "tcdw64t-vec", "tcdw32t-vec", "tcdw128t-vec"}
-	anyNames := []string{"auto", "tc128-any", "tc64-any", "tcdw64-any", "tcdw32t-any", "tcdw128t-any"}
+	names := []string{"auto", "tc128-vec", "tc64-vec", "wg128x128", "wg128x256", "wg192x192", "tcdw64-vec"}
+	anyNames := []string{"auto", "tc128-any", "tc64-any", "tcdw64-any"}
 	byName := map[string]tcForce{}
 	for _, c := range tcCases {
 		byName[c.name] = c.f

@@ -40,12 +40,6 @@ var tcCases = []tcCase{
 	{"tmarows16", tcForce{tcTileRowsTMA16, tcPathVec}},
 	{"tcdw64-vec", tcForce{tcTileDW64, tcPathVec}},
 	{"tcdw64-any", tcForce{tcTileDW64, tcPathAny}},
-	{"tcdw64t-vec", tcForce{tcTileDW64T, tcPathVec}},
-	{"tcdw64t-any", tcForce{tcTileDW64T, tcPathAny}},
-	{"tcdw32t-vec", tcForce{tcTileDW32T, tcPathVec}},
-	{"tcdw32t-any", tcForce{tcTileDW32T, tcPathAny}},
-	{"tcdw128t-vec", tcForce{tcTileDW128T, tcPathVec}},
-	{"tcdw128t-any", tcForce{tcTileDW128T, tcPathAny}},
 }
 
 // tcCombos is every (input, output) the tensor-core tier accepts.

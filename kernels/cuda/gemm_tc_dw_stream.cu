@@ -9,9 +9,12 @@
 // as whole rows into shared memory, the few staged rows of X and dY arrive
 // from L2 while those loads fly, each warp reads its fragments from the
 // staged tile, runs its steps, puts them back, and the block writes the
-// tile out as whole rows. (Fragments loaded straight to registers, float2
-// per lane, measured 8-13 % slower on the H200: each warp access then
-// covers 32 bytes of 8 rows, not whole cache lines; bench/NOTES-tcdw.md.)
+// tile out as whole rows. Measured on the H200 (bench/NOTES-tcdw.md): the
+// stream runs at the device-to-device copy rate; fragments loaded straight
+// to registers (each warp access then covers 32 bytes of 8 rows, not whole
+// lines) ran 8-25 % slower, and so did the same tile with an L2::128B
+// prefetch hint on its copies, sm_90 bulk copies for the master rows,
+// 32×256 tiles and 128×128 tiles.
 //
 // The chain per element is the TC contract's (gemm_tc.cu): the
 // accumulator starts at the current dW[k,n] and takes the reduction over
@@ -29,13 +32,11 @@
 // memory order. M is consumed in chunks of BR = 32 rows through a
 // STAGES-deep cp.async ring.
 //
-// Paths. _vec: 16-byte copies of X and dY (16-byte aligned, leading
-// dimensions multiples of 8) and of the master (dW 16-byte aligned, ldc and
-// N multiples of 4); on sm_90 the master rows move by bulk copies
-// (cp.async.bulk, completion on an mbarrier; stores from shared memory),
-// before sm_90 by cp.async in and float4 stores out. _any: element copies
-// of everything (cp.async of 4 bytes for the master), any alignment; the
-// master still moves as whole rows per warp.
+// Paths. _vec: 16-byte cp.async copies of X and dY (16-byte aligned,
+// leading dimensions multiples of 8) and of the master (dW 16-byte
+// aligned, ldc and N multiples of 4), float4 stores. _any: element copies
+// of everything (cp.async of 4 bytes for the master) and element stores,
+// any alignment; the master still moves as whole rows per warp.
 #include "prelude.cuh"
 #include "tc_common.cuh"
 
@@ -47,11 +48,10 @@ constexpr int CPAD = 8;   // floats of padding per staged master row: conflict-f
 
 // A block of BM rows × BN columns of dW computed by WM × WN warps of
 // (16·MI) × (8·NI), a STAGES-deep ring, MINB blocks per SM asked of the
-// register allocator; BULK: bulk copies for the master on sm_90.
-template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int MINB_, bool BULK_>
+// register allocator.
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int MINB_>
 struct Tile {
     static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, MINB = MINB_;
-    static constexpr bool BULK = BULK_;
     static constexpr int THREADS = WM * WN * 32;
     static constexpr int TM = BM / WM, TN = BN / WN;
     static constexpr int MI = TM / 16, NI = TN / 8;
@@ -61,7 +61,7 @@ struct Tile {
     static constexpr int A_ELEMS = BR * A_LD, B_ELEMS = BR * B_LD;
     static constexpr int C_BYTES = BM * C_LD * 4;
     static constexpr int RING_BYTES = STAGES * (A_ELEMS + B_ELEMS) * 2;
-    static constexpr int SMEM = C_BYTES + RING_BYTES + 16;  // + the master's mbarrier
+    static constexpr int SMEM = C_BYTES + RING_BYTES;
 };
 
 // Feed copies an operand's chunks into the ring in order: BR rows × CONTIG
@@ -134,45 +134,15 @@ DETGEMM_INLINE void cp_async4(void* dst, const void* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(tc::smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 
-#if __CUDA_ARCH__ >= 900
-// sm_90 bulk copies: global -> shared completing on an mbarrier's
-// transaction count, shared -> global in bulk groups.
-DETGEMM_INLINE void mbar_expect_tx(dg_u32 bar, dg_u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-DETGEMM_INLINE void bulk_load(void* dst, const void* src, dg_u32 bytes, dg_u32 bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     tc::smem_addr(dst)),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-DETGEMM_INLINE void bulk_store(void* dst, const void* src, dg_u32 bytes) {
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(tc::smem_addr(src)),
-                 "r"(bytes)
-                 : "memory");
-}
-DETGEMM_INLINE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-DETGEMM_INLINE void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-// Orders this thread's generic-proxy shared-memory writes before later
-// async-proxy (bulk copy) reads.
-DETGEMM_INLINE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-#endif
-
 template <class T, int DTIN, bool VEC>
 DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DETGEMM_RESTRICT DY,
                               float* DETGEMM_RESTRICT C, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb,
                               dg_i64 ldc) {
-#if __CUDA_ARCH__ >= 900
-    constexpr bool BULK = VEC && T::BULK;
-#else
-    constexpr bool BULK = false;
-#endif
     constexpr int STAGES = T::STAGES;
     extern __shared__ __align__(16) dg_u16 smem[];
     float* sC = reinterpret_cast<float*>(smem);       // BM x C_LD: the master tile
     dg_u16* sA = smem + T::C_BYTES / 2;               // STAGES x A_ELEMS: [r][i]
     dg_u16* sB = sA + STAGES * T::A_ELEMS;            // STAGES x B_ELEMS: [r][j]
-    const dg_u32 bar = tc::smem_addr(smem) + T::C_BYTES + T::RING_BYTES;  // BULK: the master's mbarrier
 
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
@@ -186,33 +156,16 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
     const int rows = (int)(M - i0 < T::BM ? M - i0 : T::BM);
     const int cols = (int)(N - j0 < T::BN ? N - j0 : T::BN);
 
-    // The master tile, first. Without bulk copies a thread owns pieces of
-    // PE elements (4: 16 bytes; 1 on the element path) in column mcol of
-    // rows mrow + p·MROWS, a warp's copy covering consecutive pieces of
-    // one row (whole cache lines); rows past M and columns past N are
-    // zero-filled.
+    // The master tile, first. A thread owns pieces of PE elements (4: 16
+    // bytes; 1 on the element path) in column mcol of rows mrow + p·MROWS,
+    // a warp's copy covering consecutive pieces of one row (whole cache
+    // lines); rows past M and columns past N are zero-filled.
     constexpr int PE = VEC ? 4 : 1;
     constexpr int MCH = T::BN / PE, MROWS = T::THREADS / MCH, PASSES = T::BM / MROWS;
     static_assert(T::THREADS % MCH == 0 && T::BM % MROWS == 0, "master pieces must divide evenly among threads");
     const int mrow = tid / MCH, mcol = (tid % MCH) * PE;
     const int mcols = cols - mcol < PE ? (cols - mcol > 0 ? cols - mcol : 0) : PE;  // the piece's columns in dW
-    if (BULK) {
-#if __CUDA_ARCH__ >= 900
-        // One bulk copy per row of the tile (cols·4 bytes: N and ldc are
-        // multiples of 4 on this path), issued by warp 0 once the
-        // barrier is initialised.
-        if (tid == 0) {
-            tc::mbar_init(bar, 1);
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        }
-        __syncthreads();
-        if (warp == 0) {
-            if (lane == 0) mbar_expect_tx(bar, (dg_u32)(rows * cols * 4));
-            for (int r = lane; r < rows; r += 32)
-                bulk_load(sC + r * T::C_LD, C + (i0 + r) * ldc + j0, (dg_u32)(cols * 4), bar);
-        }
-#endif
-    } else {
+    {
         const float* q = C + (i0 + mrow) * ldc + j0 + mcol;
 #pragma unroll(VEC ? PASSES : 4)
         for (int p = 0; p < PASSES; ++p) {
@@ -244,12 +197,8 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
     // The master has landed (the ring's STAGES - 1 groups may not have):
     // each warp reads its fragments, acc[mi][ni] = rows g, g, g+8, g+8 and
     // columns 2t, 2t+1 of its 16x8 piece (mi, ni).
-    if (BULK) {
-        tc::mbar_wait(bar, 0);
-    } else {
-        tc::cp_async_wait<STAGES - 1>();
-        __syncthreads();
-    }
+    tc::cp_async_wait<STAGES - 1>();
+    __syncthreads();
     float acc[T::MI][T::NI][4];
     const int wr0 = wm * T::TM + g, wc0 = wn * T::TN + t4 * 2;  // the lane's first fragment element
 #pragma unroll
@@ -315,19 +264,6 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
             for (int ni = 0; ni < T::NI; ++ni)
                 *reinterpret_cast<float2*>(sC + (wr0 + mi * 16 + h * 8) * T::C_LD + wc0 + ni * 8) =
                     make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
-    if (BULK) {
-#if __CUDA_ARCH__ >= 900
-        fence_proxy_async();
-        __syncthreads();
-        if (warp == 0) {
-            for (int r = lane; r < rows; r += 32)
-                bulk_store(C + (i0 + r) * ldc + j0, sC + r * T::C_LD, (dg_u32)(cols * 4));
-            bulk_commit();
-            bulk_wait_read();  // the tile must outlive the copies' reads of it
-        }
-#endif
-        return;
-    }
     __syncthreads();
     float* q = C + (i0 + mrow) * ldc + j0 + mcol;
 #pragma unroll(VEC ? PASSES : 4)
@@ -344,14 +280,9 @@ DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DE
     }
 }
 
-// Tiles: 64×128 (8 warps of 16×64, three blocks per SM: 32 KiB of master
-// each), with and without bulk copies; 32×256 (8 warps of 16×64, rows of 1
-// KiB, two ring slots) and 128×128 (8 warps of 32×64, two blocks per SM,
-// half the X and dY traffic per master byte of 64×128), bulk copies.
-typedef Tile<64, 128, 4, 2, 3, 3, false> S64;
-typedef Tile<64, 128, 4, 2, 3, 3, true> S64T;
-typedef Tile<32, 256, 2, 4, 2, 3, true> S32T;
-typedef Tile<128, 128, 4, 2, 2, 2, true> S128T;
+// The tile: 64×128, 8 warps of 16×64, three blocks per SM (register and
+// shared-memory bound): 32 KiB of master each.
+typedef Tile<64, 128, 4, 2, 3, 3> S64;
 
 }  // namespace tcdw
 
@@ -372,15 +303,3 @@ DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_vec, S64, tc::BF16, true)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_any, S64, tc::BF16, false)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_vec, S64, tc::F16, true)
 DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_any, S64, tc::F16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_bf16_f32_vec, S64T, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_bf16_f32_any, S64T, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_f16_f32_vec, S64T, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64t_tn_f16_f32_any, S64T, tc::F16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_bf16_f32_vec, S32T, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_bf16_f32_any, S32T, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_f16_f32_vec, S32T, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw32t_tn_f16_f32_any, S32T, tc::F16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_bf16_f32_vec, S128T, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_bf16_f32_any, S128T, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_f16_f32_vec, S128T, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw128t_tn_f16_f32_any, S128T, tc::F16, false)
