@@ -183,10 +183,10 @@ func tcFits(t tcTile, rows, cols int64) bool {
 //     aligned and their leading dimensions multiples of 8, _any otherwise.
 //   - Few rows: Forward and dX calls of at most 16 rows on the _vec path
 //     take a gemm_tc_rows tile (chooseTCRows, tc_rows.go).
-//   - Short dW: a dW call of at most tcDWMaxRed batch rows takes
-//     gemm_tc_dw_stream on either path (chooseTCDW, tc_dw_stream.go).
 //     On sm_90a, launchTC then swaps in gemm_tc_rows_tma for up to 32
 //     rows (tcRowsOnHopper).
+//   - Short dW: a dW call of at most tcDWMaxRed batch rows takes
+//     gemm_tc_dw_stream on either path (chooseTCDW, tc_dw_stream.go).
 //   - The tile otherwise: among the shapes whose grid fits the launch limits and
 //     whose shared memory fits the GPU's block (maxShared: sm_86 and sm_89
 //     hold 99 KiB, too little for tc256), tc256 only on the _vec path, the
