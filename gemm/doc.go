@@ -78,8 +78,11 @@
 // gemm_wgmma needs what TMA needs (16-byte aligned bases,
 // leading dimensions that are multiples of 8, extents below 2^31); the
 // dispatcher picks it, by the same time model, wherever it applies, and
-// gemm_tc everywhere else. The contract tests run against every tile of
-// both families.
+// gemm_tc everywhere else. DW with at most 128 batch rows takes
+// gemm_tc_dw_stream on every architecture and alignment: one pass over the
+// f32 master in 64×128 tiles, each staged whole into shared memory while
+// the few rows of X and dY arrive, the same mma.sync chain per element.
+// The contract tests run against every tile of every family.
 //
 // # Strategies
 //

@@ -298,6 +298,17 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 			return mods, fns, err
 		}
 	}
+	if mod, err = load(tcDWFamily); err != nil {
+		return mods, fns, err
+	}
+	for _, k := range tcDWKernels {
+		if tcDWSharedBytes(k.tile) > limit {
+			continue // as above (tcDWUsable skips it too)
+		}
+		if fns.tc[k], err = get(mod, k.name(), tcDWSharedBytes(k.tile)); err != nil {
+			return mods, fns, err
+		}
+	}
 	if wgArch(bundle.Arch) {
 		if mod, err = load(wgFamily); err != nil {
 			return mods, fns, err

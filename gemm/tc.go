@@ -56,6 +56,9 @@ func (t tcTile) String() string {
 	if g, ok := tcRowsGeometries[t]; ok {
 		return g.name
 	}
+	if g, ok := tcDWGeometries[t]; ok {
+		return g.name
+	}
 	if t == 0 {
 		return "auto"
 	}
@@ -182,6 +185,8 @@ func tcFits(t tcTile, rows, cols int64) bool {
 //     take a gemm_tc_rows tile (chooseTCRows, tc_rows.go).
 //     On sm_90a, launchTC then swaps in gemm_tc_rows_tma for up to 32
 //     rows (tcRowsOnHopper).
+//   - Short dW: a dW call of at most tcDWMaxRed batch rows takes
+//     gemm_tc_dw_stream on either path (chooseTCDW, tc_dw_stream.go).
 //   - The tile otherwise: among the shapes whose grid fits the launch limits and
 //     whose shared memory fits the GPU's block (maxShared: sm_86 and sm_89
 //     hold 99 KiB, too little for tc256), tc256 only on the _vec path, the
@@ -193,6 +198,14 @@ func tcFits(t tcTile, rows, cols int64) bool {
 //     that fills the GPU with 128×256 tiles takes them, and one whose big
 //     tiles would leave most SMs idle in the last wave takes a smaller one.
 func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
+	if isTCDW(f.tile) {
+		return chooseTCDWForced(p, maxShared, f)
+	}
+	if f == (tcForce{}) {
+		if k, ok := chooseTCDW(p, maxShared); ok {
+			return k, nil
+		}
+	}
 	k := tcKey{layout: p.layout, in: p.in, out: p.out, vec: tcVecOK(p)}
 	switch f.path {
 	case 0:
@@ -281,6 +294,9 @@ func (e *Engine) launchTC(p problem) error {
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
 	if _, rows := tcRowsGeometries[k.tile]; rows {
 		return e.launchTCRows(p, k, fn)
+	}
+	if isTCDW(k.tile) {
+		return e.launchTCDW(p, k, fn) // tc_dw_stream.go
 	}
 	grid := cudaload.Dim3{X: uint32(tcCeilDiv(p.rows, g.bm)), Y: uint32(tcCeilDiv(p.cols, g.bn)), Z: 1}
 	return e.launch(p.op, fn, grid, g.threads, tcSharedBytes(k.tile, k.layout))

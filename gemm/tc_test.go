@@ -81,7 +81,7 @@ func TestTCDispatchRule(t *testing.T) {
 		{"M = 9 dX", DXArgs{Tier: TierTensorCore, M: 9, N: 4096, K: 11008, In: F16, Out: F16}, tcTileRows16},
 		{"M = 16 dX", DXArgs{Tier: TierTensorCore, M: 16, N: 4096, K: 11008, In: F16, Out: F16}, tcTileRows16},
 		{"M = 17", ForwardArgs{Tier: TierTensorCore, M: 17, K: 4096, N: 4096, In: BF16, Out: BF16}, tcTile64},
-		{"M = 1 dW", DWArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16}, tcTile128},
+		{"M = 1 dW", DWArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16}, tcTileDW64},
 		{"M = 64, 1024 columns", ForwardArgs{Tier: TierTensorCore, M: 64, K: 4096, N: 1024, In: F16, Out: F32}, tcTile64},
 		{"2048×768×3072", ForwardArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 3072, In: BF16, Out: BF16}, tcTile128},
 	} {

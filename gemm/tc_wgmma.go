@@ -117,6 +117,9 @@ func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 	if _, rows := tcRowsGeometries[k.tile]; rows {
 		return k, nil // few rows: gemm_tc_rows streams W, which no tile does better
 	}
+	if isTCDW(k.tile) {
+		return k, nil // short dW: gemm_tc_dw_stream streams the master (chooseTCDW)
+	}
 	// Small outputs: when even the 128×128 wgmma grid is a single round,
 	// every block runs alone on its SM, where gemm_tc's small tiles (costed
 	// for SMs that hold several blocks) are slow: 128×4096 outputs over an

@@ -1,0 +1,143 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/detgemm/detgemm/cudaload"
+)
+
+// tcDWFamily is the tensor-core tier's dW for short reductions
+// (kernels/cuda/gemm_tc_dw_stream.cu): one pass over the f32 master, each
+// block's master tile requested first as whole rows into shared memory, X
+// and dY staged in chunks of 32 rows while it flies. Its kernels run
+// gemm_tc's chain per element, so the dispatcher may send any dW call to
+// either family.
+const tcDWFamily = "gemm_tc_dw_stream"
+
+// The tile of gemm_tc_dw_stream.cu, numbered apart from the other
+// families': 64 rows of dW × 128 columns, 8 warps of 16×64, three ring
+// slots. (32×256 and 128×128 tiles and bulk copies of the master measured
+// slower on the H200: bench/NOTES-tcdw.md.)
+const tcTileDW64 tcTile = 48
+
+// tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
+// block of `threads`, a ring `stages` deep.
+type tcDWGeometry struct {
+	name    string
+	bm, bn  int64
+	stages  int64
+	threads uint32
+}
+
+var tcDWGeometries = map[tcTile]tcDWGeometry{
+	tcTileDW64: {"tcdw64", 64, 128, 3, 256},
+}
+
+// tcDWTiles lists the stream tiles.
+var tcDWTiles = []tcTile{tcTileDW64}
+
+func isTCDW(t tcTile) bool { _, ok := tcDWGeometries[t]; return ok }
+
+// Staging constants of gemm_tc_dw_stream.cu: rows of M per ring slot and
+// floats of padding per staged master row.
+const (
+	tcDWBR   = 32
+	tcDWCPad = 8
+)
+
+// tcDWSharedBytes is gemm_tc_dw_stream.cu's Tile::SMEM: the master tile
+// (bm rows of bn floats, each padded by tcDWCPad) and the ring's slots of
+// tcDWBR rows of X (bm wide) and dY (bn wide), each row padded by tcPad
+// halves.
+func tcDWSharedBytes(t tcTile) uint32 {
+	g := tcDWGeometries[t]
+	return uint32(g.bm*(g.bn+tcDWCPad)*4 + g.stages*tcDWBR*(g.bm+tcPad+g.bn+tcPad)*2)
+}
+
+// blocks is the one-dimensional grid: row tiles × column tiles.
+func (g tcDWGeometry) blocks(rows, cols int64) int64 {
+	return tcCeilDiv(rows, g.bm) * tcCeilDiv(cols, g.bn)
+}
+
+// tcDWKernels is every gemm_tc_dw_stream entry point: tile × input × load
+// path, layout tn, f32 out.
+var tcDWKernels = func() (out []tcKey) {
+	for _, t := range tcDWTiles {
+		for _, in := range []DType{BF16, F16} {
+			for _, vec := range []bool{true, false} {
+				out = append(out, tcKey{t, layoutTN, in, F32, vec})
+			}
+		}
+	}
+	return out
+}()
+
+// tcDWVecOK reports whether the _vec kernels can run p: tcVecOK for X and
+// dY, and 16-byte pieces of master rows (dW 16-byte aligned, ldc and N
+// multiples of 4).
+func tcDWVecOK(p problem) bool {
+	return tcVecOK(p) && p.c%16 == 0 && p.ldc%4 == 0 && p.cols%4 == 0
+}
+
+// tcDWUsable reports whether stream tile t can run p: dW only, a grid
+// within grid.x, shared memory within the GPU's block.
+func tcDWUsable(t tcTile, p problem, maxShared uint32) bool {
+	g, ok := tcDWGeometries[t]
+	return ok && p.layout == layoutTN && g.blocks(p.rows, p.cols) <= math.MaxInt32 && tcDWSharedBytes(t) <= maxShared
+}
+
+// chooseTCDWForced resolves a forced stream tile: refused for Forward and
+// dX, on the 16-byte path where the operands do not allow it, and where the
+// grid or shared memory does not fit.
+func chooseTCDWForced(p problem, maxShared uint32, f tcForce) (tcKey, error) {
+	k := tcKey{f.tile, p.layout, p.in, p.out, tcDWVecOK(p)}
+	switch f.path {
+	case 0:
+	case tcPathVec:
+		if !k.vec {
+			return tcKey{}, fmt.Errorf("%w: %v's 16-byte path needs 16-byte aligned X, dY and dW, leading dimensions of X and dY that are multiples of 8 and ldc and N multiples of 4", errTCKernel, f.tile)
+		}
+	case tcPathAny:
+		k.vec = false
+	default:
+		return tcKey{}, fmt.Errorf("%w: load path %d", errTCKernel, f.path)
+	}
+	if !tcDWUsable(f.tile, p, maxShared) {
+		return tcKey{}, fmt.Errorf("%w: %v runs dW only (layout %v, %d×%d outputs)", errTCKernel, f.tile, p.layout, p.rows, p.cols)
+	}
+	return k, nil
+}
+
+// tcDWMaxRed is the longest reduction chooseTCDW streams: see there.
+const tcDWMaxRed = 128
+
+// chooseTCDW is the dispatcher's rule for gemm_tc_dw_stream: a dW call
+// whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64,
+// on the 16-byte path where tcDWVecOK allows, the element path otherwise.
+//
+// Measured on the H200 (bf16, TestTCDWStreamThroughput, 2026-11-21 06:26
+// UTC, µs, tcdw64 against the fastest gemm_tc or gemm_wgmma tile): at K =
+// N = 4096, M = 1, 16, 64, 128: 36.7, 37.0, 39.2, 50.1 against 45.8, 48.1,
+// 54.1, 57.8; M = 256: 68.6 against 62.8 (gemm_wgmma wins from here). At
+// 4096×11008, M = 1 … 128: 90.5 … 117.4 against 122.2 … 148.8; M = 256
+// about even (158.3 against 161.7); M = 512: 249.8 against 193.6. On the
+// element path (X one element off alignment), M = 1, 16, 128 at 4096²:
+// 40.9, 42.7, 82.3 against gemm_tc's 48.2, 54.9, 90.0. Without gemm_wgmma
+// the stream also beat gemm_tc's 16-byte tiles at M = 256 and 512 on the
+// H200, but neither the element path there nor an older GPU was measured,
+// so the rule is one limit for every GPU (bench/NOTES-tcdw.md).
+func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
+	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, maxShared) {
+		return tcKey{}, false
+	}
+	return tcKey{tcTileDW64, p.layout, p.in, p.out, tcDWVecOK(p)}, true
+}
+
+// launchTCDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args
+// already holds (gemm_tc's): a one-dimensional grid of its tiles.
+func (e *Engine) launchTCDW(p problem, k tcKey, fn *cudaload.Function) error {
+	g := tcDWGeometries[k.tile]
+	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
+	return e.launch(p.op, fn, grid, g.threads, tcDWSharedBytes(k.tile))
+}
