@@ -105,7 +105,7 @@ func TestRunQuickOnGPU(t *testing.T) {
 	require.NoError(t, err)
 	var rep Report
 	require.NoError(t, json.Unmarshal(b, &rep))
-	require.Len(t, rep.Rows, 2*(7+9+6), "2 shapes × (cuBLAS bf16, f16: default, pedantic; f32: default, pedantic, tf32) + (detgemm fwd, dx, dw × 3 types) + (detgemm tc-fwd, tc-dx, tc-dw × bf16, f16)")
+	require.Len(t, rep.Rows, 2*(7+9+6+6), "2 shapes × (cuBLAS bf16, f16: default, pedantic; f32: default, pedantic, tf32) + (detgemm fwd, dx, dw × 3 types) + (detgemm tc-fwd, tc-dx, tc-dw × bf16, f16) + (copy floors copy, read × 3 types)")
 	require.Greater(t, rep.Copy.BytesPerSec, 1e11)
 	require.Empty(t, rep.Startup.BuildError, "kernels.Build failed")
 	require.NotNil(t, rep.Startup.Warm, "warm start: %s", rep.Startup.WarmError)

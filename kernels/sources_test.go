@@ -46,6 +46,7 @@ func TestUtilFamilyHasTheEngineHelpers(t *testing.T) {
 		"detgemm_fill_u32", "detgemm_fill_u16",
 		"detgemm_f32_to_bf16_rne", "detgemm_f32_to_f16_rne",
 		"detgemm_bf16_to_f32", "detgemm_f16_to_f32",
+		"detgemm_read_xor",
 	}, kernelNames(t, "util"))
 }
 

@@ -278,14 +278,23 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
              void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {                       \
         rowst::strip<DT, DTOUT, MR, NT>(tmX, tmW, C, bias, M, N, R, ldc);                                  \
     }
-#define DETGEMM_ROWST_LAYOUT(L, NT, MR)                                                                   \
-    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_f32_f32_m##MR, rowst::F32, rowst::F32, MR, NT)                 \
-    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_bf16_bf16_m##MR, rowst::BF16, rowst::BF16, MR, NT)             \
-    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_bf16_f32_m##MR, rowst::BF16, rowst::F32, MR, NT)               \
-    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_f16_f16_m##MR, rowst::F16, rowst::F16, MR, NT)                 \
-    DETGEMM_ROWST_ENTRY(detgemm_rowst_##L##_f16_f32_m##MR, rowst::F16, rowst::F32, MR, NT)
-
-DETGEMM_ROWST_LAYOUT(nn, false, 1)
-DETGEMM_ROWST_LAYOUT(nn, false, 4)
-DETGEMM_ROWST_LAYOUT(nt, true, 1)
-DETGEMM_ROWST_LAYOUT(nt, true, 4)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m1, rowst::F32, rowst::F32, 1, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_bf16_m1, rowst::BF16, rowst::BF16, 1, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_f32_m1, rowst::BF16, rowst::F32, 1, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f16_m1, rowst::F16, rowst::F16, 1, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f32_m1, rowst::F16, rowst::F32, 1, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m4, rowst::F32, rowst::F32, 4, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_bf16_m4, rowst::BF16, rowst::BF16, 4, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_f32_m4, rowst::BF16, rowst::F32, 4, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f16_m4, rowst::F16, rowst::F16, 4, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f32_m4, rowst::F16, rowst::F32, 4, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f32_f32_m1, rowst::F32, rowst::F32, 1, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_bf16_m1, rowst::BF16, rowst::BF16, 1, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_f32_m1, rowst::BF16, rowst::F32, 1, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f16_m1, rowst::F16, rowst::F16, 1, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f32_m1, rowst::F16, rowst::F32, 1, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f32_f32_m4, rowst::F32, rowst::F32, 4, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_bf16_m4, rowst::BF16, rowst::BF16, 4, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_f32_m4, rowst::BF16, rowst::F32, 4, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f16_m4, rowst::F16, rowst::F16, 4, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f32_m4, rowst::F16, rowst::F32, 4, true)
