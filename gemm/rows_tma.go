@@ -137,7 +137,17 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		dt = cudaload.TensorMapUint16 // raw bits: the kernel widens them
 	}
 	es := uint64(p.in.Size())
-	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	// L2 promotion: with 256-byte promotion each 64-byte row of a 16-bit nn
+	// box brings its neighbours' rows into L2, which the neighbouring
+	// strips then hit; with 128-byte rows (f32 nn, every nt box) the
+	// promotion measured slower (H200, 1×4096×4096 Forward f32 20.6 against
+	// 19.9 µs without it, dX 21.2 against 20.4; 16-bit Forward 13.4 against
+	// 14.3 with it; bench/NOTES-simt.md, round 9).
+	l2 := cudaload.TensorMapL2PromotionNone
+	if p.in.Half() && p.layout == layoutNN {
+		l2 = cudaload.TensorMapL2Promotion256B
+	}
+	const oob = cudaload.TensorMapOOBFillNone
 	err := e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*es,
 		ref.SlabLen, uint32(mr), cudaload.TensorMapSwizzleNone, l2, oob)
 	switch {

@@ -123,10 +123,12 @@ DETGEMM_INLINE void put(Stage<TR>& s, const dg_u32 (&sx)[XJ<TR>], const dg_u32 (
 }
 
 // Asynchronous copies of master elements into shared memory (sm_80+):
-// 16 bytes (both addresses 16-byte aligned) or 4.
+// 16 bytes (both addresses 16-byte aligned) or 4. The 16-byte copies carry
+// the L2::256B prefetch hint (L2 fetches the whole 256-byte sector group):
+// 1 x 4096 x 4096 dW 35.1 -> 33.6 us on the H200 (bench/NOTES-dw.md).
 DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
 DETGEMM_INLINE void cp_async16(void* dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
 }
 DETGEMM_INLINE void cp_async4(void* dst, const void* src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
