@@ -28,7 +28,7 @@ func TestRowsPathThroughput(t *testing.T) {
 			tier = TierTyped
 		}
 		// (M, R, cols): the reduction R and the output's columns.
-		for _, s := range [][3]int{{1, 4096, 4096}, {4, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}, {1, 4096, 1024}, {1, 4096, 2048}, {1, 8192, 4096}} {
+		for _, s := range [][3]int{{1, 4096, 4096}, {4, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}, {1, 4096, 1024}, {1, 4096, 2048}, {1, 8192, 4096}, {16, 4096, 4096}, {8, 4096, 4096}, {16, 4096, 11008}, {16, 4096, 1024}} {
 			M, R, cols := s[0], s[1], s[2]
 			var ws []cudaload.DevicePtr
 			for range sets {

@@ -17,9 +17,8 @@ const rowsTMAFamily = "gemm_rows_tma"
 
 // Geometry of gemm_rows_tma (rowst:: in the kernel).
 const (
-	rowsTMACols     = 32 // BN: output columns a block
-	rowsTMARows     = 4  // the most output rows a block takes (MR = 1 or 4)
-	rowsTMAMaxSlabs = 32 // MAXS: slabs a block folds (R ≤ 8192)
+	rowsTMACols    = 32 // BN: output columns a block
+	rowsTMAMaxRows = 16 // the most output rows a block takes (MR = 1, 4 or 16)
 )
 
 // rowsTMAKey names a gemm_rows_tma entry point: layout (nn Forward, nt
@@ -37,7 +36,7 @@ func (k rowsTMAKey) name() string {
 // rowsTMAKernels is every gemm_rows_tma entry point.
 var rowsTMAKernels = func() (out []rowsTMAKey) {
 	for _, l := range []layout{layoutNN, layoutNT} {
-		for _, mr := range []int{1, rowsTMARows} {
+		for _, mr := range []int{1, 4, 16} {
 			for _, io := range [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
 				out = append(out, rowsTMAKey{l, io[0], io[1], mr})
 			}
@@ -46,23 +45,31 @@ var rowsTMAKernels = func() (out []rowsTMAKey) {
 	return out
 }()
 
-// rowsTMAMR is the rows a block for a call of rows rows: 1 for one row
-// (no padding rows to compute), else 4.
+// rowsTMAMR is the rows a block (the kernel's MR) for a call of rows rows:
+// 1 for one row (no padding rows to compute), 4 up to four, else 16.
 func rowsTMAMR(rows int64) int {
-	if rows == 1 {
+	switch {
+	case rows == 1:
 		return 1
+	case rows <= 4:
+		return 4
 	}
-	return rowsTMARows
+	return rowsTMAMaxRows
 }
 
 // rowsTMAStages is the kernel's ring depth (Cfg::STAGES): f32 six 33 KiB
-// slab boxes (MR = 1) or five 36 KiB ones (MR = 4); 16-bit inputs ten or
-// eight.
+// slab boxes (MR = 1), five 36 KiB (MR = 4) or four 48 KiB (MR = 16);
+// 16-bit inputs ten, eight or six.
 func rowsTMAStages(in DType, mr int) int {
+	f32 := in == F32
 	switch {
-	case in == F32 && mr == 1:
+	case mr == 16 && f32:
+		return 4
+	case mr == 16:
 		return 6
-	case in == F32:
+	case f32 && mr == 1:
+		return 6
+	case f32:
 		return 5
 	case mr == 1:
 		return 10
@@ -70,9 +77,29 @@ func rowsTMAStages(in DType, mr int) int {
 	return 8
 }
 
-// rowsTMAThreads is the kernel's block: a consumer warp a stage and the
-// producer warp.
-func rowsTMAThreads(in DType, mr int) uint32 { return uint32(32 * (rowsTMAStages(in, mr) + 1)) }
+// rowsTMAWarpsPerStage is Cfg::WPS: at MR = 16 two consumer warps share a
+// stage, eight rows each.
+func rowsTMAWarpsPerStage(mr int) int {
+	if mr == 16 {
+		return 2
+	}
+	return 1
+}
+
+// rowsTMAMaxSlabs is Cfg::MAXS, the slabs a block folds: 16 (R ≤ 4096) at
+// MR = 16, whose slab results take 2 KiB a slab, else 32 (R ≤ 8192).
+func rowsTMAMaxSlabs(mr int) int64 {
+	if mr == 16 {
+		return 16
+	}
+	return 32
+}
+
+// rowsTMAThreads is the kernel's block: the consumer warps of every stage
+// and the producer warp.
+func rowsTMAThreads(in DType, mr int) uint32 {
+	return uint32(32 * (rowsTMAStages(in, mr)*rowsTMAWarpsPerStage(mr) + 1))
+}
 
 // rowsTMASharedBytes is Cfg<DT, MR>::SMEM: 1 KiB of alignment slack, the
 // ring (a stage: 256 rows × 32 columns of W and MR rows × 256 of x, rounded
@@ -82,7 +109,7 @@ func rowsTMASharedBytes(in DType, mr int) uint32 {
 	es := in.Size()
 	stage := (ref.SlabLen*rowsTMACols*es + mr*ref.SlabLen*es + 1023) &^ 1023
 	st := rowsTMAStages(in, mr)
-	return uint32(1024 + st*stage + rowsTMAMaxSlabs*mr*rowsTMACols*4 + 2*st*8)
+	return uint32(1024 + st*stage + int(rowsTMAMaxSlabs(mr))*mr*rowsTMACols*4 + 2*st*8)
 }
 
 // rowsTMAFits reports whether gemm_rows_tma can run p at all: Forward or
@@ -92,16 +119,18 @@ func rowsTMASharedBytes(in DType, mr int) uint32 {
 func rowsTMAFits(p problem) bool {
 	const lim = math.MaxInt32 - ref.SlabLen
 	es := int64(p.in.Size())
-	return p.layout != layoutTN && p.red <= rowsTMAMaxSlabs*ref.SlabLen &&
+	mr := rowsTMAMR(p.rows)
+	return p.layout != layoutTN && p.red <= rowsTMAMaxSlabs(mr)*ref.SlabLen &&
 		p.a%16 == 0 && p.b%16 == 0 && (p.lda*es)%16 == 0 && (p.ldb*es)%16 == 0 &&
-		p.rows <= lim && p.cols <= lim && p.red <= lim && ceilDiv(p.rows, rowsTMARows) <= maxGridYZ
+		p.rows <= lim && p.cols <= lim && p.red <= lim && ceilDiv(p.rows, int64(mr)) <= maxGridYZ
 }
 
 // rowsTMA reports whether a rows call runs gemm_rows_tma: the family is
-// loaded (sm_90a), the call has at most four rows (MR = 4 in the rows
+// loaded (sm_90a), the call has at most 16 rows (MR = 4 or 16 in the rows
 // plan) and fits the kernel, and the test forced it or the rule below takes
 // it. The rule, from the H200 (bench/NOTES-simt.md, round 9;
-// TestRowsPathThroughput, µs against the best other path): every dX (nt)
+// TestRowsPathThroughput, µs against the best other path), for M ≤ 4
+// (MR = 16 below): every dX (nt)
 // and every f32 call — 1×4096×4096 f32 forward 20.8 against 22.5, dX 21.7
 // against 23.7, 1×4096×1024 f32 forward 11.9 against 18.7, 4096×11008
 // (344 strips, 2.6 waves) f32 forward 52.3 against 53.7, bf16 dX 31.7
@@ -110,7 +139,7 @@ func rowsTMAFits(p problem) bool {
 // 35.0 against 31.6 (the kernel takes most of an SM's shared memory, one
 // block an SM, so a partial last wave leaves SMs idle).
 func (e *Engine) rowsTMA(p problem, mr int) bool {
-	if !e.hasWG || mr != rowsTMARows || !rowsTMAFits(p) {
+	if !e.hasWG || mr > rowsTMAMaxRows || !rowsTMAFits(p) {
 		return false
 	}
 	switch e.force.rowsPath {
@@ -119,7 +148,17 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	case rowsPathOne, rowsPathTwo:
 		return false
 	}
-	return p.layout == layoutNT || p.in == F32 || ceilDiv(p.cols, rowsTMACols) <= int64(max(e.sms, 1))
+	strips, sms := ceilDiv(p.cols, rowsTMACols), int64(max(e.sms, 1))
+	if rowsTMAMR(p.rows) == rowsTMAMaxRows {
+		// MR = 16 is bound by its FMA loop (eight consumer warps an SM, about
+		// 31 µs a strip at R = 4096 whatever the grid), so it wins only
+		// where the others are slower than that: f32 in one full wave
+		// (16×4096×4096 Forward 31.9 against 34.0, dX 34.1 against 35.2); it
+		// lost with 32 strips (30.8 against 22.3), 344 strips (88.8 against
+		// 85.0) and 16-bit inputs (32.6 against 30.7).
+		return p.in == F32 && 2*strips > sms && strips <= sms
+	}
+	return p.layout == layoutNT || p.in == F32 || strips <= sms
 }
 
 // launchRowsTMA encodes the call's TMA maps (x or dY: boxes of 256 of the

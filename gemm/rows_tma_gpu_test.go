@@ -8,9 +8,10 @@ import (
 )
 
 // TestRowsTMAMatchesReferenceBitForBit drives gemm_rows_tma (sm_90a) through
-// its edges: Forward (nn) and dX (nt, swizzled boxes); every IEEE combo; one to four rows (the padding rows of the
-// block's group are computed and never stored); one slab to the 32 a block
-// folds, last slabs shorter than the box and single-slab reductions shorter
+// its edges: Forward (nn) and dX (nt, swizzled boxes); every IEEE combo;
+// one to sixteen rows (MR = 1, 4 and 16; the padding rows of a block's
+// group are computed and never stored); one slab to the 32 (16 at MR = 16)
+// a block folds, last slabs shorter than the box and single-slab reductions shorter
 // than one; a last strip of columns cut short and outputs narrower than
 // one strip; bias on and off; each shape twice.
 func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
@@ -25,6 +26,7 @@ func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
 	shapes := [][3]int{
 		{1, 4096, 4096}, {4, 256, 40}, {3, 264, 1000}, {2, 8, 8}, {1, 248, 72},
 		{4, 8192, 104}, {1, 4104, 296}, {3, 1032, 32},
+		{16, 4096, 4096}, {5, 264, 1000}, {13, 4096, 40}, {9, 248, 72},
 	}
 	for _, op := range []string{"Forward", "DX"} {
 		for _, c := range ieeeCombos {

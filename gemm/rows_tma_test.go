@@ -9,24 +9,27 @@ import (
 // The kernel traps when launched with less shared memory than Cfg<DT>::SMEM;
 // these are its sizes worked by hand from gemm_rows_tma.cu.
 func TestRowsTMASharedBytesMatchTheKernel(t *testing.T) {
-	// 1 KiB slack + stages × (W box + x box, to 1 KiB) + 32·MR·32·4 + 2·stages·8.
+	// 1 KiB slack + stages × (W box + x box, to 1 KiB) + MAXS·MR·32·4 + 2·stages·8.
 	for _, c := range []struct {
-		in     DType
-		mr     int
-		stages int
-		box    int
+		in              DType
+		mr, stages, wps int
+		box, maxs       int
 	}{
-		{F32, 1, 6, 32768 + 1024}, {F32, 4, 5, 32768 + 4096},
-		{BF16, 1, 10, 16384 + 1024}, {BF16, 4, 8, 16384 + 2048}, {F16, 4, 8, 16384 + 2048}, // 16896 rounded up to 1 KiB
+		{F32, 1, 6, 1, 32768 + 1024, 32}, {F32, 4, 5, 1, 32768 + 4096, 32}, {F32, 16, 4, 2, 32768 + 16384, 16},
+		{BF16, 1, 10, 1, 16384 + 1024, 32}, // 16896 rounded up to 1 KiB
+		{BF16, 4, 8, 1, 16384 + 2048, 32}, {F16, 4, 8, 1, 16384 + 2048, 32}, {BF16, 16, 6, 2, 16384 + 8192, 16},
 	} {
-		want := uint32(1024 + c.stages*c.box + 32*c.mr*32*4 + 2*c.stages*8)
+		want := uint32(1024 + c.stages*c.box + c.maxs*c.mr*32*4 + 2*c.stages*8)
 		require.Equal(t, want, rowsTMASharedBytes(c.in, c.mr), "%v MR=%d", c.in, c.mr)
 		require.LessOrEqual(t, want, uint32(227<<10), "fits an H100/H200 block")
-		require.Equal(t, uint32(32*(c.stages+1)), rowsTMAThreads(c.in, c.mr), "a warp a stage and the producer")
+		require.Equal(t, uint32(32*(c.stages*c.wps+1)), rowsTMAThreads(c.in, c.mr), "the stages' warps and the producer")
+		require.Equal(t, int64(c.maxs), rowsTMAMaxSlabs(c.mr))
 	}
 	require.Equal(t, 1, rowsTMAMR(1))
 	require.Equal(t, 4, rowsTMAMR(2))
 	require.Equal(t, 4, rowsTMAMR(4))
+	require.Equal(t, 16, rowsTMAMR(5))
+	require.Equal(t, 16, rowsTMAMR(16))
 }
 
 func TestRowsTMAFitsOnlyWhatTMAAndTheBlockCanTake(t *testing.T) {
@@ -35,13 +38,14 @@ func TestRowsTMAFitsOnlyWhatTMAAndTheBlockCanTake(t *testing.T) {
 	for name, mut := range map[string]func(p *problem){
 		"dW layout":            func(p *problem) { p.layout = layoutTN },
 		"33 slabs":             func(p *problem) { p.red = 32*256 + 1 },
+		"17 slabs of 16 rows":  func(p *problem) { p.rows, p.red = 16, 16*256+1 },
 		"x unaligned":          func(p *problem) { p.a = 260 },
 		"W unaligned":          func(p *problem) { p.b = 520 },
 		"x rows unaligned":     func(p *problem) { p.lda = 4097 },
 		"W rows unaligned":     func(p *problem) { p.ldb = 4094 },
 		"16-bit rows of 12 B":  func(p *problem) { p.in, p.out, p.ldb = BF16, BF16, 4100 },
 		"columns past 2^31":    func(p *problem) { p.cols = 1 << 31 },
-		"row groups past grid": func(p *problem) { p.rows = 4*maxGridYZ + 1 },
+		"row groups past grid": func(p *problem) { p.rows = 16*maxGridYZ + 1 },
 	} {
 		p := base
 		mut(&p)
@@ -62,7 +66,7 @@ func TestRowsTMAAutoRule(t *testing.T) {
 	e := &Engine{hasWG: true, sms: 132}
 	p := problem{layout: layoutNN, in: BF16, out: BF16, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
 	require.True(t, e.rowsTMA(p, 4), "128 strips on 132 SMs")
-	require.False(t, e.rowsTMA(p, 16), "only the four-row group")
+	require.False(t, e.rowsTMA(p, 32), "at most 16 rows")
 	q := p
 	q.cols = 1024
 	require.True(t, e.rowsTMA(q, 4), "32 strips: one wave")
@@ -77,6 +81,14 @@ func TestRowsTMAAutoRule(t *testing.T) {
 	require.True(t, e.rowsTMA(q, 4), "forced")
 	e.force.rowsPath = rowsPathOne
 	require.False(t, e.rowsTMA(p, 4), "the one-launch path forced")
+	e.force.rowsPath = rowsPathAuto
+	r := p
+	r.rows, r.in, r.out = 16, F32, F32
+	require.True(t, e.rowsTMA(r, 16), "16 rows of f32 in one full wave")
+	r.cols = 1024
+	require.False(t, e.rowsTMA(r, 16), "16 rows, 32 strips: the FMA loop bounds it")
+	r.cols, r.in, r.out = 4096, BF16, BF16
+	require.False(t, e.rowsTMA(r, 16), "16 rows of bf16")
 	e = &Engine{hasWG: false, sms: 132}
 	require.False(t, e.rowsTMA(p, 4), "no sm_90a family")
 }

@@ -42,7 +42,6 @@ namespace rowst {
 
 constexpr int SLAB = 256;
 constexpr int BN = 32;        // columns a block: a lane each
-constexpr int MAXS = 32;      // slabs a block folds: R <= 8192
 
 // Element codes shared with the Go dispatcher (as gemm_rows.cu's).
 constexpr int F32 = 0;
@@ -106,8 +105,11 @@ template <int DT, int MR>
 struct Cfg {
     typedef typename raw_of<DT>::type Raw;
     static constexpr int ES = (int)sizeof(Raw);
-    static constexpr int STAGES = ES == 4 ? (MR == 1 ? 6 : 5) : (MR == 1 ? 10 : 8);
-    static constexpr int WARPS = STAGES;  // consumer warps
+    static constexpr int STAGES = MR == 16 ? (ES == 4 ? 4 : 6) : ES == 4 ? (MR == 1 ? 6 : 5) : (MR == 1 ? 10 : 8);
+    static constexpr int WPS = MR == 16 ? 2 : 1;  // consumer warps a stage, each RW of the rows
+    static constexpr int RW = MR / WPS;
+    static constexpr int MAXS = MR == 16 ? 16 : 32;  // slabs a block folds: R <= 4096 or 8192
+    static constexpr int WARPS = STAGES * WPS;       // consumer warps
     static constexpr int CONSUMERS = WARPS * 32;
     static constexpr int THREADS = CONSUMERS + 32;  // and one producer warp
     static constexpr int W_BYTES = SLAB * BN * ES;
@@ -118,7 +120,7 @@ struct Cfg {
     static constexpr int VE = 16 / ES;          // elements a 16-byte read
     static constexpr int BOXE = 128 / ES;       // nt: reduction steps a W box row (128 bytes)
     static constexpr int BOXES = SLAB / BOXE;   // nt: W boxes a slab, 32 rows x 128 bytes each
-    static constexpr int PART_BYTES = MAXS * MR * BN * 4;
+    static constexpr int PART_BYTES = MAXS * MR * BN * 4;  // the slab results [MAXS][MR][BN]
     static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + PART_BYTES + 2 * STAGES * 8;
     static_assert(W_BYTES % 1024 == 0 && BOXES * 32 * 128 == W_BYTES, "nt boxes stay on the swizzle's 1 KiB period");
     static_assert(SMEM <= 227 * 1024, "fits an H100/H200 block");
@@ -136,7 +138,7 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
                           const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
     typedef Cfg<DT, MR> K;
     typedef typename K::Raw Raw;
-    constexpr int STAGES = K::STAGES, WARPS = K::WARPS;
+    constexpr int STAGES = K::STAGES;
     extern __shared__ unsigned char smem_raw[];
     dg_u32 dyn;
     asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
@@ -152,19 +154,19 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     const int lane = tid & 31, warp = tid >> 5;
     const dg_i64 j0 = (dg_i64)blockIdx.x * BN;
     const dg_i64 m0 = (dg_i64)blockIdx.y * MR;
-    const int S = (int)((R + SLAB - 1) / SLAB);  // 1..MAXS (the host checks)
+    const int S = (int)((R + SLAB - 1) / SLAB);  // 1..K::MAXS (the host checks)
 
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             tc::mbar_init(bars + 8 * s, 1);             // the producer's expect_tx arrival
-            tc::mbar_init(bars + 8 * (STAGES + s), 32);  // the lanes of the slot's warp
+            tc::mbar_init(bars + 8 * (STAGES + s), 32 * K::WPS);  // the lanes of the slot's warps
         }
         tma::fence_barrier_init();
     }
     __syncthreads();  // the mbarriers exist
 
-    if (warp == WARPS) {
+    if (warp == K::WARPS) {
         // The producer: slab s to slot s % STAGES once the slot's warp has
         // released its previous slab. Coordinates fit 32 bits
         // (the host checks the extents).
@@ -186,16 +188,17 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
             }
         }
     } else {
-        for (int s = warp; s < S; s += WARPS) {
-            const int slot = warp;  // s % STAGES
+        constexpr int RW = K::RW;
+        const int slot = warp / K::WPS, mw = (warp % K::WPS) * RW;  // this warp's slot and first row
+        for (int s = slot; s < S; s += STAGES) {
             tc::mbar_wait(bars + 8 * slot, (dg_u32)(s / STAGES) & 1u);
             const Raw* w = reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES);
-            const Raw* x = reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES + K::W_BYTES);
+            const Raw* x = reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES + K::W_BYTES) + mw * SLAB;
             const dg_i64 left = R - (dg_i64)s * SLAB;
             const int len = left < SLAB ? (int)left : SLAB;
-            float acc[MR];
+            float acc[RW];
 #pragma unroll
-            for (int m = 0; m < MR; ++m) acc[m] = 0.0f;
+            for (int m = 0; m < RW; ++m) acc[m] = 0.0f;
             int r = 0;
             if (NT && len == SLAB) {
                 // W[j][r] in 128-byte box rows: lane j's 16-byte run of VE
@@ -210,7 +213,7 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
                                                              ((c ^ (lane & 7)) << 4)),
                                 wv);
 #pragma unroll
-                    for (int m = 0; m < MR; ++m) {
+                    for (int m = 0; m < RW; ++m) {
                         float xv[K::VE];
                         widen16<DT>(x + m * SLAB + r, xv);
 #pragma unroll
@@ -226,7 +229,7 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 #pragma unroll
                     for (int u = 0; u < 4; ++u) wv[u] = widen<DT>(w[(r + u) * BN + lane]);
 #pragma unroll
-                    for (int m = 0; m < MR; ++m) {
+                    for (int m = 0; m < RW; ++m) {
                         float xv[4];
                         widen4<DT>(x + m * SLAB + r, xv);
 #pragma unroll
@@ -241,19 +244,19 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
                                                                                   ((c ^ (lane & 7)) << 4) + (r % K::VE) * K::ES)
                                                   : w[r * BN + lane]);
 #pragma unroll
-                    for (int m = 0; m < MR; ++m) acc[m] = __fmaf_rn(widen<DT>(x[m * SLAB + r]), wv, acc[m]);
+                    for (int m = 0; m < RW; ++m) acc[m] = __fmaf_rn(widen<DT>(x[m * SLAB + r]), wv, acc[m]);
                 }
             }
             tc::mbar_arrive(bars + 8 * (STAGES + slot));  // the slot back to the producer
 #pragma unroll
-            for (int m = 0; m < MR; ++m) part[s][m][lane] = acc[m];
+            for (int m = 0; m < RW; ++m) part[s][mw + m][lane] = acc[m];
         }
     }
     __syncthreads();  // every slab's results are in part
 
     // The fold, in slab order; rows past M and columns past N are not stored.
-    if (tid < MR * BN) {
-        const int m = tid / BN, l = tid % BN;
+    for (int u = tid; u < MR * BN; u += K::THREADS) {
+        const int m = u / BN, l = u % BN;
         const dg_i64 i = m0 + m, j = j0 + l;
         if (i < M && j < N) {
             float y = part[0][m][l];
@@ -298,3 +301,13 @@ DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_bf16_m4, rowst::BF16, rowst::BF16, 4, 
 DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_f32_m4, rowst::BF16, rowst::F32, 4, true)
 DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f16_m4, rowst::F16, rowst::F16, 4, true)
 DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f32_m4, rowst::F16, rowst::F32, 4, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m16, rowst::F32, rowst::F32, 16, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_bf16_m16, rowst::BF16, rowst::BF16, 16, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_bf16_f32_m16, rowst::BF16, rowst::F32, 16, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f16_m16, rowst::F16, rowst::F16, 16, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f16_f32_m16, rowst::F16, rowst::F32, 16, false)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f32_f32_m16, rowst::F32, rowst::F32, 16, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_bf16_m16, rowst::BF16, rowst::BF16, 16, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_bf16_f32_m16, rowst::BF16, rowst::F32, 16, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f16_m16, rowst::F16, rowst::F16, 16, true)
+DETGEMM_ROWST_ENTRY(detgemm_rowst_nt_f16_f32_m16, rowst::F16, rowst::F32, 16, true)
