@@ -78,7 +78,8 @@ func rowsTMAStages(in DType, mr int) int {
 }
 
 // rowsTMAWarpsPerStage is Cfg::WPS: at MR = 16 two consumer warps share a
-// stage, eight rows each.
+// stage, eight rows each (four warps of four rows measured slower at 16
+// rows: 34.9 against 31.9 µs, the W reads then feed half the FMAs).
 func rowsTMAWarpsPerStage(mr int) int {
 	if mr == 16 {
 		return 2

@@ -190,8 +190,14 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     } else {
         constexpr int RW = K::RW;
         const int slot = warp / K::WPS, mw = (warp % K::WPS) * RW;  // this warp's slot and first row
+        // A warp whose rows all lie past M only keeps the ring turning.
+        const bool live = m0 + mw < M;
         for (int s = slot; s < S; s += STAGES) {
             tc::mbar_wait(bars + 8 * slot, (dg_u32)(s / STAGES) & 1u);
+            if (!live) {
+                tc::mbar_arrive(bars + 8 * (STAGES + slot));
+                continue;
+            }
             const Raw* w = reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES);
             const Raw* x = reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES + K::W_BYTES) + mw * SLAB;
             const dg_i64 left = R - (dg_i64)s * SLAB;
