@@ -92,7 +92,12 @@
 //
 //   - rows (Forward and DX with M ≤ 32): one block per slab and run of
 //     columns, W read once, each slab's partial written to the workspace,
-//     then a fold kernel adds the partials in order and rounds;
+//     then a fold kernel adds the partials in order and rounds (in the
+//     same launch, by the last block of each run, where W is 16-byte
+//     aligned). On sm_90a, calls of up to 16 rows whose operands suit TMA
+//     may run gemm_rows_tma instead: one block computes every slab of 32
+//     output columns, W streamed by TMA, and folds them in shared memory
+//     in slab order — no workspace, no second pass;
 //   - stream (DW with M ≤ 96): one kernel reads and writes the f32 master
 //     once, each block copying its tile of dW to shared memory while it
 //     runs the slab chains over M, then folding them onto it in order;
