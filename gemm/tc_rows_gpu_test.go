@@ -73,3 +73,64 @@ func TestTCRowsThroughput(t *testing.T) {
 		}
 	}
 }
+
+// TestTCTileThroughput times the gemm_tc tiles, each forced, against the
+// dispatcher's choice on the shapes whose output gives few 64×64 tiles (the
+// figures tcGeometries' relative costs come from). It runs only with
+// DETGEMM_TC_PERF=1.
+func TestTCTileThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_TC_PERF") == "" {
+		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels")
+	}
+	eng, ctx := gpuEngine(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	for _, s := range []struct {
+		op      string
+		M, K, N int
+	}{
+		{"dw", 2048, 768, 512}, {"fwd", 2048, 768, 512}, {"dx", 2048, 768, 512},
+		{"dw", 2048, 768, 3072}, {"fwd", 2048, 768, 3072}, {"dx", 2048, 768, 3072},
+		{"dx", 128, 4096, 11008}, {"fwd", 128, 4096, 11008}, {"dw", 4096, 1536, 3072},
+	} {
+		x := alloc(t, ctx, uint64(s.M*s.K*2))
+		w := alloc(t, ctx, uint64(s.K*s.N*4))
+		y := alloc(t, ctx, uint64(s.M*s.N*2))
+		for _, p := range []cudaload.DevicePtr{x, w, y} {
+			require.NoError(t, ctx.MemsetD8(p, 0x3c, 2*uint64(min(s.M*s.K, s.K*s.N, s.M*s.N))))
+		}
+		launch := func() error {
+			switch s.op {
+			case "fwd":
+				return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: s.M, K: s.K, N: s.N, X: x, W: w, Y: y, In: BF16, Out: BF16})
+			case "dx":
+				return eng.DX(DXArgs{Tier: TierTensorCore, M: s.M, N: s.N, K: s.K, DY: y, W: w, DX: x, In: BF16, Out: BF16})
+			}
+			return eng.DW(DWArgs{Tier: TierTensorCore, M: s.M, K: s.K, N: s.N, X: x, DY: y, DW: w, In: BF16})
+		}
+		for _, tc := range append([]tcCase{{"auto", tcForce{}}}, tcCases...) {
+			if tc.f.path == tcPathAny {
+				continue
+			}
+			old := setTCForce(eng, tc.f)
+			if refused(t, tc.f, launch()) {
+				setTCForce(eng, old)
+				continue
+			}
+			const reps = 20
+			best := time.Duration(math.MaxInt64)
+			for range 3 {
+				require.NoError(t, start.Record(eng.Stream()))
+				for range reps {
+					require.NoError(t, launch())
+				}
+				require.NoError(t, end.Record(eng.Stream()))
+				require.NoError(t, end.Synchronize())
+				d, err := cudaload.ElapsedTime(start, end)
+				require.NoError(t, err)
+				best = min(best, d/reps)
+			}
+			setTCForce(eng, old)
+			t.Logf("tileperf %-3s %5dx%-5dx%-5d %-12s %8.2f us", s.op, s.M, s.K, s.N, tc.name, float64(best.Nanoseconds())/1e3)
+		}
+	}
+}
