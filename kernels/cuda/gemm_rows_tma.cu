@@ -156,13 +156,33 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     const dg_i64 m0 = (dg_i64)blockIdx.y * MR;
     const int S = (int)((R + SLAB - 1) / SLAB);  // 1..K::MAXS (the host checks)
 
-    if (tid == 0) {
+    // The producer thread sets up the barriers and issues the first
+    // STAGES slabs before the block barrier, so those copies are in flight
+    // while the other warps reach it (the consumers touch the barriers only
+    // after it).
+    const bool producer = warp == K::WARPS && lane == 0;
+    auto issue = [&](int s) {
+        const int slot = s % STAGES;
+        const dg_u32 full = bars + 8 * slot, dst = ring + slot * K::STAGE_BYTES;
+        tma::mbar_expect_tx(full, K::W_BYTES + K::X_BYTES);
+        if constexpr (NT) {
+#pragma unroll 1
+            for (int b = 0; b < K::BOXES; ++b) tma::load_2d(dst + b * 4096, tmW, s * SLAB + b * K::BOXE, (int)j0, full);
+        } else {
+            tma::load_2d(dst, tmW, (int)j0, s * SLAB, full);
+        }
+        tma::load_2d(dst + K::W_BYTES, tmX, s * SLAB, (int)m0, full);
+    };
+    if (producer) {
+        tma::prefetch_map(tmX);
+        tma::prefetch_map(tmW);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            tc::mbar_init(bars + 8 * s, 1);             // the producer's expect_tx arrival
+            tc::mbar_init(bars + 8 * s, 1);                      // the producer's expect_tx arrival
             tc::mbar_init(bars + 8 * (STAGES + s), 32 * K::WPS);  // the lanes of the slot's warps
         }
         tma::fence_barrier_init();
+        for (int s = 0; s < S && s < STAGES; ++s) issue(s);
     }
     __syncthreads();  // the mbarriers exist
 
@@ -170,21 +190,10 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         // The producer: slab s to slot s % STAGES once the slot's warp has
         // released its previous slab. Coordinates fit 32 bits
         // (the host checks the extents).
-        if (lane == 0) {
-            tma::prefetch_map(tmX);
-            tma::prefetch_map(tmW);
-            for (int s = 0; s < S; ++s) {
-                const int slot = s % STAGES;
-                if (s >= STAGES) tc::mbar_wait(bars + 8 * (STAGES + slot), (dg_u32)(s / STAGES - 1) & 1u);
-                const dg_u32 full = bars + 8 * slot, dst = ring + slot * K::STAGE_BYTES;
-                tma::mbar_expect_tx(full, K::W_BYTES + K::X_BYTES);
-                if constexpr (NT) {
-#pragma unroll 1
-                    for (int b = 0; b < K::BOXES; ++b) tma::load_2d(dst + b * 4096, tmW, s * SLAB + b * K::BOXE, (int)j0, full);
-                } else {
-                    tma::load_2d(dst, tmW, (int)j0, s * SLAB, full);
-                }
-                tma::load_2d(dst + K::W_BYTES, tmX, s * SLAB, (int)m0, full);
+        if (producer) {
+            for (int s = STAGES; s < S; ++s) {
+                tc::mbar_wait(bars + 8 * (STAGES + s % STAGES), (dg_u32)(s / STAGES - 1) & 1u);
+                issue(s);
             }
         }
     } else {
@@ -265,8 +274,18 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         const int m = u / BN, l = u % BN;
         const dg_i64 i = m0 + m, j = j0 + l;
         if (i < M && j < N) {
+            // The partials' loads first, eight at a time, then the additions
+            // in slab order.
             float y = part[0][m][l];
-            for (int s = 1; s < S; ++s) y = y + part[s][m][l];
+            int s = 1;
+            for (; s + 8 <= S; s += 8) {
+                float q[8];
+#pragma unroll
+                for (int u = 0; u < 8; ++u) q[u] = part[s + u][m][l];
+#pragma unroll
+                for (int u = 0; u < 8; ++u) y = y + q[u];
+            }
+            for (; s < S; ++s) y = y + part[s][m][l];
             if (bias != nullptr) y = y + bias[j];
             store<DT, DTOUT>(C, i * ldc + j, y);
         }
