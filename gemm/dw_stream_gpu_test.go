@@ -248,20 +248,7 @@ func TestDWStreamGraphsAndAllocations(t *testing.T) {
 			allocs := testing.AllocsPerRun(20, func() { err = run() })
 			require.NoError(t, err)
 			require.Zero(t, allocs)
-			reset()
-			require.NoError(t, run())
-			want := readBits(t, eng, ctx, out, F32, c.K*c.N)
-			g, err := eng.Stream().Capture(run)
-			require.NoError(t, err)
-			defer func() { require.NoError(t, g.Close()) }()
-			exec, err := g.Instantiate()
-			require.NoError(t, err)
-			defer func() { require.NoError(t, exec.Close()) }()
-			for i := range 3 {
-				reset()
-				require.NoError(t, exec.Launch(eng.Stream()))
-				requireSameBits(t, want, readBits(t, eng, ctx, out, F32, c.K*c.N), c.N, fmt.Sprintf("%s: replay %d", name, i))
-			}
+			requireReplaysEqualDirect(t, eng, run, reset, func() []uint32 { return readBits(t, eng, ctx, out, F32, c.K*c.N) }, c.N, name)
 		})
 	}
 }

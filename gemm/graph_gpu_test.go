@@ -81,22 +81,28 @@ func TestGraphReplayEqualsDirectCalls(t *testing.T) {
 					require.NoError(t, ctx.MemsetD8(out, 0xFF, uint64(outN*c.out.Size())))
 				}
 			}
-			reset()
-			require.NoError(t, run())
-			want := readBits(t, eng, ctx, out, c.out, outN)
-
-			g, err := eng.Stream().Capture(run)
-			require.NoError(t, err)
-			defer func() { require.NoError(t, g.Close()) }()
-			exec, err := g.Instantiate()
-			require.NoError(t, err)
-			defer func() { require.NoError(t, exec.Close()) }()
-			for i := range 3 {
-				reset()
-				require.NoError(t, exec.Launch(eng.Stream()))
-				got := readBits(t, eng, ctx, out, c.out, outN)
-				requireSameBits(t, want, got, cols, fmt.Sprintf("%s: replay %d", c.name, i))
-			}
+			requireReplaysEqualDirect(t, eng, run, reset, func() []uint32 { return readBits(t, eng, ctx, out, c.out, outN) }, cols, c.name)
 		})
+	}
+}
+
+// requireReplaysEqualDirect runs run directly once, captures it in a CUDA
+// graph, and replays the graph three times: every replay (each after
+// reset) must give the direct run's bits, read by read.
+func requireReplaysEqualDirect(t *testing.T, eng *Engine, run func() error, reset func(), read func() []uint32, cols int, name string) {
+	t.Helper()
+	reset()
+	require.NoError(t, run())
+	want := read()
+	g, err := eng.Stream().Capture(run)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, g.Close()) }()
+	exec, err := g.Instantiate()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, exec.Close()) }()
+	for i := range 3 {
+		reset()
+		require.NoError(t, exec.Launch(eng.Stream()))
+		requireSameBits(t, want, read(), cols, fmt.Sprintf("%s: replay %d", name, i))
 	}
 }

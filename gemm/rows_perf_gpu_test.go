@@ -1,10 +1,8 @@
 package gemm
 
 import (
-	"math"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/stretchr/testify/require"
@@ -53,19 +51,7 @@ func TestRowsPathThroughput(t *testing.T) {
 				}{{"auto", rowsPathAuto}, {"one", rowsPathOne}, {"two", rowsPathTwo}, {"tma", rowsPathTMA}} {
 					old := setForce(eng, force{strategy: StrategyRows, rowsPath: path.p})
 					require.NoError(t, launch(0))
-					const reps = 30
-					best := time.Duration(math.MaxInt64)
-					for range 3 {
-						require.NoError(t, start.Record(eng.Stream()))
-						for i := range reps {
-							require.NoError(t, launch(i+1))
-						}
-						require.NoError(t, end.Record(eng.Stream()))
-						require.NoError(t, end.Synchronize())
-						dt, err := cudaload.ElapsedTime(start, end)
-						require.NoError(t, err)
-						best = min(best, dt/reps)
-					}
+					best := bestPerLaunch(t, eng, start, end, 30, launch)
 					setForce(eng, old)
 					by := float64(d.Size()) * float64(R*cols+M*R+M*cols)
 					t.Logf("rowspath %-3s %-4v M=%d R=%-5d cols=%-5d %-4s %7.2f us %5.2f TB/s", op, d, M, R, cols, path.name,

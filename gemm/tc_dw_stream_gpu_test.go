@@ -231,20 +231,8 @@ func TestTCDWStreamInGraphsWithoutAllocation(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, allocs)
 
-			reset()
-			require.NoError(t, eng.DW(call))
-			want := readBits(t, eng, ctx, dw, F32, K*N)
-			g, err := eng.Stream().Capture(func() error { return eng.DW(call) })
-			require.NoError(t, err)
-			defer func() { require.NoError(t, g.Close()) }()
-			exec, err := g.Instantiate()
-			require.NoError(t, err)
-			defer func() { require.NoError(t, exec.Close()) }()
-			for i := range 3 {
-				reset()
-				require.NoError(t, exec.Launch(eng.Stream()))
-				requireSameBits(t, want, readBits(t, eng, ctx, dw, F32, K*N), N, fmt.Sprintf("%s: replay %d", name, i))
-			}
+			requireReplaysEqualDirect(t, eng, func() error { return eng.DW(call) }, reset,
+				func() []uint32 { return readBits(t, eng, ctx, dw, F32, K*N) }, N, name)
 		})
 	}
 }

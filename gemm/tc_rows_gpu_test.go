@@ -1,10 +1,8 @@
 package gemm
 
 import (
-	"math"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/stretchr/testify/require"
@@ -51,19 +49,7 @@ func TestTCRowsThroughput(t *testing.T) {
 						setTCForce(eng, old)
 						continue
 					}
-					const reps = 30
-					best := time.Duration(math.MaxInt64)
-					for range 3 {
-						require.NoError(t, start.Record(eng.Stream()))
-						for i := range reps {
-							require.NoError(t, launch(i+1))
-						}
-						require.NoError(t, end.Record(eng.Stream()))
-						require.NoError(t, end.Synchronize())
-						d, err := cudaload.ElapsedTime(start, end)
-						require.NoError(t, err)
-						best = min(best, d/reps)
-					}
+					best := bestPerLaunch(t, eng, start, end, 30, launch)
 					setTCForce(eng, old)
 					bytes := 2 * float64(K*N+M*K+M*N)
 					t.Logf("rowsperf M=%-3d %5dx%-5d %-3s %-12s %7.2f us %6.2f TB/s", M, K, N, op, tc.name,
@@ -116,19 +102,7 @@ func TestTCTileThroughput(t *testing.T) {
 				setTCForce(eng, old)
 				continue
 			}
-			const reps = 20
-			best := time.Duration(math.MaxInt64)
-			for range 3 {
-				require.NoError(t, start.Record(eng.Stream()))
-				for range reps {
-					require.NoError(t, launch())
-				}
-				require.NoError(t, end.Record(eng.Stream()))
-				require.NoError(t, end.Synchronize())
-				d, err := cudaload.ElapsedTime(start, end)
-				require.NoError(t, err)
-				best = min(best, d/reps)
-			}
+			best := bestPerLaunch(t, eng, start, end, 20, func(int) error { return launch() })
 			setTCForce(eng, old)
 			t.Logf("tileperf %-3s %5dx%-5dx%-5d %-12s %8.2f us", s.op, s.M, s.K, s.N, tc.name, float64(best.Nanoseconds())/1e3)
 		}

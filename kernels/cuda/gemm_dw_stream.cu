@@ -21,13 +21,13 @@
 // bytes where dW and its row stride allow, 4 otherwise): every path runs the
 // same chains, so nothing here depends on the grid or the pointers.
 #include "prelude.cuh"
-#include "widen_f16.cuh"
+#include "raw.cuh"
 
 namespace dws {
 
-constexpr int F32 = 0;
-constexpr int BF16 = 1;
-constexpr int F16 = 2;
+using dgraw::F32;  // raw.cuh
+using dgraw::BF16;
+using dgraw::F16;
 
 // Block tile BR x BC of dW, BR = 8 TR; each of the 256 threads owns TR
 // consecutive rows x TC consecutive columns: warp w rows [TR w, TR w + TR),

@@ -23,7 +23,7 @@
 // Typed inputs stay 16-bit in shared memory and are widened exactly when
 // used (once per element either way).
 #include "prelude.cuh"
-#include "widen_f16.cuh"
+#include "raw.cuh"
 #include "tc_common.cuh"  // the sm_80 mbarrier forms
 
 namespace rowsk {
@@ -32,9 +32,9 @@ constexpr int THREADS = 128;
 constexpr int SLAB = 256;
 
 // Element codes shared with the Go dispatcher.
-constexpr int F32 = 0;
-constexpr int BF16 = 1;
-constexpr int F16 = 2;
+using dgraw::F32;
+using dgraw::BF16;
+using dgraw::F16;
 
 // Blocks per SM each configuration is compiled for (a register budget):
 // four for the bandwidth-bound few-row kernels, whose memory parallelism is
@@ -45,15 +45,8 @@ constexpr int F16 = 2;
 // occupancy of its own choosing.
 constexpr int min_blocks(int mr) { return mr <= 16 ? 4 : 3; }
 
-template <int DT> struct raw_of { typedef dg_u16 type; };
-template <> struct raw_of<F32> { typedef float type; };
-
-template <int DT>
-DETGEMM_INLINE float widen(typename raw_of<DT>::type v) {
-    if constexpr (DT == F32) return v;
-    else if constexpr (DT == BF16) return dg_bf16_to_f32(v);
-    else return dg_f16_to_f32_fast(v);
-}
+using dgraw::raw_of;  // raw.cuh
+using dgraw::widen;
 
 // Geometry of one configuration. The Go dispatcher computes SMEM by the
 // same formula (rowsSharedBytes); the kernel traps if launched with less.

@@ -36,7 +36,7 @@
 #include "prelude.cuh"
 #include "tc_common.cuh"
 #include "tma.cuh"
-#include "widen_f16.cuh"
+#include "raw.cuh"
 
 namespace rowst {
 
@@ -44,19 +44,12 @@ constexpr int SLAB = 256;
 constexpr int BN = 32;        // columns a block: a lane each
 
 // Element codes shared with the Go dispatcher (as gemm_rows.cu's).
-constexpr int F32 = 0;
-constexpr int BF16 = 1;
-constexpr int F16 = 2;
+using dgraw::F32;
+using dgraw::BF16;
+using dgraw::F16;
 
-template <int DT> struct raw_of { typedef dg_u16 type; };
-template <> struct raw_of<F32> { typedef float type; };
-
-template <int DT>
-DETGEMM_INLINE float widen(typename raw_of<DT>::type v) {
-    if constexpr (DT == F32) return v;
-    else if constexpr (DT == BF16) return dg_bf16_to_f32(v);
-    else return dg_f16_to_f32_fast(v);
-}
+using dgraw::raw_of;  // raw.cuh
+using dgraw::widen;
 
 // Sixteen bytes of staged values (4 f32 or 8 16-bit steps), widened: one
 // shared-memory read, 16-byte aligned.
