@@ -21,6 +21,9 @@ type Driver struct {
 	tensorMapFn   uintptr
 	tensorMapErr  error
 
+	launchExOnce sync.Once
+	launchExFn   uintptr // cuLaunchKernelEx, 0 where the driver lacks it
+
 	devMu   sync.Mutex
 	devices map[int]*Device
 }
@@ -40,6 +43,19 @@ func (d *Driver) Version() int {
 		return 0
 	}
 	return d.version
+}
+
+// launchKernelEx resolves the optional cuLaunchKernelEx (CUDA 12.0+) once;
+// 0 where the driver lacks it.
+func (d *Driver) launchKernelEx() uintptr {
+	d.launchExOnce.Do(func() {
+		if d.lib != nil {
+			if p, err := d.lib.Lookup("cuLaunchKernelEx"); err == nil {
+				d.launchExFn = p
+			}
+		}
+	})
+	return d.launchExFn
 }
 
 // opened refuses a nil or zero Driver (one not returned by Open).

@@ -54,6 +54,12 @@ func TestFakeDriverLaunchAllocatesNothing(t *testing.T) {
 	var a Args
 	var tm TensorMap
 	cfg := LaunchConfig{Grid: Dim3{128, 1, 1}, Block: Dim3{256, 1, 1}, Stream: s}
+	over := cfg
+	over.Overlap = true
+	// libm has no cuLaunchKernelEx: stand fegetround in for it, so the
+	// overlapped path (pooled config and attribute) runs.
+	ctx.drv.launchExOnce.Do(func() { ctx.drv.launchExFn = ctx.drv.sym.cuLaunchKernel })
+	require.NotZero(t, ctx.drv.launchKernelEx())
 	host := make([]uint32, 16)
 	for _, tt := range []struct {
 		name string
@@ -62,6 +68,9 @@ func TestFakeDriverLaunchAllocatesNothing(t *testing.T) {
 		{"Launch without args", func() error { return fn.Launch(cfg, nil) }},
 		{"Launch with args", func() error {
 			return fn.Launch(cfg, a.Reset().Ptr(0x1000).Uint32(7).TensorMap(&tm).Float32(2))
+		}},
+		{"overlapped Launch with args", func() error {
+			return fn.Launch(over, a.Reset().Ptr(0x1000).Uint32(7).TensorMap(&tm).Float32(2))
 		}},
 		{"Event.Record", func() error { return ev.Record(s) }},
 		{"MemcpyDtoDAsync", func() error { return s.MemcpyDtoDAsync(0x1000, 0x2000, 64) }},

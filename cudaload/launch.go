@@ -3,6 +3,8 @@ package cudaload
 import (
 	"runtime"
 	"strconv"
+	"sync"
+	"unsafe"
 )
 
 // Dim3 is a grid or block size in three dimensions.
@@ -21,6 +23,14 @@ type LaunchConfig struct {
 	Grid, Block    Dim3
 	SharedMemBytes uint32  // dynamic shared memory per block
 	Stream         *Stream // nil: the legacy default stream
+	// Overlap lets the grid start while the kernel ahead of it in the
+	// stream is still running (programmatic dependent launch: sm_90 or
+	// newer, a CUDA 12 driver). The kernel must execute
+	// griddepcontrol.wait before it reads or writes global memory that
+	// kernel may touch; the wait returns once that kernel has finished and
+	// its writes are visible. Where the driver lacks cuLaunchKernelEx the
+	// launch is an ordinary one, and the wait returns at once.
+	Overlap bool
 }
 
 // Validate checks what is wrong on every device: a zero grid or block
@@ -81,14 +91,24 @@ func (f *Function) Launch(cfg LaunchConfig, args *Args) error {
 	if cfg.Stream != nil {
 		stream = cfg.Stream.handle
 	}
+	var ex uintptr
+	if cfg.Overlap {
+		ex = c.drv.launchKernelEx()
+	}
+	op := "cuLaunchKernel"
 	runtime.LockOSThread()
 	r := Success
 	bound := c.bind()
 	if bound == Success {
-		r = call(c.drv.sym.cuLaunchKernel, f.handle,
-			uintptr(cfg.Grid.X), uintptr(cfg.Grid.Y), uintptr(cfg.Grid.Z),
-			uintptr(cfg.Block.X), uintptr(cfg.Block.Y), uintptr(cfg.Block.Z),
-			uintptr(cfg.SharedMemBytes), stream, params, 0)
+		if ex != 0 {
+			op = "cuLaunchKernelEx"
+			r = launchOverlapped(ex, f.handle, cfg, stream, params)
+		} else {
+			r = call(c.drv.sym.cuLaunchKernel, f.handle,
+				uintptr(cfg.Grid.X), uintptr(cfg.Grid.Y), uintptr(cfg.Grid.Z),
+				uintptr(cfg.Block.X), uintptr(cfg.Block.Y), uintptr(cfg.Block.Z),
+				uintptr(cfg.SharedMemBytes), stream, params, 0)
+		}
 	}
 	runtime.UnlockOSThread()
 	if params != 0 {
@@ -98,9 +118,61 @@ func (f *Function) Launch(cfg LaunchConfig, args *Args) error {
 		return newError("cuCtxSetCurrent", bound)
 	}
 	if r != Success {
-		return &LaunchError{Kernel: f.name, Grid: cfg.Grid, Block: cfg.Block, SharedMemBytes: cfg.SharedMemBytes, Err: newError("cuLaunchKernel", r)}
+		return &LaunchError{Kernel: f.name, Grid: cfg.Grid, Block: cfg.Block, SharedMemBytes: cfg.SharedMemBytes, Err: newError(op, r)}
 	}
 	return nil
+}
+
+// launchConfigC is CUlaunchConfig on a 64-bit host.
+type launchConfigC struct {
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	shared                 uint32
+	_                      uint32
+	stream                 uintptr
+	attrs                  uintptr // *CUlaunchAttribute
+	numAttrs               uint32
+	_                      uint32
+}
+
+// launchAttributeC is CUlaunchAttribute: an id, padding to 8 bytes, and
+// the 64-byte CUlaunchAttributeValue union.
+type launchAttributeC struct {
+	id    uint32
+	_     uint32
+	value [64]byte
+}
+
+// attrProgrammaticStreamSerialization is
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION; its value is the
+// int programmaticStreamSerializationAllowed.
+const attrProgrammaticStreamSerialization = 6
+
+// launchExFrame is cuLaunchKernelEx's config and its one attribute in one
+// heap object, pooled so an overlapped launch allocates nothing.
+type launchExFrame struct {
+	cfg  launchConfigC
+	attr launchAttributeC
+}
+
+var launchExPool = sync.Pool{New: func() any { return new(launchExFrame) }}
+
+// launchOverlapped is cuLaunchKernelEx with programmatic stream
+// serialization allowed.
+func launchOverlapped(ex, fn uintptr, cfg LaunchConfig, stream, params uintptr) Result {
+	fr := launchExPool.Get().(*launchExFrame)
+	*fr = launchExFrame{}
+	fr.cfg = launchConfigC{
+		gridX: cfg.Grid.X, gridY: cfg.Grid.Y, gridZ: cfg.Grid.Z,
+		blockX: cfg.Block.X, blockY: cfg.Block.Y, blockZ: cfg.Block.Z,
+		shared: cfg.SharedMemBytes, stream: stream,
+		attrs: uintptr(unsafe.Pointer(&fr.attr)), numAttrs: 1,
+	}
+	fr.attr.id = attrProgrammaticStreamSerialization
+	fr.attr.value[0] = 1 // little-endian int 1
+	r := callKeep(ex, unsafe.Pointer(fr), uintptr(unsafe.Pointer(&fr.cfg)), fn, params, 0)
+	launchExPool.Put(fr)
+	return r
 }
 
 // LaunchError is a launch the driver refused, with the launch's shape.

@@ -2,6 +2,7 @@ package cudaload
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -120,4 +121,18 @@ func TestZeroValueStreamIsRefusedNotUsedAsDefault(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	e := &Event{}
 	require.ErrorIs(t, e.Record(&s), ErrClosed)
+}
+
+// TestLaunchExStructsMatchTheDriverABI: CUlaunchConfig and
+// CUlaunchAttribute as cuda.h lays them out on a 64-bit host.
+func TestLaunchExStructsMatchTheDriverABI(t *testing.T) {
+	var c launchConfigC
+	require.Equal(t, uintptr(56), unsafe.Sizeof(c))
+	require.Equal(t, uintptr(24), unsafe.Offsetof(c.shared))
+	require.Equal(t, uintptr(32), unsafe.Offsetof(c.stream))
+	require.Equal(t, uintptr(40), unsafe.Offsetof(c.attrs))
+	require.Equal(t, uintptr(48), unsafe.Offsetof(c.numAttrs))
+	var a launchAttributeC
+	require.Equal(t, uintptr(72), unsafe.Sizeof(a))
+	require.Equal(t, uintptr(8), unsafe.Offsetof(a.value))
 }

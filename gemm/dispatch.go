@@ -90,7 +90,9 @@ var errStrategy = errors.New("strategy cannot run this call")
 // tiledTail; 0: the device's), so small grids exercise the cut; splitTail,
 // for square tiled, takes the split tail (grids.splitTail) wherever the
 // grid has one, gain or not; streamRows, for stream, pins the rows of dW a
-// block owns (streamTall or streamShort; 0: streamRowsFor's).
+// block owns (streamTall or streamShort; 0: streamRowsFor's); serial
+// launches the kernels that may overlap the one ahead of them
+// (launchOverlapped) without the overlap.
 type force struct {
 	strategy   Strategy
 	perBlock   int64
@@ -98,6 +100,7 @@ type force struct {
 	width      int64
 	tailSMs    int64
 	splitTail  bool
+	serial     bool
 	streamRows int64
 }
 

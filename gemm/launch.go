@@ -62,6 +62,20 @@ func (e *Engine) launch(op string, fn *cudaload.Function, grid cudaload.Dim3, th
 	return nil
 }
 
+// launchOverlapped is launch for a kernel that waits for the kernel ahead
+// of it in the stream before it touches global memory (tma.cuh's
+// grid_dependency_wait): the grid may then start while that kernel still
+// runs (programmatic dependent launch), so the launch latency and the
+// kernel's set-up overlap the previous kernel's last blocks. Stream order
+// and every bit are unchanged.
+func (e *Engine) launchOverlapped(op string, fn *cudaload.Function, grid cudaload.Dim3, threads, shared uint32) error {
+	cfg := cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: shared, Stream: e.stream, Overlap: !e.force.serial}
+	if err := fn.Launch(cfg, &e.args); err != nil {
+		return fmt.Errorf("gemm.%s: %w", op, err)
+	}
+	return nil
+}
+
 // missing reports a kernel the tables lack; validation admits only
 // combinations that have one, so this is a bug, not a user error.
 func missing(p problem, what string) error {

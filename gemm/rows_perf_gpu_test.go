@@ -46,15 +46,16 @@ func TestRowsPathThroughput(t *testing.T) {
 					return eng.DX(DXArgs{Tier: tier, M: M, N: R, K: cols, DY: x, W: w, DX: y, In: d, Out: d})
 				}
 				for _, path := range []struct {
-					name string
-					p    rowsPath
-				}{{"auto", rowsPathAuto}, {"one", rowsPathOne}, {"two", rowsPathTwo}, {"tma", rowsPathTMA}} {
-					old := setForce(eng, force{strategy: StrategyRows, rowsPath: path.p})
+					name   string
+					p      rowsPath
+					serial bool
+				}{{"auto", rowsPathAuto, false}, {"one", rowsPathOne, false}, {"two", rowsPathTwo, false}, {"tma", rowsPathTMA, false}, {"tma-serial", rowsPathTMA, true}} {
+					old := setForce(eng, force{strategy: StrategyRows, rowsPath: path.p, serial: path.serial})
 					require.NoError(t, launch(0))
 					best := bestPerLaunch(t, eng, start, end, 30, launch)
 					setForce(eng, old)
 					by := float64(d.Size()) * float64(R*cols+M*R+M*cols)
-					t.Logf("rowspath %-3s %-4v M=%d R=%-5d cols=%-5d %-4s %7.2f us %5.2f TB/s", op, d, M, R, cols, path.name,
+					t.Logf("rowspath %-3s %-4v M=%d R=%-5d cols=%-5d %-10s %7.2f us %5.2f TB/s", op, d, M, R, cols, path.name,
 						float64(best.Nanoseconds())/1e3, by/best.Seconds()/1e12)
 				}
 			}

@@ -49,11 +49,19 @@ func TestTCRowsThroughput(t *testing.T) {
 						setTCForce(eng, old)
 						continue
 					}
-					best := bestPerLaunch(t, eng, start, end, 30, launch)
-					setTCForce(eng, old)
 					bytes := 2 * float64(K*N+M*K+M*N)
+					best := bestPerLaunch(t, eng, start, end, 30, launch)
 					t.Logf("rowsperf M=%-3d %5dx%-5d %-3s %-12s %7.2f us %6.2f TB/s", M, K, N, op, tc.name,
 						float64(best.Nanoseconds())/1e3, bytes/best.Seconds()/1e12)
+					if tcRowsGeometries[tc.f.tile].tma {
+						// The same kernel launched without the overlap.
+						oldF := setForce(eng, force{serial: true})
+						best = bestPerLaunch(t, eng, start, end, 30, launch)
+						setForce(eng, oldF)
+						t.Logf("rowsperf M=%-3d %5dx%-5d %-3s %-12s %7.2f us %6.2f TB/s", M, K, N, op, tc.name+"-serial",
+							float64(best.Nanoseconds())/1e3, bytes/best.Seconds()/1e12)
+					}
+					setTCForce(eng, old)
 				}
 			}
 		}

@@ -175,9 +175,11 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
             tc::mbar_init(bars + 8 * (STAGES + s), 32 * K::WPS);  // the lanes of the slot's warps
         }
         tma::fence_barrier_init();
+        tma::grid_dependency_wait();  // launched overlapped: the kernel ahead has finished
         for (int s = 0; s < S && s < STAGES; ++s) issue(s);
     }
-    __syncthreads();  // the mbarriers exist
+    tma::grid_dependency_wait();  // every thread, before the fold's global reads and stores
+    __syncthreads();              // the mbarriers exist
 
     if (warp == K::WARPS) {
         // The producer: slab s to slot s % STAGES once the slot's warp has
@@ -261,6 +263,12 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         }
     }
     __syncthreads();  // every slab's results are in part
+    // Only the fold is left: the next grid may take the SMs this one leaves.
+    // (Triggered at the start instead, the next grid's blocks waited on the
+    // SMs this grid leaves idle from the start, and few-row calls of 4 to
+    // 16 rows ran 4-7 % slower than launched plainly; here every measured
+    // call is faster: bench/NOTES-simt.md, round 10.)
+    tma::launch_dependents();
 
     // The fold, in slab order; rows past M and columns past N are not stored.
     for (int u = tid; u < MR * BN; u += K::THREADS) {
