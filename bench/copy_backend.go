@@ -31,10 +31,13 @@ const (
 // Mode read is the other floor: a GEMV reads almost all its bytes and
 // writes few, and memory may serve pure reads faster than a copy's mix, so
 // the util family's read kernel (detgemm_read_xor) reads all the bytes
-// once, over a full GPU of threads.
+// once, over a full GPU of threads. On sm_90 and newer it is launched
+// overlapped (programmatic dependent launch), as detgemm launches its
+// few-row kernels, so the floor pays the same launch gaps.
 type copyBackend struct {
-	read *cudaload.Function // nil until the util module is loaded
-	sms  int
+	read    *cudaload.Function // nil until the util module is loaded
+	sms     int
+	overlap bool
 }
 
 // Name implements Backend.
@@ -46,13 +49,14 @@ func (*copyBackend) Modes(DType) []string { return []string{modeCopy, modeRead} 
 // Close implements Backend.
 func (*copyBackend) Close() error { return nil }
 
-// useUtil takes the read kernel from the loaded util module.
-func (b *copyBackend) useUtil(m *cudaload.Module, sms int) error {
+// useUtil takes the read kernel from the loaded util module, for a device
+// of sms multiprocessors and compute capability major.x.
+func (b *copyBackend) useUtil(m *cudaload.Module, sms, major int) error {
 	f, err := m.Function(kernReadXOR)
 	if err != nil {
 		return err
 	}
-	b.read, b.sms = f, max(sms, 1)
+	b.read, b.sms, b.overlap = f, max(sms, 1), major >= 9
 	return nil
 }
 
@@ -75,7 +79,7 @@ func (b *copyBackend) Prepare(ctx *cudaload.Context, stream *cudaload.Stream, p 
 		if b.read == nil {
 			return nil, fmt.Errorf("copy backend: %s unavailable (util kernels not loaded)", kernReadXOR)
 		}
-		r.fn = b.read
+		r.fn, r.overlap = b.read, b.overlap
 		r.bytes = 2 * copyHalf(p.Shape, p.DType)
 		r.blocks = uint32(b.sms * readBlocksPerSM)
 		r.dstBytes = uint64(r.blocks) * readThreads / 32 * 4
@@ -112,6 +116,7 @@ type copyRunner struct {
 	bytes, dstBytes uint64
 	src, dst        []cudaload.DevicePtr
 	fn              *cudaload.Function // read mode
+	overlap         bool               // read mode: launched overlapped
 	blocks          uint32
 	args            cudaload.Args
 }
@@ -123,9 +128,10 @@ func (r *copyRunner) Launch(i int) error {
 	}
 	r.args.Reset().Ptr(r.src[i]).Uint64(r.bytes / 16).Ptr(r.dst[i])
 	return r.fn.Launch(cudaload.LaunchConfig{
-		Grid:   cudaload.Dim3{X: r.blocks, Y: 1, Z: 1},
-		Block:  cudaload.Dim3{X: readThreads, Y: 1, Z: 1},
-		Stream: r.s,
+		Grid:    cudaload.Dim3{X: r.blocks, Y: 1, Z: 1},
+		Block:   cudaload.Dim3{X: readThreads, Y: 1, Z: 1},
+		Stream:  r.s,
+		Overlap: r.overlap,
 	}, &r.args)
 }
 

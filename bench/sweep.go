@@ -111,7 +111,8 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 				defer mod.Close()
 				im.conv, err = newConverter(mod, dev.SMCount())
 				if err == nil {
-					err = copies.useUtil(mod, dev.SMCount())
+					major, _ := dev.ComputeCapability()
+					err = copies.useUtil(mod, dev.SMCount(), major)
 				}
 			}
 			if err != nil {

@@ -58,8 +58,14 @@ DETGEMM_KERNEL void detgemm_f16_to_f32(const dg_u16* DETGEMM_RESTRICT in,
 // thread and no L1 allocation, and writes one word a warp (the xor of what
 // it read, so the loads cannot be dropped) to out[global warp]. The bench
 // times it as the read floor of a bandwidth-bound GEMM: the bytes a GEMV
-// reads, read by the simplest kernel that can.
+// reads, read by the simplest kernel that can. On sm_90 it may be launched
+// overlapped, as detgemm's few-row kernels are: it then waits for the
+// kernel ahead before reading, and lets the next one in once its loads are
+// done.
 DETGEMM_KERNEL void detgemm_read_xor(const uint4* DETGEMM_RESTRICT in, dg_u64 n, dg_u32* DETGEMM_RESTRICT out) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
     const dg_u64 stride = dg_grid_stride();
     dg_u64 i = dg_global_thread();
     dg_u32 acc = 0;
@@ -72,6 +78,9 @@ DETGEMM_KERNEL void detgemm_read_xor(const uint4* DETGEMM_RESTRICT in, dg_u64 n,
         const uint4 a = __ldcs(in + i);
         acc ^= a.x ^ a.y ^ a.z ^ a.w;
     }
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
     for (int o = 16; o > 0; o /= 2) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
     if (threadIdx.x % 32 == 0) out[dg_global_thread() / 32] = acc;
 }
