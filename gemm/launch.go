@@ -63,13 +63,14 @@ func (e *Engine) launch(op string, fn *cudaload.Function, grid cudaload.Dim3, th
 }
 
 // launchOverlapped is launch for a kernel that waits for the kernel ahead
-// of it in the stream before it touches global memory (tma.cuh's
-// grid_dependency_wait): the grid may then start while that kernel still
-// runs (programmatic dependent launch), so the launch latency and the
-// kernel's set-up overlap the previous kernel's last blocks. Stream order
-// and every bit are unchanged.
+// of it in the stream before it touches global memory (prelude.cuh's
+// dg_grid_dependency_wait): on sm_90 and newer the grid may then start
+// while that kernel still runs (programmatic dependent launch), so the
+// launch latency and the kernel's set-up overlap the previous kernel's
+// last blocks. Stream order and every bit are unchanged.
 func (e *Engine) launchOverlapped(op string, fn *cudaload.Function, grid cudaload.Dim3, threads, shared uint32) error {
-	cfg := cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: shared, Stream: e.stream, Overlap: !e.force.serial}
+	cfg := cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: shared, Stream: e.stream,
+		Overlap: !e.force.serial && e.arch.Major >= 9}
 	if err := fn.Launch(cfg, &e.args); err != nil {
 		return fmt.Errorf("gemm.%s: %w", op, err)
 	}
@@ -351,7 +352,7 @@ func (e *Engine) launchFold(p problem, pl plan) error {
 	e.args.Reset().
 		Ptr(e.ws.ptr).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Uint64(n).Uint64(uint64(p.cols)).Uint64(uint64(pl.slabs))
-	return e.launch(p.op, fn, cudaload.Dim3{X: foldBlocks(n, e.sms), Y: 1, Z: 1}, foldThreads, 0)
+	return e.launchOverlapped(p.op, fn, cudaload.Dim3{X: foldBlocks(n, e.sms), Y: 1, Z: 1}, foldThreads, 0)
 }
 
 // foldBlocks covers n elements with one per thread, capped at 16 blocks

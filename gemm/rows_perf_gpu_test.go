@@ -62,3 +62,49 @@ func TestRowsPathThroughput(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldOverlapThroughput times calls that end in gemm_fold (the
+// split-slab shapes of the bench) with the fold launched overlapped, as
+// the engine does on sm_90, and plainly. It runs only with
+// DETGEMM_ROWS_PERF=1; bench measures the engine for the record.
+func TestFoldOverlapThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_ROWS_PERF") == "" {
+		t.Skip("set DETGEMM_ROWS_PERF=1 to time the fold's launch")
+	}
+	eng, ctx := gpuEngine(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	for _, d := range []DType{F32, BF16} {
+		tier := TierF32
+		if d != F32 {
+			tier = TierTyped
+		}
+		for _, s := range [][3]int{{2048, 768, 3072}, {2048, 768, 512}, {128, 4096, 11008}} {
+			M, K, N := s[0], s[1], s[2]
+			x, w := alloc(t, ctx, uint64(M*K*d.Size())), alloc(t, ctx, uint64(K*N*d.Size()))
+			y, dw := alloc(t, ctx, uint64(M*N*d.Size())), alloc(t, ctx, uint64(K*N*4))
+			dx := alloc(t, ctx, uint64(M*K*d.Size()))
+			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*K*d.Size())))
+			require.NoError(t, ctx.MemsetD8(w, 0x3c, uint64(K*N*d.Size())))
+			require.NoError(t, ctx.MemsetD8(y, 0x3c, uint64(M*N*d.Size())))
+			require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
+			for _, op := range []string{"fwd", "dx", "dw"} {
+				launch := func(int) error {
+					switch op {
+					case "fwd":
+						return eng.Forward(ForwardArgs{Tier: tier, M: M, K: K, N: N, X: x, W: w, Y: y, In: d, Out: d})
+					case "dx":
+						return eng.DX(DXArgs{Tier: tier, M: M, N: N, K: K, DY: y, W: w, DX: dx, In: d, Out: d})
+					}
+					return eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: x, DY: y, DW: dw, In: d})
+				}
+				for _, serial := range []bool{false, true} {
+					old := setForce(eng, force{serial: serial})
+					require.NoError(t, launch(0))
+					best := bestPerLaunch(t, eng, start, end, 20, launch)
+					setForce(eng, old)
+					t.Logf("foldperf %-4v %5dx%5dx%5d %-3s serial=%-5v %8.2f us", d, M, K, N, op, serial, float64(best.Nanoseconds())/1e3)
+				}
+			}
+		}
+	}
+}

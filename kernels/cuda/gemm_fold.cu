@@ -29,6 +29,7 @@ DETGEMM_INLINE void store(void* DETGEMM_RESTRICT p, dg_u64 i, float v) {
 template <int DTOUT, bool ACCUMULATE>
 DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT C,
                         const float* DETGEMM_RESTRICT bias, dg_u64 n, dg_u64 cols, dg_u64 S) {
+    dg_grid_dependency_wait();  // launched overlapped: the partials are all written
     for (dg_u64 e = dg_global_thread(); e < n; e += dg_grid_stride()) {
         float v;
         dg_u64 s;

@@ -175,10 +175,10 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
             tc::mbar_init(bars + 8 * (STAGES + s), 32 * K::WPS);  // the lanes of the slot's warps
         }
         tma::fence_barrier_init();
-        tma::grid_dependency_wait();  // launched overlapped: the kernel ahead has finished
+        dg_grid_dependency_wait();  // launched overlapped: the kernel ahead has finished
         for (int s = 0; s < S && s < STAGES; ++s) issue(s);
     }
-    tma::grid_dependency_wait();  // every thread, before the fold's global reads and stores
+    dg_grid_dependency_wait();  // every thread, before the fold's global reads and stores
     __syncthreads();              // the mbarriers exist
 
     if (warp == K::WARPS) {
@@ -268,7 +268,7 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     // SMs this grid leaves idle from the start, and few-row calls of 4 to
     // 16 rows ran 4-7 % slower than launched plainly; here every measured
     // call is faster: bench/NOTES-simt.md, round 10.)
-    tma::launch_dependents();
+    dg_launch_dependents();
 
     // The fold, in slab order; rows past M and columns past N are not stored.
     for (int u = tid; u < MR * BN; u += K::THREADS) {

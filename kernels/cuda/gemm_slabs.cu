@@ -72,6 +72,10 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
     if (rg.len() <= 0) return;  // uniform: a grid larger than the slabs
     WritePartials<BN> close{ws, rows, cols, G};
     tile_chains<DTIN, A_RC, B_JC, BN>(A, B, rows, cols, rg, lda, ldb, smem, close);
+    // This block's partials are written: once every block is here the
+    // fold (launched overlapped) may be scheduled, and waits for the grid
+    // to finish before it reads them.
+    dg_launch_dependents();
 }
 
 }  // namespace slabs

@@ -149,7 +149,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
         // The copy engine (async proxy) must see the initialised barriers.
         tma::fence_barrier_init();
     }
-    tma::grid_dependency_wait();  // launched overlapped: the kernel ahead has finished
+    dg_grid_dependency_wait();  // launched overlapped: the kernel ahead has finished
     __syncthreads();              // the only block barrier: the mbarriers exist
 
     if (warp == T::WARPS) {
@@ -233,7 +233,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
         ktile(kt + 1, f1, f0);
     }
     if (kt < ktiles) ktile(kt, f0, f1);
-    tma::launch_dependents();  // only the stores are left: the next grid may take the SMs this one leaves
+    dg_launch_dependents();  // only the stores are left: the next grid may take the SMs this one leaves
 
     // acc[q]: column jw + g (q < 2) or jw + g + 8, row i0 + m0 + 2t + (q & 1).
 #pragma unroll

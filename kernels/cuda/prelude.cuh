@@ -157,3 +157,23 @@ DETGEMM_INLINE float dg_f16_to_f32(dg_u16 h) {
     dg_u32 frac = (man << (23u - p)) & 0x007fffffu;
     return dg_f32_from_bits(sign | ((p + 103u) << 23) | frac);
 }
+
+// Programmatic dependent launch (sm_90 and newer; on older GPUs both are
+// empty, and the engine never launches overlapped there). A grid launched
+// with the overlap attribute may start while the kernel ahead of it in the
+// stream still runs: every thread calls dg_grid_dependency_wait before it
+// reads or writes global memory, and passes once that kernel has finished
+// and its writes are visible (at once for a grid launched plainly).
+// dg_launch_dependents lets the next grid, if launched overlapped, be
+// scheduled now; that grid still waits for this one to finish.
+DETGEMM_INLINE void dg_grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+DETGEMM_INLINE void dg_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}

@@ -36,16 +36,4 @@ DETGEMM_INLINE void prefetch_map(const tensor_map& map) {
 // async proxy).
 DETGEMM_INLINE void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
 
-// Programmatic dependent launch (sm_90). A grid launched with the overlap
-// attribute may start while the kernel ahead of it in the stream still
-// runs: every thread waits here before it reads or writes global memory,
-// until that kernel has finished and its writes are visible. A grid
-// launched without the attribute passes at once.
-DETGEMM_INLINE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-
-// Lets the grid after this one in the stream, if launched with the overlap
-// attribute, be scheduled now; it still waits (grid_dependency_wait) for
-// this grid to finish before it touches memory.
-DETGEMM_INLINE void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
-
 }  // namespace tma

@@ -63,9 +63,7 @@ DETGEMM_KERNEL void detgemm_f16_to_f32(const dg_u16* DETGEMM_RESTRICT in,
 // kernel ahead before reading, and lets the next one in once its loads are
 // done.
 DETGEMM_KERNEL void detgemm_read_xor(const uint4* DETGEMM_RESTRICT in, dg_u64 n, dg_u32* DETGEMM_RESTRICT out) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
+    dg_grid_dependency_wait();
     const dg_u64 stride = dg_grid_stride();
     dg_u64 i = dg_global_thread();
     dg_u32 acc = 0;
@@ -78,9 +76,7 @@ DETGEMM_KERNEL void detgemm_read_xor(const uint4* DETGEMM_RESTRICT in, dg_u64 n,
         const uint4 a = __ldcs(in + i);
         acc ^= a.x ^ a.y ^ a.z ^ a.w;
     }
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+    dg_launch_dependents();
     for (int o = 16; o > 0; o /= 2) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
     if (threadIdx.x % 32 == 0) out[dg_global_thread() / 32] = acc;
 }
