@@ -131,6 +131,13 @@ func (c *Context) encodeTiled(dst *TensorMap, scratch *tensorMapScratch, dtype T
 		return err
 	}
 	off := alignPad(uintptr(unsafe.Pointer(&scratch[0])), 64)
+	// The encoder needs no context on a bare driver, but under tools that
+	// intercept the driver (Nsight Compute) it answers
+	// CUDA_ERROR_INVALID_CONTEXT on a thread without one: bind ours, as
+	// every other call does.
+	if err := c.enter("EncodeTiled"); err != nil {
+		return err
+	}
 	// Through a pooled call frame: purego.SyscallN's variadic slice would
 	// otherwise be one allocation per encode. The argument arrays belong to
 	// the caller, which holds them for the call.
@@ -140,6 +147,7 @@ func (c *Context) encodeTiled(dst *TensorMap, scratch *tensorMapScratch, dtype T
 		uintptr(unsafe.Pointer(dims)), uintptr(unsafe.Pointer(strides)),
 		uintptr(unsafe.Pointer(box)), uintptr(unsafe.Pointer(elemStrides)),
 		uintptr(interleave), uintptr(swizzle), uintptr(l2promo), uintptr(oobFill))
+	c.exit()
 	if err := check(symTensorMapEncodeTiled, r); err != nil {
 		return err
 	}

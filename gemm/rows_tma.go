@@ -77,9 +77,11 @@ func rowsTMAStages(in DType, mr int) int {
 	return 8
 }
 
-// rowsTMAWarpsPerStage is Cfg::WPS: at MR = 16 two consumer warps share a
-// stage, eight rows each (four warps of four rows measured slower at 16
-// rows: 34.9 against 31.9 µs, the W reads then feed half the FMAs).
+// rowsTMAWarpsPerStage is Cfg::WPS: one consumer warp a stage. At MR = 16
+// that warp takes all sixteen rows, two columns a lane (gemm_rows_tma.cu's
+// slab16): 30.2 µs at 16×4096×4096 f32 Forward with two warps of eight rows
+// a stage and a column a lane, and four warps of four rows measured slower
+// still (34.9 against 31.9 µs before the overlapped launch).
 func rowsTMAWarpsPerStage(mr int) int {
 	if mr == 16 {
 		return 2
@@ -152,18 +154,23 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	strips, sms := ceilDiv(p.cols, rowsTMACols), int64(max(e.sms, 1))
 	if rowsTMAMR(p.rows) == rowsTMAMaxRows {
 		// MR = 16 is bound by its FMA loop (eight consumer warps an SM, about
-		// 31 µs a strip at R = 4096 whatever the grid), so it wins only
+		// 29 µs a strip at R = 4096 whatever the grid), so it wins only
 		// where the others are slower than that: f32 in one full wave
-		// (16×4096×4096 Forward 31.9 against 34.0, dX 34.1 against 35.2); it
-		// lost with 32 strips (30.8 against 22.3), 344 strips (88.8 against
-		// 85.0) and 16-bit inputs (32.6 against 30.7).
-		return p.in == F32 && 2*strips > sms && strips <= sms
+		// (16×4096×4096 Forward 29.2 against 34.0, dX 32.4 against 35.2),
+		// and 16-bit with more than 8 rows in one full wave (16×4096×4096
+		// bf16 Forward 28.2 against 30.8, dX 29.9 against 31.9; at 8 rows
+		// 27.9 against 27.6 and 29.6 against 28.5). It lost with 32 strips
+		// (28.0 against 22.9), 344 strips (83.1 against 85.2 for f32 Forward
+		// but 95.1 against 88.2 for dX) — H200, TestRowsPathThroughput,
+		// bench/NOTES-simt.md rounds 9 and 10.
+		return (p.in == F32 || p.rows > 8) && 2*strips > sms && strips <= sms
 	}
 	return p.layout == layoutNT || p.in == F32 || strips <= sms
 }
 
 // launchRowsTMA encodes the call's TMA maps (x or dY: boxes of 256 of the
-// reduction × MR rows; W nn: 32 columns × 256 rows; W nt: 128 bytes of the
+// reduction × MR rows, or at MR = 16 of 128 bytes × 16 rows, 128-byte
+// swizzle; W nn: 32 columns × 256 rows; W nt: 128 bytes of the
 // reduction × 32 rows, 128-byte swizzle; zeros past the matrix) and
 // launches gemm_rows_tma, grid (column strips, row groups).
 func (e *Engine) launchRowsTMA(p problem) error {
@@ -188,8 +195,14 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		l2 = cudaload.TensorMapL2Promotion256B
 	}
 	const oob = cudaload.TensorMapOOBFillNone
+	// x: one box of 256 steps × MR rows a slab; at MR = 16 boxes of 128
+	// bytes of steps × 16 rows, 128-byte swizzled (the paired layout).
+	xBox, xSw := uint32(ref.SlabLen), cudaload.TensorMapSwizzleNone
+	if mr == 16 {
+		xBox, xSw = uint32(128/es), cudaload.TensorMapSwizzle128B
+	}
 	err := e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*es,
-		ref.SlabLen, uint32(mr), cudaload.TensorMapSwizzleNone, l2, oob)
+		xBox, uint32(mr), xSw, l2, oob)
 	switch {
 	case err != nil:
 	case p.layout == layoutNN:
