@@ -91,8 +91,7 @@ var errStrategy = errors.New("strategy cannot run this call")
 // for square tiled, takes the split tail (grids.splitTail) wherever the
 // grid has one, gain or not; streamRows, for stream, pins the rows of dW a
 // block owns (streamTall or streamShort; 0: streamRowsFor's); serial
-// launches the kernels that may overlap the one ahead of them
-// (launchOverlapped) without the overlap.
+// launches the engine's kernels plainly, without the overlap (launch).
 type force struct {
 	strategy   Strategy
 	perBlock   int64

@@ -54,21 +54,15 @@ func (e *Engine) run(p problem, err error) error {
 	return e.launchFold(p, pl)
 }
 
+// launch enqueues one engine kernel on the engine's stream with the
+// arguments in e.args. Every engine kernel waits for the kernel ahead of it
+// in the stream before it touches global memory (prelude.cuh's
+// dg_grid_dependency_wait), so on sm_90 and newer it is launched
+// overlapped (programmatic dependent launch): the grid may be scheduled
+// while that kernel's last blocks still run, and the launch latency and
+// the kernel's set-up hide behind them. Stream order and every bit are
+// unchanged; the test-only force.serial launches plainly.
 func (e *Engine) launch(op string, fn *cudaload.Function, grid cudaload.Dim3, threads, shared uint32) error {
-	cfg := cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: shared, Stream: e.stream}
-	if err := fn.Launch(cfg, &e.args); err != nil {
-		return fmt.Errorf("gemm.%s: %w", op, err)
-	}
-	return nil
-}
-
-// launchOverlapped is launch for a kernel that waits for the kernel ahead
-// of it in the stream before it touches global memory (prelude.cuh's
-// dg_grid_dependency_wait): on sm_90 and newer the grid may then start
-// while that kernel still runs (programmatic dependent launch), so the
-// launch latency and the kernel's set-up overlap the previous kernel's
-// last blocks. Stream order and every bit are unchanged.
-func (e *Engine) launchOverlapped(op string, fn *cudaload.Function, grid cudaload.Dim3, threads, shared uint32) error {
 	cfg := cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: shared, Stream: e.stream,
 		Overlap: !e.force.serial && e.arch.Major >= 9}
 	if err := fn.Launch(cfg, &e.args); err != nil {
@@ -352,7 +346,7 @@ func (e *Engine) launchFold(p problem, pl plan) error {
 	e.args.Reset().
 		Ptr(e.ws.ptr).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Uint64(n).Uint64(uint64(p.cols)).Uint64(uint64(pl.slabs))
-	return e.launchOverlapped(p.op, fn, cudaload.Dim3{X: foldBlocks(n, e.sms), Y: 1, Z: 1}, foldThreads, 0)
+	return e.launch(p.op, fn, cudaload.Dim3{X: foldBlocks(n, e.sms), Y: 1, Z: 1}, foldThreads, 0)
 }
 
 // foldBlocks covers n elements with one per thread, capped at 16 blocks

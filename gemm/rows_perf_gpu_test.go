@@ -63,23 +63,23 @@ func TestRowsPathThroughput(t *testing.T) {
 	}
 }
 
-// TestFoldOverlapThroughput times calls that end in gemm_fold (the
-// split-slab shapes of the bench) with the fold launched overlapped, as
-// the engine does on sm_90, and plainly. It runs only with
-// DETGEMM_ROWS_PERF=1; bench measures the engine for the record.
-func TestFoldOverlapThroughput(t *testing.T) {
+// TestOverlapThroughput times engine calls launched overlapped
+// (programmatic dependent launch), as the engine does on sm_90, and
+// plainly, back to back, on the bench's shapes in every tier. It runs only
+// with DETGEMM_ROWS_PERF=1; bench measures the engine for the record.
+func TestOverlapThroughput(t *testing.T) {
 	if os.Getenv("DETGEMM_ROWS_PERF") == "" {
-		t.Skip("set DETGEMM_ROWS_PERF=1 to time the fold's launch")
+		t.Skip("set DETGEMM_ROWS_PERF=1 to time the overlapped launches")
 	}
 	eng, ctx := gpuEngine(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
-	for _, d := range []DType{F32, BF16} {
-		tier := TierF32
-		if d != F32 {
-			tier = TierTyped
-		}
-		for _, s := range [][3]int{{2048, 768, 3072}, {2048, 768, 512}, {128, 4096, 11008}} {
+	for _, c := range []struct {
+		tier Tier
+		d    DType
+	}{{TierF32, F32}, {TierTyped, BF16}, {TierTensorCore, BF16}} {
+		for _, s := range [][3]int{{1, 4096, 4096}, {16, 4096, 4096}, {2048, 768, 3072}, {2048, 768, 512}, {128, 4096, 11008}, {4096, 4096, 4096}} {
 			M, K, N := s[0], s[1], s[2]
+			d, tier := c.d, c.tier
 			x, w := alloc(t, ctx, uint64(M*K*d.Size())), alloc(t, ctx, uint64(K*N*d.Size()))
 			y, dw := alloc(t, ctx, uint64(M*N*d.Size())), alloc(t, ctx, uint64(K*N*4))
 			dx := alloc(t, ctx, uint64(M*K*d.Size()))
@@ -97,13 +97,14 @@ func TestFoldOverlapThroughput(t *testing.T) {
 					}
 					return eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: x, DY: y, DW: dw, In: d})
 				}
-				for _, serial := range []bool{false, true} {
+				var us [2]float64
+				for i, serial := range []bool{false, true} {
 					old := setForce(eng, force{serial: serial})
 					require.NoError(t, launch(0))
-					best := bestPerLaunch(t, eng, start, end, 20, launch)
+					us[i] = float64(bestPerLaunch(t, eng, start, end, 20, launch).Nanoseconds()) / 1e3
 					setForce(eng, old)
-					t.Logf("foldperf %-4v %5dx%5dx%5d %-3s serial=%-5v %8.2f us", d, M, K, N, op, serial, float64(best.Nanoseconds())/1e3)
 				}
+				t.Logf("overlapperf %-4v %-5v %5dx%5dx%5d %-3s overlapped %8.2f us plain %8.2f us", tier, d, M, K, N, op, us[0], us[1])
 			}
 		}
 	}

@@ -220,5 +220,5 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, rowsTMACols)), Y: uint32(ceilDiv(p.rows, int64(mr))), Z: 1}
-	return e.launchOverlapped(p.op, fn, grid, rowsTMAThreads(p.in, mr), rowsTMASharedBytes(p.in, mr))
+	return e.launch(p.op, fn, grid, rowsTMAThreads(p.in, mr), rowsTMASharedBytes(p.in, mr))
 }

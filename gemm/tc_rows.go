@@ -179,9 +179,6 @@ func (e *Engine) launchTCRows(p problem, k tcKey, fn *cudaload.Function) error {
 			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
 	}
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	if g.tma {
-		return e.launchOverlapped(p.op, fn, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout))
-	}
 	return e.launch(p.op, fn, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout))
 }
 

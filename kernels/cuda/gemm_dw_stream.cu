@@ -265,6 +265,7 @@ static_assert(dws::SM_BYTES<8> == 57344 && dws::SM_BYTES<4> == 36864, "the Go di
     DETGEMM_KERNEL void __launch_bounds__(dws::THREADS, MINB)                                        \
         NAME(const void* A, const void* B, float* C, dg_i64 K, dg_i64 N, dg_i64 M, dg_i64 lda,       \
              dg_i64 ldb, dg_i64 ldc) {                                                               \
+        dg_grid_dependency_wait();                                                                   \
         dws::run<DT, TR>(A, B, C, K, N, (int)M, lda, ldb, ldc);                                      \
     }
 

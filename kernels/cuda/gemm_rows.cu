@@ -255,6 +255,7 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
     DETGEMM_KERNEL void __launch_bounds__(rowsk::THREADS, rowsk::min_blocks(MR))                    \
         NAME(const void* A, const void* B, float* ws, dg_i64 rows, dg_i64 cols, dg_i64 R,            \
              dg_i64 lda, dg_i64 ldb) {                                                               \
+        dg_grid_dependency_wait();                                                                   \
         rowsk::partials<DT, MR, CN, NT>(A, B, ws, rows, cols, R, lda, ldb);                          \
     }
 
@@ -736,6 +737,7 @@ constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
     DETGEMM_KERNEL void __launch_bounds__(rowsf::block_threads(MR), rowsf::min_blocks(MR))                       \
         NAME(const void* A, const void* B, float* ws, dg_u32* ctr, void* C, const float* bias, dg_i64 rows,  \
              dg_i64 cols, dg_i64 R, dg_i64 lda, dg_i64 ldb) {                                                \
+        dg_grid_dependency_wait();                                                                            \
         rowsf::fused<DT, DTOUT, MR, NT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);                     \
     }
 DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m4, rowsk::F32, rowsk::F32, 4, false)

@@ -143,6 +143,7 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
     DETGEMM_KERNEL void __launch_bounds__(dgtile::THREADS, dgtile::MIN_BLOCKS<BN>)                                       \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N,         \
              dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                       \
+        dg_grid_dependency_wait();                                                                 \
         simt::gemm_tile<DTIN, DTOUT, ARC, BJC, FOLD, BN>(A, B, C, bias, M, N, R, lda, ldb, ldc);   \
     }
 #define DETGEMM_SIMT_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD) DETGEMM_SIMT_ENTRY_BN(NAME, DTIN, DTOUT, ARC, BJC, FOLD, 128)

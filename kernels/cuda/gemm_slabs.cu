@@ -67,6 +67,7 @@ template <int DTIN, bool A_RC, bool B_JC, int BN>
 DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                              float* DETGEMM_RESTRICT ws, dg_i64 rows, dg_i64 cols, dg_i64 R,
                              dg_i64 lda, dg_i64 ldb, dg_i64 G) {
+    dg_grid_dependency_wait();  // launched overlapped: the kernel ahead has finished
     __shared__ __align__(16) float smem[SMEM_TILES<BN> / 4];
     const SlabGroup rg{R, G};
     if (rg.len() <= 0) return;  // uniform: a grid larger than the slabs

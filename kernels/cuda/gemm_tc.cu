@@ -239,6 +239,7 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     }
     cp_async_wait<0>();
 
+    dg_launch_dependents();  // only the stores are left: the next grid may be scheduled
     // Epilogue: a thread owns column pairs (2t, 2t+1); store each pair with
     // one access when C and ldc keep it aligned, else element by element.
     const bool pairs = (ldc & 1) == 0 && (reinterpret_cast<dg_u64>(C) & (DTOUT == F32 ? 7u : 3u)) == 0;
@@ -279,6 +280,7 @@ typedef Tile<64, 64, 2, 2, 4, 1, true> T64;
     DETGEMM_KERNEL void __launch_bounds__(tc::TILE::THREADS, tc::TILE::MINB)                              \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,      \
              dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                        \
+        dg_grid_dependency_wait();                                                                        \
         tc::gemm_tile<tc::TILE, DTIN, DTOUT, ARC, BJC, INIT, VEC>(static_cast<const dg_u16*>(A),          \
                                                                static_cast<const dg_u16*>(B), C, bias, M, \
                                                                N, R, lda, ldb, ldc);                      \

@@ -295,6 +295,7 @@ typedef Tile<64, 128, 4, 2, 3, 3> S64;
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,        \
              dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                          \
         (void)bias;                                                                                         \
+        dg_grid_dependency_wait();                                                                          \
         tcdw::dw_stream<tcdw::TILE, DTIN, VEC>(static_cast<const dg_u16*>(A), static_cast<const dg_u16*>(B), \
                                                 static_cast<float*>(C), M, N, R, lda, ldb, ldc);            \
     }

@@ -274,6 +274,7 @@ typedef Rows<16, 32, 128, 5, 3, 2, 2> R16;
     DETGEMM_KERNEL void __launch_bounds__(tcr::TILE::THREADS, tcr::TILE::MINB)                              \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,        \
              dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                          \
+        dg_grid_dependency_wait();                                                                          \
         tcr::rows_tile<tcr::TILE, DTIN, DTOUT, BJC, INIT>(static_cast<const dg_u16*>(A),                     \
                                                          static_cast<const dg_u16*>(B), C, bias, M, N, R,   \
                                                          lda, ldb, ldc);                                    \

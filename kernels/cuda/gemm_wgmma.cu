@@ -513,6 +513,9 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktile
         fence_acc(acc);
         if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
 
+        // The block's last tile: only its stores are left, so the next grid
+        // (launched overlapped) may be scheduled.
+        if (tile + gridDim.x >= tiles) dg_launch_dependents();
         store_tile<BN, DTOUT>(acc, C, M, N, ldc, row0, col0, j0, lane);
     }
 }
@@ -574,6 +577,7 @@ typedef Tile<192, 192, 4> T192x192;
     DETGEMM_KERNEL void __launch_bounds__(wg::TILE::THREADS, 1)                                                     \
         NAME(const __grid_constant__ wg::tensor_map tmA, const __grid_constant__ wg::tensor_map tmB, void* C, \
              const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {                                   \
+        dg_grid_dependency_wait();                                                                            \
         wg::gemm<wg::TILE, DTIN, DTOUT, ARC, BJC, INIT>(tmA, tmB, C, bias, M, N, R, ldc);                     \
     }
 
