@@ -137,6 +137,16 @@
 // the graph holds. A buffer the workspace outgrows stays allocated until
 // Close, because a graph captured earlier may still use it.
 //
+// # Overlapped launches
+//
+// On sm_90 and newer every engine kernel is launched with programmatic
+// dependent launch: its grid may be scheduled while the kernel ahead of it
+// in the stream (the engine's or the caller's) still runs, and every thread
+// waits for that kernel to finish, its writes visible, before it reads or
+// writes global memory. Stream order holds as for any launch; only the
+// launch gap (1-4 µs a call on the H200) is hidden. Graph capture records
+// the same dependency.
+//
 // # Concurrency
 //
 // An Engine owns one stream. Its methods may be called from many goroutines:
