@@ -232,6 +232,8 @@ DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_REST
         buf ^= 1;
     }
 
+    dg_launch_dependents();  // only the stores are left: the next grid may be scheduled
+
     // 3. Store, evict-first.
     const int t = tid();
     const int r0 = (t / 32) * TR, c0 = (t % 32) * TC;

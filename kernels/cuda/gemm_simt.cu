@@ -110,6 +110,7 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
     }
 
     tile_chains<DTIN, A_RC, B_JC, BN>(A, B, M, N, Whole{R}, lda, ldb, smem, close);
+    dg_launch_dependents();  // only the stores are left: the next grid may be scheduled
 
     // Positions, block and bias are read afresh: nothing computed before
     // the main loop stays live through it for the epilogue's sake.
