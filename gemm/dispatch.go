@@ -309,11 +309,16 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 // The constants are a least-squares fit to 60 timings of every strategy
 // and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2;
 // the narrow ones to the timings of round 5); the model's typical error
-// there is 5-10 %. Times are in hundredths of a unit so the arithmetic
-// stays in integers.
+// there is 5-10 %. blockOverhead was refitted in round 11 (session 6) to
+// about 390 timings of every forced strategy and G on 11 underfilled
+// shapes (TestStrategyThroughput): 10 chose G = 3-6 where one slab a block
+// ran 2-8 % faster (bench/NOTES-simt.md); every value from 1 to 4 picks, on all 22 shape × dtype
+// cases, the fastest measured strategy or one within 1.1 % of it (the
+// split tail of dW 4096×1536×3072 stays). Times are in hundredths of a
+// unit so the arithmetic stays in integers.
 const (
 	loneFrac      = 60      // hundredths
-	blockOverhead = 10      // hundredths of a slab: prologue, pipeline fill, epilogue
+	blockOverhead = 3       // hundredths of a slab: prologue, pipeline fill, epilogue
 	smUnitBytes   = 1490000 // bytes per SM per unit
 	foldLaunch    = 12      // hundredths: the second launch (about 6 µs)
 	// splitMinGainPct: split only when the model gains at least this much

@@ -93,7 +93,10 @@ func TestDispatchSplitsTheUnderfilledDXOfTheBench(t *testing.T) {
 	require.Equal(t, (pl.slabs+pl.perBlock-1)/pl.perBlock, pl.groups)
 	blocks := 32 * pl.groups
 	require.GreaterOrEqual(t, blocks, int64(h200SMs)*9/10, "the split occupies (nearly) every SM")
-	require.LessOrEqual(t, blocks, int64(2*tiledBlocksPerSM*h200SMs), "in at most two waves")
+	// One slab a block: 1376 blocks in 5.2 waves measured 309.7 µs against
+	// 333.9 for G = 6 (258 blocks) and 1114 tiled (H200, f32,
+	// TestStrategyThroughput, 2026-11-21).
+	require.EqualValues(t, 1, pl.perBlock)
 	split := smCost(blocks, pl.perBlock, h200SMs)
 	require.LessOrEqual(t, 3*split, smCost(32, 43, h200SMs), "a third of the tiled kernel's time, or less")
 	require.EqualValues(t, 43*128*4096*4, pl.ws)
@@ -544,10 +547,10 @@ func TestDispatchNarrowsUnderfilledGrids(t *testing.T) {
 		s     Strategy
 		width int64
 	}{
-		{fwd(2048, 768, 512), StrategyTiled, narrowWidth},    // 64 square tiles, 3 slabs
-		{dx(2048, 512, 768), StrategySplitSlab, narrowWidth}, // 96 square tiles, 2 slabs
-		{dw(2048, 768, 512), StrategySplitSlab, narrowWidth}, // 24 square tiles, 8 slabs
-		{fwd(256, 256, 256), StrategyTiled, narrowWidth},     // one slab: nothing to split, still narrower
+		{fwd(2048, 768, 512), StrategySplitSlab, narrowWidth}, // 64 square tiles, 3 slabs
+		{dx(2048, 512, 768), StrategySplitSlab, narrowWidth},  // 96 square tiles, 2 slabs
+		{dw(2048, 768, 512), StrategySplitSlab, narrowWidth},  // 24 square tiles, 8 slabs
+		{fwd(256, 256, 256), StrategyTiled, narrowWidth},      // one slab: nothing to split, still narrower
 	} {
 		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
 		require.NoError(t, err)

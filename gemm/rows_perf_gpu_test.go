@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -105,6 +106,74 @@ func TestOverlapThroughput(t *testing.T) {
 					setForce(eng, old)
 				}
 				t.Logf("overlapperf %-4v %-5v %5dx%5dx%5d %-3s overlapped %8.2f us plain %8.2f us", tier, d, M, K, N, op, us[0], us[1])
+			}
+		}
+	}
+}
+
+// TestStrategyThroughput times the IEEE tiers' tiled and split-slab
+// strategies, each forced at both tile widths and every slab grouping G,
+// against the dispatcher's choice on the bench shapes whose square grid
+// underfills the GPU (the figures the time model in dispatch.go is fitted
+// to). It runs only with DETGEMM_STRATEGY_PERF=1; bench measures the
+// engine for the record.
+func TestStrategyThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_STRATEGY_PERF") == "" {
+		t.Skip("set DETGEMM_STRATEGY_PERF=1 to time the strategies")
+	}
+	eng, ctx := gpuEngine(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	type shape struct {
+		op      string
+		M, K, N int
+	}
+	forces := []struct {
+		name string
+		f    force
+	}{{"auto", force{}}, {"tiled", force{strategy: StrategyTiled}}, {"tiled-narrow", force{strategy: StrategyTiled, width: narrowWidth}}}
+	for _, g := range []int64{1, 2, 3, 4, 6, 8, 12, 16} {
+		forces = append(forces,
+			struct {
+				name string
+				f    force
+			}{fmt.Sprintf("split-G%d", g), force{strategy: StrategySplitSlab, perBlock: g}},
+			struct {
+				name string
+				f    force
+			}{fmt.Sprintf("split-narrow-G%d", g), force{strategy: StrategySplitSlab, perBlock: g, width: narrowWidth}})
+	}
+	for _, d := range []DType{F32, BF16} {
+		tier := TierF32
+		if d != F32 {
+			tier = TierTyped
+		}
+		for _, s := range []shape{{"dx", 2048, 768, 3072}, {"dw", 2048, 768, 3072}, {"fwd", 2048, 768, 512}, {"dx", 2048, 768, 512}, {"dw", 2048, 768, 512}, {"fwd", 128, 4096, 11008}, {"dx", 128, 4096, 11008}, {"dw", 4096, 1536, 3072}, {"dx", 4096, 1536, 3072}, {"fwd", 64, 4096, 4096}, {"dx", 256, 4096, 4096}} {
+			M, K, N := s.M, s.K, s.N
+			x, w := alloc(t, ctx, uint64(M*K*d.Size())), alloc(t, ctx, uint64(K*N*d.Size()))
+			y, dw := alloc(t, ctx, uint64(M*N*d.Size())), alloc(t, ctx, uint64(K*N*4))
+			dx := alloc(t, ctx, uint64(M*K*d.Size()))
+			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*K*d.Size())))
+			require.NoError(t, ctx.MemsetD8(w, 0x3c, uint64(K*N*d.Size())))
+			require.NoError(t, ctx.MemsetD8(y, 0x3c, uint64(M*N*d.Size())))
+			require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
+			launch := func(int) error {
+				switch s.op {
+				case "fwd":
+					return eng.Forward(ForwardArgs{Tier: tier, M: M, K: K, N: N, X: x, W: w, Y: y, In: d, Out: d})
+				case "dx":
+					return eng.DX(DXArgs{Tier: tier, M: M, N: N, K: K, DY: y, W: w, DX: dx, In: d, Out: d})
+				}
+				return eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: x, DY: y, DW: dw, In: d})
+			}
+			for _, fc := range forces {
+				old := setForce(eng, fc.f)
+				if err := launch(0); err != nil {
+					setForce(eng, old)
+					continue
+				}
+				best := bestPerLaunch(t, eng, start, end, 10, launch)
+				setForce(eng, old)
+				t.Logf("strategyperf %-4v %-3s %5dx%5dx%5d %-17s %8.2f us", d, s.op, M, K, N, fc.name, float64(best.Nanoseconds())/1e3)
 			}
 		}
 	}
