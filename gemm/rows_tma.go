@@ -77,11 +77,11 @@ func rowsTMAStages(in DType, mr int) int {
 	return 8
 }
 
-// rowsTMAWarpsPerStage is Cfg::WPS: one consumer warp a stage. At MR = 16
-// that warp takes all sixteen rows, two columns a lane (gemm_rows_tma.cu's
-// slab16): 30.2 µs at 16×4096×4096 f32 Forward with two warps of eight rows
-// a stage and a column a lane, and four warps of four rows measured slower
-// still (34.9 against 31.9 µs before the overlapped launch).
+// rowsTMAWarpsPerStage is Cfg::WPS: one consumer warp a stage, two at
+// MR = 16, eight rows each, two columns a lane, the half-warps on even and
+// odd rows (gemm_rows_tma.cu's slab16). One warp of all sixteen rows
+// measured 33.0 µs at 16×4096×4096 f32 Forward against 29.2 for two, and
+// four warps of four rows slower still (bench/NOTES-simt.md, round 10).
 func rowsTMAWarpsPerStage(mr int) int {
 	if mr == 16 {
 		return 2
@@ -153,17 +153,23 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	}
 	strips, sms := ceilDiv(p.cols, rowsTMACols), int64(max(e.sms, 1))
 	if rowsTMAMR(p.rows) == rowsTMAMaxRows {
-		// MR = 16 is bound by its FMA loop (eight consumer warps an SM, about
-		// 29 µs a strip at R = 4096 whatever the grid), so it wins only
-		// where the others are slower than that: f32 in one full wave
-		// (16×4096×4096 Forward 29.2 against 34.0, dX 32.4 against 35.2),
+		// MR = 16 is bound by its FMA loop (eight or twelve consumer warps an
+		// SM, about 24 µs a strip for f32 Forward at R = 4096, 26.5 for
+		// 16-bit, whatever the grid), so it wins where the others are slower
+		// than that: f32 whenever the strips fill the GPU (16×4096×4096
+		// Forward 23.8 against 32.1, dX 29.2 against 33.3; 344 strips,
+		// 16×4096×11008, Forward 69.0 against 83.2, dX 85.6 against 86.5),
 		// and 16-bit with more than 8 rows in one full wave (16×4096×4096
-		// bf16 Forward 28.2 against 30.8, dX 29.9 against 31.9; at 8 rows
-		// 27.9 against 27.6 and 29.6 against 28.5). It lost with 32 strips
-		// (28.0 against 22.9), 344 strips (83.1 against 85.2 for f32 Forward
-		// but 95.1 against 88.2 for dX) — H200, TestRowsPathThroughput,
-		// bench/NOTES-simt.md rounds 9 and 10.
-		return (p.in == F32 || p.rows > 8) && 2*strips > sms && strips <= sms
+		// bf16 Forward 26.5 against 29.0, dX 28.1 against 30.2). It lost
+		// with 32 strips (f32 Forward 23.8 against 19.6, bf16 26.4 against
+		// 18.7), at 8 rows of bf16 (26.3 against 26.0, dX 27.8 against
+		// 26.9) and with 344 strips of bf16 (77.9 against 74.4, dX 82.8
+		// against 74.1) — H200, TestRowsPathThroughput, bench/NOTES-simt.md
+		// rounds 9-11.
+		if p.in == F32 {
+			return 2*strips > sms
+		}
+		return p.rows > 8 && 2*strips > sms && strips <= sms
 	}
 	return p.layout == layoutNT || p.in == F32 || strips <= sms
 }

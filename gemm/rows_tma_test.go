@@ -85,11 +85,15 @@ func TestRowsTMAAutoRule(t *testing.T) {
 	r := p
 	r.rows, r.in, r.out = 16, F32, F32
 	require.True(t, e.rowsTMA(r, 16), "16 rows of f32 in one full wave")
+	r.cols = 11008
+	require.True(t, e.rowsTMA(r, 16), "16 rows of f32, 344 strips")
 	r.cols = 1024
 	require.False(t, e.rowsTMA(r, 16), "16 rows, 32 strips: the FMA loop bounds it")
 	r.cols, r.in, r.out = 4096, BF16, BF16
 	require.True(t, e.rowsTMA(r, 16), "16 rows of bf16 in one full wave")
-	r.rows = 8
+	r.cols = 11008
+	require.False(t, e.rowsTMA(r, 16), "16 rows of bf16, 344 strips")
+	r.cols, r.rows = 4096, 8
 	require.False(t, e.rowsTMA(r, 16), "8 rows of bf16")
 	e = &Engine{hasWG: false, sms: 132}
 	require.False(t, e.rowsTMA(p, 4), "no sm_90a family")
