@@ -57,10 +57,10 @@ func rowsTMAMR(rows int64) int {
 	return rowsTMAMaxRows
 }
 
-// rowsTMAStages is the kernel's ring depth (Cfg::STAGES): f32 six 33 KiB
-// slab boxes (MR = 1), five 36 KiB (MR = 4) or four 48 KiB (MR = 16);
-// 16-bit inputs ten, eight or six.
-func rowsTMAStages(in DType, mr int) int {
+// rowsTMAGroups is the kernel's groups of consumer warps (Cfg::GROUPS),
+// each computing every GROUPS-th slab: f32 six (MR = 1), five (MR = 4) or
+// four (MR = 16); 16-bit inputs ten, eight or six.
+func rowsTMAGroups(in DType, mr int) int {
 	f32 := in == F32
 	switch {
 	case mr == 16 && f32:
@@ -76,6 +76,21 @@ func rowsTMAStages(in DType, mr int) int {
 	}
 	return 8
 }
+
+// rowsTMAHalves is Cfg::HALVES, the ring slots a slab takes: f32 at
+// MR = 16 stages each slab in two halves of 128 steps (a group computes one
+// half while the other's slot refills), the others whole.
+func rowsTMAHalves(in DType, mr int) int {
+	if mr == 16 && in == F32 {
+		return 2
+	}
+	return 1
+}
+
+// rowsTMAStages is the kernel's ring depth (Cfg::STAGES): a slot per half
+// slab of every group — f32 six 33 KiB slots (MR = 1), five 36 KiB (MR =
+// 4) or eight 24 KiB (MR = 16); 16-bit ten, eight or six.
+func rowsTMAStages(in DType, mr int) int { return rowsTMAGroups(in, mr) * rowsTMAHalves(in, mr) }
 
 // rowsTMAWarpsPerStage is Cfg::WPS: one consumer warp a stage, two at
 // MR = 16, eight rows each, two columns a lane, the half-warps on even and
@@ -98,19 +113,20 @@ func rowsTMAMaxSlabs(mr int) int64 {
 	return 32
 }
 
-// rowsTMAThreads is the kernel's block: the consumer warps of every stage
+// rowsTMAThreads is the kernel's block: the consumer warps of every group
 // and the producer warp.
 func rowsTMAThreads(in DType, mr int) uint32 {
-	return uint32(32 * (rowsTMAStages(in, mr)*rowsTMAWarpsPerStage(mr) + 1))
+	return uint32(32 * (rowsTMAGroups(in, mr)*rowsTMAWarpsPerStage(mr) + 1))
 }
 
 // rowsTMASharedBytes is Cfg<DT, MR>::SMEM: 1 KiB of alignment slack, the
-// ring (a stage: 256 rows × 32 columns of W and MR rows × 256 of x, rounded
-// up to 1 KiB), the slab results (MAXS × MR × 32 f32) and two mbarriers a
-// stage.
+// ring (a slot: sub = 256 / halves rows × 32 columns of W and MR rows × sub
+// of x, rounded up to 1 KiB), the slab results (MAXS × MR × 32 f32) and two
+// mbarriers a slot.
 func rowsTMASharedBytes(in DType, mr int) uint32 {
 	es := in.Size()
-	stage := (ref.SlabLen*rowsTMACols*es + mr*ref.SlabLen*es + 1023) &^ 1023
+	sub := ref.SlabLen / rowsTMAHalves(in, mr)
+	stage := (sub*rowsTMACols*es + mr*sub*es + 1023) &^ 1023
 	st := rowsTMAStages(in, mr)
 	return uint32(1024 + st*stage + int(rowsTMAMaxSlabs(mr))*mr*rowsTMACols*4 + 2*st*8)
 }
@@ -154,16 +170,16 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	strips, sms := ceilDiv(p.cols, rowsTMACols), int64(max(e.sms, 1))
 	if rowsTMAMR(p.rows) == rowsTMAMaxRows {
 		// MR = 16 is bound by its FMA loop (eight or twelve consumer warps an
-		// SM, about 24 µs a strip for f32 Forward at R = 4096, 26.5 for
+		// SM, about 23 µs a strip for f32 Forward at R = 4096, 26 for
 		// 16-bit, whatever the grid), so it wins where the others are slower
 		// than that: f32 whenever the strips fill the GPU (16×4096×4096
-		// Forward 23.8 against 32.1, dX 29.2 against 33.3; 344 strips,
-		// 16×4096×11008, Forward 69.0 against 83.2, dX 85.6 against 86.5),
+		// Forward 23.0 against 32.1, dX 28.2 against 33.3; 344 strips,
+		// 16×4096×11008, Forward 65.5 against 83.2, dX 81.3 against 86.5),
 		// and 16-bit with more than 8 rows in one full wave (16×4096×4096
-		// bf16 Forward 26.5 against 29.0, dX 28.1 against 30.2). It lost
-		// with 32 strips (f32 Forward 23.8 against 19.6, bf16 26.4 against
-		// 18.7), at 8 rows of bf16 (26.3 against 26.0, dX 27.8 against
-		// 26.9) and with 344 strips of bf16 (77.9 against 74.4, dX 82.8
+		// bf16 Forward 25.9 against 29.0, dX 27.9 against 30.2). It lost
+		// with 32 strips (f32 Forward 21.9 against 19.6, bf16 26.0 against
+		// 18.7), at 8 rows of bf16 (25.7 against 26.0 but dX 27.6 against
+		// 26.9) and with 344 strips of bf16 (75.6 against 74.4, dX 79.7
 		// against 74.1) — H200, TestRowsPathThroughput, bench/NOTES-simt.md
 		// rounds 9-11.
 		if p.in == F32 {
@@ -176,7 +192,7 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 
 // launchRowsTMA encodes the call's TMA maps (x or dY: boxes of 256 of the
 // reduction × MR rows, or at MR = 16 of 128 bytes × 16 rows, 128-byte
-// swizzle; W nn: 32 columns × 256 rows; W nt: 128 bytes of the
+// swizzle; W nn: 32 columns × 256 rows (128 for f32 at MR = 16); W nt: 128 bytes of the
 // reduction × 32 rows, 128-byte swizzle; zeros past the matrix) and
 // launches gemm_rows_tma, grid (column strips, row groups).
 func (e *Engine) launchRowsTMA(p problem) error {
@@ -213,7 +229,7 @@ func (e *Engine) launchRowsTMA(p problem) error {
 	case err != nil:
 	case p.layout == layoutNN:
 		err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.cols), uint64(p.red), uint64(p.ldb)*es,
-			rowsTMACols, ref.SlabLen, cudaload.TensorMapSwizzleNone, l2, oob)
+			rowsTMACols, uint32(ref.SlabLen/rowsTMAHalves(p.in, mr)), cudaload.TensorMapSwizzleNone, l2, oob)
 	default: // nt: W[cols][red], boxes of 128 bytes of the reduction × 32 rows
 		err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.red), uint64(p.cols), uint64(p.ldb)*es,
 			uint32(128/es), rowsTMACols, cudaload.TensorMapSwizzle128B, l2, oob)

@@ -27,6 +27,10 @@ func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
 		{1, 4096, 4096}, {4, 256, 40}, {3, 264, 1000}, {2, 8, 8}, {1, 248, 72},
 		{4, 8192, 104}, {1, 4104, 296}, {3, 1032, 32},
 		{16, 4096, 4096}, {5, 264, 1000}, {13, 4096, 40}, {9, 248, 72},
+		// MR = 16 stages half slabs: a last slab of 64 steps (no second
+		// half) after 15 whole ones, and last slabs of 136 (a second half
+		// of 8 steps).
+		{16, 3904, 96}, {11, 2440, 64}, {7, 1416, 200},
 	}
 	for _, op := range []string{"Forward", "DX"} {
 		for _, c := range ieeeCombos {

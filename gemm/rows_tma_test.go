@@ -9,20 +9,22 @@ import (
 // The kernel traps when launched with less shared memory than Cfg<DT>::SMEM;
 // these are its sizes worked by hand from gemm_rows_tma.cu.
 func TestRowsTMASharedBytesMatchTheKernel(t *testing.T) {
-	// 1 KiB slack + stages × (W box + x box, to 1 KiB) + MAXS·MR·32·4 + 2·stages·8.
+	// 1 KiB slack + slots × (W box + x box, to 1 KiB) + MAXS·MR·32·4 + 2·slots·8;
+	// f32 at MR = 16 stages half slabs of 128 steps, two slots a group.
 	for _, c := range []struct {
-		in              DType
-		mr, stages, wps int
-		box, maxs       int
+		in                      DType
+		mr, groups, stages, wps int
+		box, maxs               int
 	}{
-		{F32, 1, 6, 1, 32768 + 1024, 32}, {F32, 4, 5, 1, 32768 + 4096, 32}, {F32, 16, 4, 2, 32768 + 16384, 16},
-		{BF16, 1, 10, 1, 16384 + 1024, 32}, // 16896 rounded up to 1 KiB
-		{BF16, 4, 8, 1, 16384 + 2048, 32}, {F16, 4, 8, 1, 16384 + 2048, 32}, {BF16, 16, 6, 2, 16384 + 8192, 16},
+		{F32, 1, 6, 6, 1, 32768 + 1024, 32}, {F32, 4, 5, 5, 1, 32768 + 4096, 32}, {F32, 16, 4, 8, 2, 16384 + 8192, 16},
+		{BF16, 1, 10, 10, 1, 16384 + 1024, 32}, // 16896 rounded up to 1 KiB
+		{BF16, 4, 8, 8, 1, 16384 + 2048, 32}, {F16, 4, 8, 8, 1, 16384 + 2048, 32}, {BF16, 16, 6, 6, 2, 16384 + 8192, 16},
 	} {
 		want := uint32(1024 + c.stages*c.box + c.maxs*c.mr*32*4 + 2*c.stages*8)
 		require.Equal(t, want, rowsTMASharedBytes(c.in, c.mr), "%v MR=%d", c.in, c.mr)
 		require.LessOrEqual(t, want, uint32(227<<10), "fits an H100/H200 block")
-		require.Equal(t, uint32(32*(c.stages*c.wps+1)), rowsTMAThreads(c.in, c.mr), "the stages' warps and the producer")
+		require.Equal(t, c.stages, rowsTMAStages(c.in, c.mr))
+		require.Equal(t, uint32(32*(c.groups*c.wps+1)), rowsTMAThreads(c.in, c.mr), "the groups' warps and the producer")
 		require.Equal(t, int64(c.maxs), rowsTMAMaxSlabs(c.mr))
 	}
 	require.Equal(t, 1, rowsTMAMR(1))

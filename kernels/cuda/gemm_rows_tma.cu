@@ -99,26 +99,34 @@ template <int DT, int MR>
 struct Cfg {
     typedef typename raw_of<DT>::type Raw;
     static constexpr int ES = (int)sizeof(Raw);
-    static constexpr int STAGES = MR == 16 ? (ES == 4 ? 4 : 6) : ES == 4 ? (MR == 1 ? 6 : 5) : (MR == 1 ? 10 : 8);
-    static constexpr int WPS = MR == 16 ? 2 : 1;  // consumer warps a stage, each RW of the rows
-    static constexpr int RW = MR / WPS;
     // MR = 16 runs "paired" (slab16 below): a warp's two half-warps take
     // its even and odd rows, two columns a lane, and x is staged in
     // 128-byte-swizzled boxes so the halves' reads of two rows hit
-    // different banks.
+    // different banks. f32 slabs come in two halves of SUB = 128 steps,
+    // each its own ring slot: a group of consumer warps computes a slab's
+    // second half while its first half's slot refills (with one slot a
+    // group, a group waited a whole refill after every slab: 16 x 4096 x
+    // 4096 Forward 23.9 -> 22.8 µs, dX 29.1 -> 28.0; 16-bit Forward ran
+    // 26.7 -> 28.1 in halves, so 16-bit keeps whole slabs).
     static constexpr bool PAIRED = MR == 16;
+    static constexpr int HALVES = PAIRED && ES == 4 ? 2 : 1;  // ring slots a slab
+    static constexpr int SUB = SLAB / HALVES;      // steps a slot
+    static constexpr int GROUPS = MR == 16 ? (ES == 4 ? 4 : 6) : ES == 4 ? (MR == 1 ? 6 : 5) : (MR == 1 ? 10 : 8);
+    static constexpr int STAGES = GROUPS * HALVES;  // ring slots
+    static constexpr int WPS = MR == 16 ? 2 : 1;    // consumer warps a group, each RW of the rows
+    static constexpr int RW = MR / WPS;
     static constexpr int MAXS = MR == 16 ? 16 : 32;  // slabs a block folds: R <= 4096 or 8192
-    static constexpr int WARPS = STAGES * WPS;       // consumer warps
+    static constexpr int WARPS = GROUPS * WPS;       // consumer warps
     static constexpr int CONSUMERS = WARPS * 32;
     static constexpr int THREADS = CONSUMERS + 32;  // and one producer warp
-    static constexpr int W_BYTES = SLAB * BN * ES;
-    static constexpr int X_BYTES = MR * SLAB * ES;
+    static constexpr int W_BYTES = SUB * BN * ES;
+    static constexpr int X_BYTES = MR * SUB * ES;
     // Stages start on 1 KiB: the nt boxes' 128-byte swizzle follows the
     // address bits, so its pattern must restart at every box.
     static constexpr int STAGE_BYTES = (W_BYTES + X_BYTES + 1023) / 1024 * 1024;
     static constexpr int VE = 16 / ES;          // elements a 16-byte read
     static constexpr int BOXE = 128 / ES;       // nt: reduction steps a W box row (128 bytes)
-    static constexpr int BOXES = SLAB / BOXE;   // nt: W boxes a slab, 32 rows x 128 bytes each
+    static constexpr int BOXES = SUB / BOXE;    // nt: W boxes a slot, 32 rows x 128 bytes each
     static constexpr int XBOX_BYTES = MR * 128;           // paired: an x box, BOXE steps x MR rows
     static constexpr int PART_BYTES = MAXS * MR * BN * 4;  // the slab results [MAXS][MR][BN]
     static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + PART_BYTES + 2 * STAGES * 8;
@@ -143,20 +151,19 @@ DETGEMM_INLINE void store(void* C, dg_i64 e, float v) {
 // a broadcast) use different banks: per VE steps a warp reads 4 x chunks
 // and 2-4 W words for 8 VE FMAs a lane, two thirds of the shared-memory
 // wavefronts per FMA of a column a lane and eight rows a warp (measured
-// 30.2 -> 29.2 µs at 16 x 4096 x 4096 f32 Forward). Chains from +0 in
-// ascending r (the plan's); a short last slab runs exactly its len terms.
+// 30.2 -> 29.2 µs at 16 x 4096 x 4096 f32 Forward). It runs one ring
+// slot, half a slab: the caller starts acc at +0 for the slab's first
+// half and carries it through the second, so each chain is the plan's
+// (from +0, ascending r); a short last slot runs exactly its len terms.
 template <int DT, bool NT, class K>
-DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, int mw, float (*part)[BN]) {
+DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, int mw, float (&acc)[K::RW / 2][2]) {
     typedef typename K::Raw Raw;
     constexpr int VE = K::VE, BOXE = K::BOXE, ES = K::ES;
     const int h = lane >> 4, q = lane & 15;
     const int c0 = NT ? q : 2 * q, c1 = NT ? q + 16 : 2 * q + 1;
     const unsigned char* xs = stage + K::W_BYTES;
-    const int len = left < SLAB ? (int)left : SLAB;
+    const int len = left < K::SUB ? (int)left : K::SUB;
     constexpr int NI = K::RW / 2;  // rows a half-warp: mw + 2i + h
-    float acc[NI][2];
-#pragma unroll
-    for (int i = 0; i < NI; ++i) acc[i][0] = acc[i][1] = 0.0f;
     // x[m][r], swizzled; w(c, r) for column c of the strip.
     auto xaddr = [&](int m, int r) {
         return xs + (r / BOXE) * K::XBOX_BYTES + m * 128 + ((((r % BOXE) / VE) ^ (m & 7)) << 4) + (r % VE) * ES;
@@ -166,33 +173,35 @@ DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, in
                   : stage + (r * BN + c) * ES;
     };
     int r = 0;
-    if (len == SLAB) {
+    if (len == K::SUB) {
         // Every read is a per-lane base plus a compile-time offset: the
         // swizzle's lane-dependent part (chunk c of row m at c ^ (m % 8)) is
-        // folded into CH bases a row, computed once, and the loop is
-        // unrolled over two boxes a trip, so the box and the chunk of each
-        // read are constants. (Computing each address in the loop took 17.0 M
+        // folded into a few bases computed once, and the loop is unrolled
+        // over two boxes a trip, so the box and the chunk of each read are
+        // constants. (Computing each address in the loop took 17.0 M
         // instructions for 8.4 M FMAs at 16 x 4096 x 4096 f32 Forward, 29.2
         // µs; this, 23.8. Unrolled over the whole slab the 16-bit kernels ran
         // slower, dX 30.0 -> 33.5 µs: the code outgrew the instruction cache.)
         constexpr int CH = BOXE / VE;     // 16-byte chunks a 128-byte box row
-        constexpr int NB = SLAB / BOXE;   // boxes a slab
+        constexpr int NB = K::SUB / BOXE;  // boxes a slot
         constexpr int UB = NB < 2 ? NB : 2;
-        const unsigned char* xb[NI][CH];
-#pragma unroll
-        for (int i = 0; i < NI; ++i) {
-            const int m = mw + 2 * i + h;
-#pragma unroll
-            for (int c = 0; c < CH; ++c) xb[i][c] = xs + m * 128 + ((c ^ (m & 7)) << 4);
-        }
+        // x: row m = mw + 2i + h (mw is 0 or 8, i < 4), so m % 8 = 2i ^ h and
+        // chunk c sits at ((c ^ 2i) ^ h) << 4: the compile-time offset
+        // (c ^ 2i) << 4 with its bit 4 flipped by h, i.e. + 16h where that
+        // bit is clear and - 16h where it is set. Two bases serve every read.
+        static_assert(K::RW == 8, "slab16's x bases assume eight rows a warp");
+        const unsigned char* xp = xs + (mw + h) * 128 + h * 16;
+        const unsigned char* xm = xs + (mw + h) * 128 - h * 16;
+        auto xat = [&](int i, int c, int b) {
+            const int k = c ^ (2 * i);
+            return ((k & 1) ? xm : xp) + b * K::XBOX_BYTES + 2 * i * 128 + (k << 4);
+        };
+        // nt W: column c0's chunk c at c ^ (c0 % 8), a base a chunk; column
+        // c1 = c0 + 16 has the same swizzle, 16 rows (2 KiB) further on.
         const unsigned char* wb0[NT ? CH : 1];
-        const unsigned char* wb1[NT ? CH : 1];
         if constexpr (NT) {
 #pragma unroll
-            for (int c = 0; c < CH; ++c) {
-                wb0[c] = stage + c0 * 128 + ((c ^ (c0 & 7)) << 4);
-                wb1[c] = stage + c1 * 128 + ((c ^ (c1 & 7)) << 4);
-            }
+            for (int c = 0; c < CH; ++c) wb0[c] = stage + c0 * 128 + ((c ^ (c0 & 7)) << 4);
         } else {
             wb0[0] = stage + c0 * ES;
         }
@@ -207,7 +216,7 @@ DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, in
                 float w0[VE], w1[VE];
                 if constexpr (NT) {
                     widen16<DT>(reinterpret_cast<const Raw*>(wb0[c] + b * 4096), w0);
-                    widen16<DT>(reinterpret_cast<const Raw*>(wb1[c] + b * 4096), w1);
+                    widen16<DT>(reinterpret_cast<const Raw*>(wb0[c] + 2048 + b * 4096), w1);
                 } else {
 #pragma unroll
                     for (int u = 0; u < VE; ++u) {
@@ -224,7 +233,7 @@ DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, in
 #pragma unroll
                 for (int i = 0; i < NI; ++i) {
                     float xv[VE];
-                    widen16<DT>(reinterpret_cast<const Raw*>(xb[i][c] + b * K::XBOX_BYTES), xv);
+                    widen16<DT>(reinterpret_cast<const Raw*>(xat(i, c, b)), xv);
 #pragma unroll
                     for (int u = 0; u < VE; ++u) {
                         acc[i][0] = __fmaf_rn(xv[u], w0[u], acc[i][0]);
@@ -246,8 +255,15 @@ DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, in
             }
         }
     }
+}
+
+// slab16's results, a slab's chains, to the block's slab results.
+template <bool NT, class K>
+DETGEMM_INLINE void slab16_store(float (*part)[BN], const float (&acc)[K::RW / 2][2], int lane, int mw) {
+    const int h = lane >> 4, q = lane & 15;
+    const int c0 = NT ? q : 2 * q, c1 = NT ? q + 16 : 2 * q + 1;
 #pragma unroll
-    for (int i = 0; i < NI; ++i) {
+    for (int i = 0; i < K::RW / 2; ++i) {
         part[mw + 2 * i + h][c0] = acc[i][0];
         part[mw + 2 * i + h][c1] = acc[i][1];
     }
@@ -281,8 +297,10 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     // while the other warps reach it (the consumers touch the barriers only
     // after it).
     const bool producer = warp == K::WARPS && lane == 0;
-    constexpr int BOXES_X = SLAB / K::BOXE;  // paired: x boxes a slab
-    // Fill q of the ring holds slab slab_of(q). nt blocks take their slabs
+    constexpr int BOXES_X = K::SUB / K::BOXE;  // paired: x boxes a slot
+    const int UF = S * K::HALVES;                // the ring's fills
+    // Fill u of the ring holds half u % HALVES of slab slab_of(u / HALVES)
+    // (with HALVES = 1, slab slab_of(u)). nt blocks take their slabs
     // in a rotated order, from blockIdx.x % S on, so that the grid's reads
     // at any moment spread over the whole of W rather than one 1 KiB column
     // of every row (1×4096×4096 dX f32 19.2 -> 18.6 µs, bf16 10.9 -> 10.5;
@@ -290,21 +308,26 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     // The fold is in slab order whatever the order the chains ran in.
     const int rot = NT ? (int)(blockIdx.x % (unsigned)S) : 0;
     auto slab_of = [&](int q) { return q + rot < S ? q + rot : q + rot - S; };
-    auto issue = [&](int q) {
-        const int slot = q % STAGES, s = slab_of(q);
+    auto issue = [&](int u) {
+        const int slot = u % STAGES;
+        const int r0 = slab_of(u / K::HALVES) * SLAB + (u % K::HALVES) * K::SUB;
         const dg_u32 full = bars + 8 * slot, dst = ring + slot * K::STAGE_BYTES;
+        if ((dg_i64)r0 >= R) {
+            tc::mbar_arrive(full);  // the missing half of a short slab: the phase still turns
+            return;
+        }
         tma::mbar_expect_tx(full, K::W_BYTES + K::X_BYTES);
         if constexpr (NT) {
 #pragma unroll 1
-            for (int b = 0; b < K::BOXES; ++b) tma::load_2d(dst + b * 4096, tmW, s * SLAB + b * K::BOXE, (int)j0, full);
+            for (int b = 0; b < K::BOXES; ++b) tma::load_2d(dst + b * 4096, tmW, r0 + b * K::BOXE, (int)j0, full);
         } else {
-            tma::load_2d(dst, tmW, (int)j0, s * SLAB, full);
+            tma::load_2d(dst, tmW, (int)j0, r0, full);
         }
         if constexpr (K::PAIRED) {
 #pragma unroll 1
-            for (int b = 0; b < BOXES_X; ++b) tma::load_2d(dst + K::W_BYTES + b * K::XBOX_BYTES, tmX, s * SLAB + b * K::BOXE, (int)m0, full);
+            for (int b = 0; b < BOXES_X; ++b) tma::load_2d(dst + K::W_BYTES + b * K::XBOX_BYTES, tmX, r0 + b * K::BOXE, (int)m0, full);
         } else {
-            tma::load_2d(dst + K::W_BYTES, tmX, s * SLAB, (int)m0, full);
+            tma::load_2d(dst + K::W_BYTES, tmX, r0, (int)m0, full);
         }
     };
     if (producer) {
@@ -317,7 +340,7 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         }
         tma::fence_barrier_init();
         dg_grid_dependency_wait();  // launched overlapped: the kernel ahead has finished
-        for (int q = 0; q < S && q < STAGES; ++q) issue(q);
+        for (int u = 0; u < UF && u < STAGES; ++u) issue(u);
     }
     dg_grid_dependency_wait();  // every thread, before the fold's global reads and stores
     __syncthreads();              // the mbarriers exist
@@ -327,9 +350,29 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         // released its previous fill. Coordinates fit 32 bits
         // (the host checks the extents).
         if (producer) {
-            for (int q = STAGES; q < S; ++q) {
-                tc::mbar_wait(bars + 8 * (STAGES + q % STAGES), (dg_u32)(q / STAGES - 1) & 1u);
-                issue(q);
+            if constexpr (K::HALVES == 1) {
+                for (int u = STAGES; u < UF; ++u) {
+                    tc::mbar_wait(bars + 8 * (STAGES + u % STAGES), (dg_u32)(u / STAGES - 1) & 1u);
+                    issue(u);
+                }
+            } else {
+                // Halves are released out of fill order (every group frees
+                // its first half before any frees its second): refill each
+                // slot as soon as it is free, polling them in turn.
+                int next[STAGES];
+#pragma unroll
+                for (int k = 0; k < STAGES; ++k) next[k] = k + STAGES;
+                for (int left = UF - STAGES; left > 0;) {
+#pragma unroll
+                    for (int k = 0; k < STAGES; ++k) {
+                        const int u = next[k];
+                        if (u < UF && tc::mbar_test(bars + 8 * (STAGES + k), (dg_u32)(u / STAGES - 1) & 1u)) {
+                            issue(u);
+                            next[k] = u + STAGES;
+                            --left;
+                        }
+                    }
+                }
             }
         }
     } else {
@@ -337,14 +380,29 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         const int slot = warp / K::WPS, mw = (warp % K::WPS) * RW;  // this warp's slot and first row
         // A warp whose rows all lie past M only keeps the ring turning.
         const bool live = m0 + mw < M;
+        if constexpr (K::PAIRED) {
+            // Group g (= slot here) computes slab fills q = g, g + GROUPS,
+            // ...; their halves sit in slots HALVES g .. HALVES g + HALVES - 1,
+            // the group's own, so every warp meets its slots' phases in order.
+            for (int q = slot; q < S; q += K::GROUPS) {
+                const int s = slab_of(q);
+                float acc[RW / 2][2];
+#pragma unroll
+                for (int i = 0; i < RW / 2; ++i) acc[i][0] = acc[i][1] = 0.0f;  // +0: the slab's chains
+#pragma unroll 1
+                for (int hf = 0; hf < K::HALVES; ++hf) {
+                    const int u = K::HALVES * q + hf, us = u % STAGES;
+                    const dg_i64 left = R - (dg_i64)s * SLAB - hf * K::SUB;
+                    tc::mbar_wait(bars + 8 * us, (dg_u32)(u / STAGES) & 1u);
+                    if (left > 0) slab16<DT, NT, K>(ring_p + us * K::STAGE_BYTES, left, lane, mw, acc);
+                    tc::mbar_arrive(bars + 8 * (STAGES + us));  // the slot back to the producer
+                }
+                slab16_store<NT, K>(part[s], acc, lane, mw);
+            }
+        } else {
         for (int q = slot; q < S; q += STAGES) {
             tc::mbar_wait(bars + 8 * slot, (dg_u32)(q / STAGES) & 1u);
             const int s = slab_of(q);
-            if constexpr (K::PAIRED) {
-                slab16<DT, NT, K>(ring_p + slot * K::STAGE_BYTES, R - (dg_i64)s * SLAB, lane, mw, part[s]);
-                tc::mbar_arrive(bars + 8 * (STAGES + slot));  // the slot back to the producer
-                continue;
-            }
             if (!live) {
                 tc::mbar_arrive(bars + 8 * (STAGES + slot));
                 continue;
@@ -407,6 +465,7 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
             tc::mbar_arrive(bars + 8 * (STAGES + slot));  // the slot back to the producer
 #pragma unroll
             for (int m = 0; m < RW; ++m) part[s][mw + m][lane] = acc[m];
+        }
         }
     }
     __syncthreads();  // every slab's results are in part

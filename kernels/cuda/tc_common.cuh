@@ -50,6 +50,17 @@ DETGEMM_INLINE void cp_async_arrive(dg_u32 bar) {
 }
 DETGEMM_INLINE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 // Waits until the barrier's phase of the given parity has completed:
+// mbar_test: whether the phase of the given parity has completed, without
+// waiting (a producer polling several slots).
+DETGEMM_INLINE bool mbar_test(dg_u32 bar, dg_u32 parity) {
+    dg_u32 ok;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return ok != 0;
+}
+
 // try_wait (which may suspend the thread) on sm_90, test_wait before.
 DETGEMM_INLINE void mbar_wait(dg_u32 bar, dg_u32 parity) {
     dg_u32 ok = 0;
