@@ -26,10 +26,21 @@ DETGEMM_INLINE void store(void* DETGEMM_RESTRICT p, dg_u64 i, float v) {
     else static_cast<dg_u16*>(p)[i] = dg_f32_to_f16_rne(v);
 }
 
+// A partial, read once: marked first to leave the L2. The fold streams
+// every partial; lines it brings in from memory would otherwise push out
+// partials the slab kernel just wrote that are still to be read.
+DETGEMM_INLINE float load_once(const float* p, dg_u64 policy) {
+    float v;
+    asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(policy));
+    return v;
+}
+
 template <int DTOUT, bool ACCUMULATE>
 DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT C,
                         const float* DETGEMM_RESTRICT bias, dg_u64 n, dg_u64 cols, dg_u64 S) {
     dg_grid_dependency_wait();  // launched overlapped: the partials are all written
+    dg_u64 policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     for (dg_u64 e = dg_global_thread(); e < n; e += dg_grid_stride()) {
         float v;
         dg_u64 s;
@@ -37,7 +48,7 @@ DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT
             v = static_cast<const float*>(C)[e];
             s = 0;
         } else {
-            v = ws[e];
+            v = load_once(ws + e, policy);
             s = 1;
         }
         // Independent loads first, dependent additions after: eight
@@ -46,11 +57,11 @@ DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT
         for (; s + 8 <= S; s += 8) {
             float p[8];
 #pragma unroll
-            for (int u = 0; u < 8; ++u) p[u] = ws[(s + u) * n + e];
+            for (int u = 0; u < 8; ++u) p[u] = load_once(ws + (s + u) * n + e, policy);
 #pragma unroll
             for (int u = 0; u < 8; ++u) v = __fadd_rn(v, p[u]);
         }
-        for (; s < S; ++s) v = __fadd_rn(v, ws[s * n + e]);
+        for (; s < S; ++s) v = __fadd_rn(v, load_once(ws + s * n + e, policy));
         if (!ACCUMULATE && bias != nullptr) v = __fadd_rn(v, bias[e % cols]);
         store<DTOUT>(C, e, v);
     }
