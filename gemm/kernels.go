@@ -328,7 +328,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 			return mods, fns, err
 		}
 		for _, k := range rowsTMAKernels {
-			if fns.rowsTMA[k], err = get(mod, k.name(), rowsTMASharedBytes(k.in, k.mr)); err != nil {
+			if fns.rowsTMA[k], err = get(mod, k.name(), rowsTMASharedBytes(k.in, k.mr, k.waves)); err != nil {
 				return mods, fns, err
 			}
 		}

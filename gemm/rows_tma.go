@@ -22,15 +22,22 @@ const (
 )
 
 // rowsTMAKey names a gemm_rows_tma entry point: layout (nn Forward, nt
-// dX), input and output type, rows a block (1 or 4).
+// dX), input and output type, rows a block (1, 4 or 16), and for one row
+// of 16-bit inputs whether it is the many-wave ring (waves: a shallow ring,
+// three blocks an SM, for grids of more strips than SMs).
 type rowsTMAKey struct {
 	layout  layout
 	in, out DType
 	mr      int
+	waves   bool
 }
 
 func (k rowsTMAKey) name() string {
-	return fmt.Sprintf("detgemm_rowst_%v_%v_%v_m%d", k.layout, k.in, k.out, k.mr)
+	w := ""
+	if k.waves {
+		w = "w"
+	}
+	return fmt.Sprintf("detgemm_rowst_%v_%v_%v_m%d%s", k.layout, k.in, k.out, k.mr, w)
 }
 
 // rowsTMAKernels is every gemm_rows_tma entry point.
@@ -38,7 +45,10 @@ var rowsTMAKernels = func() (out []rowsTMAKey) {
 	for _, l := range []layout{layoutNN, layoutNT} {
 		for _, mr := range []int{1, 4, 16} {
 			for _, io := range [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
-				out = append(out, rowsTMAKey{l, io[0], io[1], mr})
+				out = append(out, rowsTMAKey{l, io[0], io[1], mr, false})
+				if mr == 1 && io[0].Half() {
+					out = append(out, rowsTMAKey{l, io[0], io[1], mr, true})
+				}
 			}
 		}
 	}
@@ -59,10 +69,13 @@ func rowsTMAMR(rows int64) int {
 
 // rowsTMAGroups is the kernel's groups of consumer warps (Cfg::GROUPS),
 // each computing every GROUPS-th slab: f32 six (MR = 1), five (MR = 4) or
-// four (MR = 16); 16-bit inputs ten, eight or six.
-func rowsTMAGroups(in DType, mr int) int {
+// four (MR = 16); 16-bit inputs ten, eight or six, four in the many-wave
+// ring.
+func rowsTMAGroups(in DType, mr int, waves bool) int {
 	f32 := in == F32
 	switch {
+	case waves:
+		return 4
 	case mr == 16 && f32:
 		return 4
 	case mr == 16:
@@ -90,7 +103,9 @@ func rowsTMAHalves(in DType, mr int) int {
 // rowsTMAStages is the kernel's ring depth (Cfg::STAGES): a slot per half
 // slab of every group — f32 six 33 KiB slots (MR = 1), five 36 KiB (MR =
 // 4) or eight 24 KiB (MR = 16); 16-bit ten, eight or six.
-func rowsTMAStages(in DType, mr int) int { return rowsTMAGroups(in, mr) * rowsTMAHalves(in, mr) }
+func rowsTMAStages(in DType, mr int, waves bool) int {
+	return rowsTMAGroups(in, mr, waves) * rowsTMAHalves(in, mr)
+}
 
 // rowsTMAWarpsPerStage is Cfg::WPS: one consumer warp a stage, two at
 // MR = 16, eight rows each, two columns a lane, the half-warps on even and
@@ -115,19 +130,19 @@ func rowsTMAMaxSlabs(mr int) int64 {
 
 // rowsTMAThreads is the kernel's block: the consumer warps of every group
 // and the producer warp.
-func rowsTMAThreads(in DType, mr int) uint32 {
-	return uint32(32 * (rowsTMAGroups(in, mr)*rowsTMAWarpsPerStage(mr) + 1))
+func rowsTMAThreads(in DType, mr int, waves bool) uint32 {
+	return uint32(32 * (rowsTMAGroups(in, mr, waves)*rowsTMAWarpsPerStage(mr) + 1))
 }
 
 // rowsTMASharedBytes is Cfg<DT, MR>::SMEM: 1 KiB of alignment slack, the
 // ring (a slot: sub = 256 / halves rows × 32 columns of W and MR rows × sub
 // of x, rounded up to 1 KiB), the slab results (MAXS × MR × 32 f32) and two
 // mbarriers a slot.
-func rowsTMASharedBytes(in DType, mr int) uint32 {
+func rowsTMASharedBytes(in DType, mr int, waves bool) uint32 {
 	es := in.Size()
 	sub := ref.SlabLen / rowsTMAHalves(in, mr)
 	stage := (sub*rowsTMACols*es + mr*sub*es + 1023) &^ 1023
-	st := rowsTMAStages(in, mr)
+	st := rowsTMAStages(in, mr, waves)
 	return uint32(1024 + st*stage + int(rowsTMAMaxSlabs(mr))*mr*rowsTMACols*4 + 2*st*8)
 }
 
@@ -156,7 +171,10 @@ func rowsTMAFits(p problem) bool {
 // against 36.0 — and 16-bit Forward while its strips run in one wave
 // (1×4096×4096 bf16 13.5 against 14.9): with 344 strips bf16 Forward lost,
 // 35.0 against 31.6 (the kernel takes most of an SM's shared memory, one
-// block an SM, so a partial last wave leaves SMs idle).
+// block an SM, so a partial last wave leaves SMs idle) — except at one row,
+// where the many-wave ring (rowsTMAWaves) runs such grids in one wave:
+// 1×4096×11008 bf16 Forward 25.7 against 29.7, dX 24.4 against 29.7 (H200,
+// session 6).
 func (e *Engine) rowsTMA(p problem, mr int) bool {
 	if !e.hasWG || mr > rowsTMAMaxRows || !rowsTMAFits(p) {
 		return false
@@ -187,7 +205,10 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 		}
 		return p.rows > 8 && 2*strips > sms && strips <= sms
 	}
-	return p.layout == layoutNT || p.in == F32 || strips <= sms
+	// One row of 16-bit inputs over more strips than SMs runs the many-wave
+	// ring (rowsTMAWaves): 1×4096×11008 bf16 Forward 25.5 against 29.8 on
+	// the one-launch path.
+	return p.layout == layoutNT || p.in == F32 || strips <= sms || rowsTMAMR(p.rows) == 1
 }
 
 // launchRowsTMA encodes the call's TMA maps (x or dY: boxes of 256 of the
@@ -197,7 +218,8 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 // launches gemm_rows_tma, grid (column strips, row groups).
 func (e *Engine) launchRowsTMA(p problem) error {
 	mr := rowsTMAMR(p.rows)
-	fn := e.fns.rowsTMA[rowsTMAKey{p.layout, p.in, p.out, mr}]
+	waves := rowsTMAWaves(p, e.sms)
+	fn := e.fns.rowsTMA[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
 	if fn == nil {
 		return missing(p, "TMA rows")
 	}
@@ -242,5 +264,14 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, rowsTMACols)), Y: uint32(ceilDiv(p.rows, int64(mr))), Z: 1}
-	return e.launch(p.op, fn, grid, rowsTMAThreads(p.in, mr), rowsTMASharedBytes(p.in, mr))
+	return e.launch(p.op, fn, grid, rowsTMAThreads(p.in, mr, waves), rowsTMASharedBytes(p.in, mr, waves))
+}
+
+// rowsTMAWaves reports whether a call takes the many-wave ring: one row of
+// 16-bit inputs over more column strips than the GPU has SMs, where three
+// shallow-ring blocks an SM run the grid as one wave (1×4096×11008 bf16:
+// Forward 32.5 → 25.5 µs, dX 29.5 → 24.0, H200, TestRowsPathThroughput);
+// the deep ring keeps grids of one wave (1×4096×4096: 11.9 against 14.7).
+func rowsTMAWaves(p problem, sms int) bool {
+	return p.in.Half() && rowsTMAMR(p.rows) == 1 && ceilDiv(p.cols, rowsTMACols) > int64(max(sms, 1))
 }

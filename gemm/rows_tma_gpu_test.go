@@ -31,6 +31,9 @@ func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
 		// half) after 15 whole ones, and last slabs of 136 (a second half
 		// of 8 steps).
 		{16, 3904, 96}, {11, 2440, 64}, {7, 1416, 200},
+		// One row over more strips than the H200's 132 SMs: 16-bit calls
+		// take the many-wave ring (rowsTMAWaves).
+		{1, 520, 4328}, {1, 264, 4232},
 	}
 	for _, op := range []string{"Forward", "DX"} {
 		for _, c := range ieeeCombos {

@@ -11,20 +11,27 @@ import (
 func TestRowsTMASharedBytesMatchTheKernel(t *testing.T) {
 	// 1 KiB slack + slots × (W box + x box, to 1 KiB) + MAXS·MR·32·4 + 2·slots·8;
 	// f32 at MR = 16 stages half slabs of 128 steps, two slots a group.
+	// The many-wave ring (waves) keeps four slots so that three blocks share
+	// an SM's 228 KiB.
 	for _, c := range []struct {
 		in                      DType
 		mr, groups, stages, wps int
 		box, maxs               int
+		waves                   bool
 	}{
-		{F32, 1, 6, 6, 1, 32768 + 1024, 32}, {F32, 4, 5, 5, 1, 32768 + 4096, 32}, {F32, 16, 4, 8, 2, 16384 + 8192, 16},
-		{BF16, 1, 10, 10, 1, 16384 + 1024, 32}, // 16896 rounded up to 1 KiB
-		{BF16, 4, 8, 8, 1, 16384 + 2048, 32}, {F16, 4, 8, 8, 1, 16384 + 2048, 32}, {BF16, 16, 6, 6, 2, 16384 + 8192, 16},
+		{F32, 1, 6, 6, 1, 32768 + 1024, 32, false}, {F32, 4, 5, 5, 1, 32768 + 4096, 32, false}, {F32, 16, 4, 8, 2, 16384 + 8192, 16, false},
+		{BF16, 1, 10, 10, 1, 16384 + 1024, 32, false}, // 16896 rounded up to 1 KiB
+		{BF16, 4, 8, 8, 1, 16384 + 2048, 32, false}, {F16, 4, 8, 8, 1, 16384 + 2048, 32, false}, {BF16, 16, 6, 6, 2, 16384 + 8192, 16, false},
+		{BF16, 1, 4, 4, 1, 16384 + 1024, 32, true}, {F16, 1, 4, 4, 1, 16384 + 1024, 32, true},
 	} {
 		want := uint32(1024 + c.stages*c.box + c.maxs*c.mr*32*4 + 2*c.stages*8)
-		require.Equal(t, want, rowsTMASharedBytes(c.in, c.mr), "%v MR=%d", c.in, c.mr)
+		require.Equal(t, want, rowsTMASharedBytes(c.in, c.mr, c.waves), "%v MR=%d", c.in, c.mr)
 		require.LessOrEqual(t, want, uint32(227<<10), "fits an H100/H200 block")
-		require.Equal(t, c.stages, rowsTMAStages(c.in, c.mr))
-		require.Equal(t, uint32(32*(c.groups*c.wps+1)), rowsTMAThreads(c.in, c.mr), "the groups' warps and the producer")
+		if c.waves {
+			require.LessOrEqual(t, 3*(want+1024), uint32(228<<10), "three blocks an SM (1 KiB reserved a block)")
+		}
+		require.Equal(t, c.stages, rowsTMAStages(c.in, c.mr, c.waves))
+		require.Equal(t, uint32(32*(c.groups*c.wps+1)), rowsTMAThreads(c.in, c.mr, c.waves), "the groups' warps and the producer")
 		require.Equal(t, int64(c.maxs), rowsTMAMaxSlabs(c.mr))
 	}
 	require.Equal(t, 1, rowsTMAMR(1))
@@ -73,7 +80,13 @@ func TestRowsTMAAutoRule(t *testing.T) {
 	q.cols = 1024
 	require.True(t, e.rowsTMA(q, 4), "32 strips: one wave")
 	q.cols = 132*32 + 8
-	require.False(t, e.rowsTMA(q, 4), "133 strips of bf16 Forward: a second wave")
+	require.True(t, e.rowsTMA(q, 4), "133 strips of bf16 Forward at one row: the many-wave ring")
+	require.True(t, rowsTMAWaves(q, 132))
+	require.False(t, rowsTMAWaves(p, 132), "128 strips: the deep ring")
+	q.rows = 2
+	require.False(t, e.rowsTMA(q, 4), "133 strips of bf16 Forward at two rows: a second wave")
+	require.False(t, rowsTMAWaves(q, 132), "the many-wave ring takes one row")
+	q.rows = 1
 	q.in, q.out = F32, F32
 	require.True(t, e.rowsTMA(q, 4), "f32 Forward, any number of waves")
 	q.in, q.out, q.layout = BF16, BF16, layoutNT
