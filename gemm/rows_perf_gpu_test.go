@@ -81,23 +81,9 @@ func TestOverlapThroughput(t *testing.T) {
 		for _, s := range [][3]int{{1, 4096, 4096}, {16, 4096, 4096}, {2048, 768, 3072}, {2048, 768, 512}, {128, 4096, 11008}, {4096, 4096, 4096}} {
 			M, K, N := s[0], s[1], s[2]
 			d, tier := c.d, c.tier
-			x, w := alloc(t, ctx, uint64(M*K*d.Size())), alloc(t, ctx, uint64(K*N*d.Size()))
-			y, dw := alloc(t, ctx, uint64(M*N*d.Size())), alloc(t, ctx, uint64(K*N*4))
-			dx := alloc(t, ctx, uint64(M*K*d.Size()))
-			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*K*d.Size())))
-			require.NoError(t, ctx.MemsetD8(w, 0x3c, uint64(K*N*d.Size())))
-			require.NoError(t, ctx.MemsetD8(y, 0x3c, uint64(M*N*d.Size())))
-			require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
+			call := perfCall(t, eng, ctx, tier, d, M, K, N)
 			for _, op := range []string{"fwd", "dx", "dw"} {
-				launch := func(int) error {
-					switch op {
-					case "fwd":
-						return eng.Forward(ForwardArgs{Tier: tier, M: M, K: K, N: N, X: x, W: w, Y: y, In: d, Out: d})
-					case "dx":
-						return eng.DX(DXArgs{Tier: tier, M: M, N: N, K: K, DY: y, W: w, DX: dx, In: d, Out: d})
-					}
-					return eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: x, DY: y, DW: dw, In: d})
-				}
+				launch := call(op)
 				var us [2]float64
 				for i, serial := range []bool{false, true} {
 					old := setForce(eng, force{serial: serial})
@@ -149,22 +135,7 @@ func TestStrategyThroughput(t *testing.T) {
 		}
 		for _, s := range []shape{{"dx", 2048, 768, 3072}, {"dw", 2048, 768, 3072}, {"fwd", 2048, 768, 512}, {"dx", 2048, 768, 512}, {"dw", 2048, 768, 512}, {"fwd", 128, 4096, 11008}, {"dx", 128, 4096, 11008}, {"dw", 4096, 1536, 3072}, {"dx", 4096, 1536, 3072}, {"fwd", 64, 4096, 4096}, {"dx", 256, 4096, 4096}} {
 			M, K, N := s.M, s.K, s.N
-			x, w := alloc(t, ctx, uint64(M*K*d.Size())), alloc(t, ctx, uint64(K*N*d.Size()))
-			y, dw := alloc(t, ctx, uint64(M*N*d.Size())), alloc(t, ctx, uint64(K*N*4))
-			dx := alloc(t, ctx, uint64(M*K*d.Size()))
-			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*K*d.Size())))
-			require.NoError(t, ctx.MemsetD8(w, 0x3c, uint64(K*N*d.Size())))
-			require.NoError(t, ctx.MemsetD8(y, 0x3c, uint64(M*N*d.Size())))
-			require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
-			launch := func(int) error {
-				switch s.op {
-				case "fwd":
-					return eng.Forward(ForwardArgs{Tier: tier, M: M, K: K, N: N, X: x, W: w, Y: y, In: d, Out: d})
-				case "dx":
-					return eng.DX(DXArgs{Tier: tier, M: M, N: N, K: K, DY: y, W: w, DX: dx, In: d, Out: d})
-				}
-				return eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: x, DY: y, DW: dw, In: d})
-			}
+			launch := perfCall(t, eng, ctx, tier, d, M, K, N)(s.op)
 			for _, fc := range forces {
 				old := setForce(eng, fc.f)
 				if err := launch(0); err != nil {
@@ -175,6 +146,32 @@ func TestStrategyThroughput(t *testing.T) {
 				setForce(eng, old)
 				t.Logf("strategyperf %-4v %-3s %5dx%5dx%5d %-17s %8.2f us", d, s.op, M, K, N, fc.name, float64(best.Nanoseconds())/1e3)
 			}
+		}
+	}
+}
+
+// perfCall allocates the operands of an M×K×N call in type d — X, W, Y,
+// dX, and an f32 dW — filled with a fixed non-zero pattern (timing only),
+// and returns, for an op ("fwd", "dx" or "dw"), a launcher of that call in
+// tier, for bestPerLaunch.
+func perfCall(t *testing.T, eng *Engine, ctx *cudaload.Context, tier Tier, d DType, M, K, N int) func(op string) func(int) error {
+	t.Helper()
+	x, w := alloc(t, ctx, uint64(M*K*d.Size())), alloc(t, ctx, uint64(K*N*d.Size()))
+	y, dw := alloc(t, ctx, uint64(M*N*d.Size())), alloc(t, ctx, uint64(K*N*4))
+	dx := alloc(t, ctx, uint64(M*K*d.Size()))
+	require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*K*d.Size())))
+	require.NoError(t, ctx.MemsetD8(w, 0x3c, uint64(K*N*d.Size())))
+	require.NoError(t, ctx.MemsetD8(y, 0x3c, uint64(M*N*d.Size())))
+	require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
+	return func(op string) func(int) error {
+		return func(int) error {
+			switch op {
+			case "fwd":
+				return eng.Forward(ForwardArgs{Tier: tier, M: M, K: K, N: N, X: x, W: w, Y: y, In: d, Out: d})
+			case "dx":
+				return eng.DX(DXArgs{Tier: tier, M: M, N: N, K: K, DY: y, W: w, DX: dx, In: d, Out: d})
+			}
+			return eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: x, DY: y, DW: dw, In: d})
 		}
 	}
 }

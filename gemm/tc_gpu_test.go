@@ -635,33 +635,21 @@ func TestTCThroughput(t *testing.T) {
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	for _, s := range [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 768, 3072}, {4096, 1536, 3072}, {128, 4096, 11008}, {2048, 768, 512}, {16, 4096, 4096}} {
 		M, K, N := s[0], s[1], s[2]
-		a, b := alloc(t, ctx, uint64(M*K*2)), alloc(t, ctx, uint64(K*N*2))
-		c, dw := alloc(t, ctx, uint64(M*N*2)), alloc(t, ctx, uint64(K*N*4))
-		require.NoError(t, ctx.MemsetD8(a, 0x3c, uint64(M*K*2)))
-		require.NoError(t, ctx.MemsetD8(b, 0x3c, uint64(K*N*2)))
-		require.NoError(t, ctx.MemsetD8(c, 0x3c, uint64(M*N*2)))
-		require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
+		call := perfCall(t, eng, ctx, TierTensorCore, BF16, M, K, N)
 		for _, op := range []string{"fwd", "dx", "dw"} {
 			for _, tc := range tcCases {
 				if tc.f.path == tcPathAny && tc.f.tile != tcTile128 {
 					continue
 				}
-				launch := func() error {
-					switch op {
-					case "fwd":
-						return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: a, W: b, Y: c, In: BF16, Out: BF16})
-					case "dx":
-						return eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: c, W: b, DX: a, In: BF16, Out: BF16})
-					}
-					return eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: a, DY: c, DW: dw, In: BF16})
-				}
+				timed := call(op)
+				launch := func() error { return timed(0) }
 				old := setTCForce(eng, tc.f)
 				if refused(t, tc.f, launch()) {
 					setTCForce(eng, old)
 					continue
 				}
 				require.NoError(t, launch())
-				best := bestPerLaunch(t, eng, start, end, 10, func(int) error { return launch() })
+				best := bestPerLaunch(t, eng, start, end, 10, timed)
 				setTCForce(eng, old)
 				tf := 2 * float64(M) * float64(N) * float64(K) / best.Seconds() / 1e12
 				t.Logf("perf %5dx%5dx%5d %-3s %-10s %8.1f us %6.1f TFLOP/s", M, K, N, op, tc.name, float64(best.Nanoseconds())/1e3, tf)
