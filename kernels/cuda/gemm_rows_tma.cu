@@ -1,4 +1,4 @@
-// gemm_rows_tma.cu: the IEEE plan for Forward and dX with at most four rows
+// gemm_rows_tma.cu: the IEEE plan for Forward and dX with at most 16 rows
 // on Hopper, every slab of a column strip in one block, so the fold needs no
 // workspace, no arrival counter and no second pass.
 //
@@ -8,30 +8,36 @@
 // fence, atomic, fence, partials back) is serial, and at 1 x 4096 x 4096
 // f32 the call sat 3-5 µs above a device copy of the same bytes. Here a
 // block owns BN = 32 columns of the output over the WHOLE reduction: its
-// producer warp streams W's 256-row slab boxes (32 columns x 256 rows, the
-// rows of x for that slab riding along) with TMA into a ring, consumer warp
-// w computes slabs w, w + STAGES, ... (each slab one chain per element, from
-// +0, in ascending r, exactly the plan's), the slab results meet in shared
-// memory, and the block folds them in slab order: y = p_0, y = y + p_s for
-// s = 1..S-1, then + bias when there is one, one rounding at the store.
-// Same bits as every other IEEE kernel (the chains and the fold are the
-// plan's; which warp computes a slab changes nothing).
+// producer warp streams W's slab boxes (the rows of x for that slab riding
+// along) with TMA into a ring, consumer warps compute the slabs (each slab
+// one chain per element, from +0, in ascending r, exactly the plan's), the
+// slab results meet in shared memory, and the block folds them in slab
+// order: y = p_0, y = y + p_s for s = 1..S-1, then + bias when there is
+// one, one rounding at the store. Same bits as every other IEEE kernel (the
+// chains and the fold are the plan's; which warp computes a slab, and in
+// which order the slabs are computed, change nothing).
 //
-// Lane l of every consumer warp owns column j0 + l. nn (Forward, W[K,N]):
-// one box of 256 rows x 32 columns a slab, the lanes' reads one 128-byte
-// (f32) or 64-byte row of it, conflict-free. nt (dX, W[N,K] read as its
-// transpose, the reduction contiguous): 8 (f32) or 4 (16-bit) boxes of 32
-// rows x 128 bytes a slab with TMA's 128-byte swizzle, each lane reading 16
-// bytes (4 or 8 steps) of its own row, conflict-free. x reads are one
-// address for the warp (a broadcast). The last slab's short
-// tail runs exactly its len terms (TMA zero-fills the box past the matrix,
-// but a padding term 0*0 would turn a -0 chain into +0).
+// Block shapes (Cfg): MR = 1 or 4 rows, one consumer warp a ring slot,
+// lane l owning column j0 + l; MR = 16, two warps a slot, eight rows each,
+// "paired" (slab16); f32 at MR = 16 stages each slab in two halves, each
+// its own slot; one row of 16-bit inputs over more strips than SMs takes a
+// shallow ring (WAVES) so that three blocks share an SM.
+//
+// nn (Forward, W[K,N]): one box of the slab's rows x 32 columns, the lanes'
+// reads one 128-byte (f32) or 64-byte row of it, conflict-free. nt (dX,
+// W[N,K] read as its transpose, the reduction contiguous): boxes of 32 rows
+// x 128 bytes with TMA's 128-byte swizzle, each lane reading 16 bytes (4 or
+// 8 steps) of its own row, conflict-free; nt blocks start at slab blockIdx.x
+// mod S. x reads are one address for a warp or half-warp (a broadcast).
+// The last slab's short tail runs exactly its len terms (TMA zero-fills the
+// box past the matrix, but a padding term 0*0 would turn a -0 chain into
+// +0).
 //
 // TMA and the mbarrier transaction count need sm_90: the family is built
 // for sm_90a only. The host (gemm/rows_tma.go) takes it for Forward and dX
-// with M <= 4 where the operands suit TMA (16-byte aligned bases and row
-// strides), the slabs fit the block (S <= MAXS) and the strips fill the
-// GPU.
+// with M <= 16 where the operands suit TMA (16-byte aligned bases and row
+// strides), the slabs fit the block (S <= MAXS) and its rule says the
+// kernel wins (rowsTMA).
 //detgemm:only sm_90a
 #include "prelude.cuh"
 #include "tc_common.cuh"
