@@ -35,11 +35,14 @@
 //
 // # The tensor-core plan
 //
-// Per output element one chain, no slabs: the accumulator starts at the
-// bias (Forward with a bias), +0 (Forward without one, DX) or the value
-// already in dW (DW), and takes the reduction in ascending 16-wide steps of
-// mma.sync.m16n8k16 (f32 accumulation), the last step's missing terms
-// zero-filled on both operands and no step issued wholly past the end;
+// Per output element the reduction is cut into S slabs (S = 1, one chain,
+// for most shapes; see below). Slab 0's accumulator starts at the bias
+// (Forward with a bias), +0 (Forward without one, DX) or the value already
+// in dW (DW), every later slab's at +0, and each takes its part of the
+// reduction in ascending 16-wide steps of mma.sync.m16n8k16 (f32
+// accumulation), the last step's missing terms zero-filled on both
+// operands and no step issued wholly past the end. The slabs' results are
+// added in ascending order in IEEE f32 (((p_0 + p_1) + p_2) + …), and
 // Forward and DX round once, to nearest even, at a bf16/f16 store. Tensor
 // cores add inside a step by their own rules (not IEEE: each addend is
 // truncated to a grid set by the step's largest exponent, and the sum is
@@ -52,9 +55,17 @@
 // signed zeros follow it; a step whose exact sum reaches 2^128 gives ±Inf on
 // the GPU where the model's round-toward-zero gives ±MaxFloat32.
 //
-// The plan depends on the reduction length alone, so a Forward or DX row
-// has the same bits in a batch of 1 or 100 000, and DW micro-batches split
-// at multiples of 16 rows, applied in order, give the bits of one call.
+// The cut (ref.TCSlabs) is a function of the reduction length and the
+// output's other dimension only: one slab unless the reduction is at least
+// 8192 long and twice the other dimension, where a grid of a few rows
+// would leave most SMs idle behind one long chain; then S =
+// min(12288/other, R/3072) slabs of whole 256-term chunks (dX of
+// 128×4096×11008: 3 slabs, 71 → 35 µs on the H200). So a Forward or DX row
+// has the same bits in a batch of 1 or 100 000. DW's cut (ref.TCDWSlabs)
+// depends on the batch: one slab below 1024 rows or for a master over 2^20
+// elements, else S = min(2^21/(K·N), M/512). DW micro-batches split at
+// multiples of 16 rows, applied in order, give the bits of one call where
+// every call's plan has one slab.
 // Accuracy against a float64 oracle at K = 4096 on N(0,1) inputs (measured
 // norm-wise relative error): about 4.4e-6 with f32 output (the IEEE plan:
 // 3e-7), 1.7e-3 with bf16 output, 2.1e-4 with f16 output.
@@ -66,7 +77,11 @@
 // alignment). The dispatcher takes _vec where it can, and the tile with the
 // least modelled time on the GPU's SM count (see chooseTC): so the tile
 // may depend on M, and the load path on the pointers, because every kernel
-// computes the same chain per element. No workspace; one launch per call.
+// computes the same chain per element. One launch per call, and no
+// workspace, where the plan has one slab; a cut plan runs one block per
+// tile and slab, each slab's chain to an f32 plane of the workspace, and
+// gemm_fold adds the planes in order (tc128's DW has not the registers for
+// the slab offsets: tc64 takes a cut DW).
 //
 // On Hopper (the kernels built for sm_90a) a second family, gemm_wgmma,
 // runs the same chain with warpgroup wgmma.m64nNk16 instructions fed by the
@@ -78,7 +93,12 @@
 // gemm_wgmma needs what TMA needs (16-byte aligned bases,
 // leading dimensions that are multiples of 8, extents below 2^31); the
 // dispatcher picks it, by the same time model, wherever it applies, and
-// gemm_tc everywhere else. DW with at most 128 batch rows takes
+// gemm_tc everywhere else. A cut plan takes gemm_wgmma's slab variants
+// (128×128, 128×192, 128×256, f32 output only): on planes with a gemm_fold
+// where the grid would leave SMs idle, else each block keeping its tile's
+// running sums in the workspace between slabs (a 16-bit output then
+// rounded by gemm_fold); the rows kernels fold a cut plan's slabs in
+// registers. DW with at most 128 batch rows takes
 // gemm_tc_dw_stream on every architecture and alignment: one pass over the
 // f32 master in 64×128 tiles, each staged whole into shared memory while
 // the few rows of X and dY arrive, the same mma.sync chain per element.

@@ -20,7 +20,7 @@ func (e *Engine) run(p problem, err error) error {
 		return ErrClosed
 	}
 	if p.tier == TierTensorCore {
-		return e.launchTC(p) // one kernel, no workspace (tc.go)
+		return e.launchTC(p) // tc.go
 	}
 	pl, err := e.choose(p)
 	if err != nil {

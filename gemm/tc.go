@@ -271,18 +271,40 @@ func tcCost(t tcTile, p problem, sms int) float64 {
 	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
 }
 
-// launchTC enqueues one tensor-core kernel: gemm_wgmma's (tc_wgmma.go) or
-// gemm_tc's, grid (row tiles, column tiles), no workspace.
+// launchTC enqueues a tensor-core call: its kernel (gemm_wgmma's,
+// tc_wgmma.go, or gemm_tc's, grid (row tiles, column tiles, slabs on
+// planes)), and where the plan's slabs go to planes, gemm_fold
+// (chooseTCRun, tc_slabs.go).
 func (e *Engine) launchTC(p problem) error {
-	k, err := chooseTCKernel(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
-	if err == nil {
-		k, err = tcRowsOnHopper(k, p, e.hasWG, e.tcShared, e.tcForce) // tc_rows.go
-	}
+	r, err := chooseTCRun(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
 	if err != nil {
 		return fmt.Errorf("gemm.%s: %w", p.op, err)
 	}
+	if need, _ := r.wsBytes(p); need > 0 { // chooseTCRun checked the overflow
+		if err := e.ws.ensure(p.op, need, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
+			return err
+		}
+	}
+	if err := e.launchTCKernel(p, r); err != nil || r.foldPlanes(p) == 0 {
+		return err
+	}
+	return e.launchTCFold(p, r)
+}
+
+// launchTCKernel enqueues run r's kernel.
+func (e *Engine) launchTCKernel(p problem, r tcLaunch) error {
+	k := r.k
+	ws := cudaload.DevicePtr(0)
+	if r.planes || r.runsum || r.toWS {
+		ws = e.ws.ptr
+	}
 	if isWG(k.tile) {
-		return e.launchWG(p, k)
+		if r.toWS {
+			// The result goes to the workspace after the running sums,
+			// f32, for gemm_fold to round.
+			p.c, p.ldc = uintptr(ws)+uintptr(r.runBytes(p)), p.cols
+		}
+		return e.launchWG(p, r, ws)
 	}
 	fn := e.fns.tc[k]
 	if fn == nil {
@@ -292,13 +314,18 @@ func (e *Engine) launchTC(p problem) error {
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
-	if _, rows := tcRowsGeometries[k.tile]; rows {
-		return e.launchTCRows(p, k, fn)
-	}
 	if isTCDW(k.tile) {
 		return e.launchTCDW(p, k, fn) // tc_dw_stream.go
 	}
-	grid := cudaload.Dim3{X: uint32(tcCeilDiv(p.rows, g.bm)), Y: uint32(tcCeilDiv(p.cols, g.bn)), Z: 1}
+	e.args.Ptr(ws).Int64(r.slabL)
+	if _, rows := tcRowsGeometries[k.tile]; rows {
+		return e.launchTCRows(p, r, fn)
+	}
+	z := uint32(1)
+	if r.planes {
+		z = uint32(r.slabs)
+	}
+	grid := cudaload.Dim3{X: uint32(tcCeilDiv(p.rows, g.bm)), Y: uint32(tcCeilDiv(p.cols, g.bn)), Z: z}
 	return e.launch(p.op, fn, grid, g.threads, tcSharedBytes(k.tile, k.layout))
 }
 

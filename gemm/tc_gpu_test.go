@@ -34,6 +34,9 @@ var tcCases = []tcCase{
 	{"wg128x192", tcForce{tcTileWG128x192, tcPathVec}},
 	{"wg128x128", tcForce{tcTileWG128x128, tcPathVec}},
 	{"wg192x192", tcForce{tcTileWG192x192, tcPathVec}},
+	{"wg128x128s", tcForce{tcTileWG128x128S, tcPathVec}},
+	{"wg128x192s", tcForce{tcTileWG128x192S, tcPathVec}},
+	{"wg128x256s", tcForce{tcTileWG128x256S, tcPathVec}},
 	{"tcrows8-vec", tcForce{tcTileRows8, tcPathVec}},
 	{"tcrows16-vec", tcForce{tcTileRows16, tcPathVec}},
 	{"tmarows8", tcForce{tcTileRowsTMA8, tcPathVec}},
@@ -105,6 +108,10 @@ var tcSweep = [][3]int{
 	// 256-column tiles.
 	{8, 8, 8}, {200, 264, 328}, {136, 72, 264},
 	{2, 8, 24}, {7, 24, 33}, {15, 40, 104}, {1, 136, 9}, {17, 88, 56},
+	// Cut reductions (ref.TCSlabs, TCDWSlabs): Forward and dX over 8200
+	// (2 slabs of 4352), dW over 1030 and 3000 batch rows (2 and 4 slabs
+	// of 768).
+	{5, 8200, 40}, {33, 8200, 136}, {1030, 24, 40}, {3000, 40, 9},
 }
 
 // tcRun runs one op on the engine and on the model over fresh random inputs
@@ -191,31 +198,46 @@ func TestTCMatchesModelBitForBit(t *testing.T) {
 func TestTCKernelsGiveIdenticalBitsOnLargeShapes(t *testing.T) {
 	eng, ctx, m := tcEngine(t)
 	r := newRand(t)
-	const M, K, N = 1024, 2000, 1280
-	for _, d := range []DType{BF16, F16} {
-		x, w := randomOperand(r, d, M*K), randomOperand(r, d, K*N)
-		bias := randomOperand(r, F32, N)
-		xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
-		var first []uint32
-		for _, tc := range tcCases {
-			old := setTCForce(eng, tc.f)
-			y := poisoned(t, ctx, uint64(M*N*d.Size()))
-			err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: d, Out: d})
-			setTCForce(eng, old)
-			if refused(t, tc.f, err) {
-				continue // gemm_tc_dw_stream: dW only
-			}
-			got := readBits(t, eng, ctx, y, d, M*N)
-			if first == nil {
-				first = got
-				rows := 24 // the model on a sample of rows
-				want := make([]float32, rows*N)
-				require.NoError(t, ref.TCForward(m, d, want, x.values[(M-rows)*K:], w.values, bias.values, rows, K, N))
-				requireSameBits(t, refBits(d, want), got[(M-rows)*N:], N, fmt.Sprintf("%v %s vs model", d, tc.name))
-				continue
-			}
-			requireSameBits(t, first, got, N, fmt.Sprintf("%v %s vs %s", d, tc.name, tcCases[0].name))
+	for _, s := range [][3]int{
+		{1024, 2000, 1280},
+		// Cut reductions (2 slabs of 4352). 1200×1800 outputs: the
+		// dispatcher keeps running sums (128×192), a forced 128×128 too
+		// (150 tiles), a forced 128×192 or 128×256 writes planes (its
+		// grid leaves SMs idle), gemm_tc always does. 2200×2000: every
+		// forced wgmma variant keeps running sums (at least 144 tiles).
+		{1200, 8200, 1800}, {2200, 8200, 2000},
+	} {
+		for _, d := range []DType{BF16, F16} {
+			tcLargeShapeFamilies(t, eng, ctx, m, r, d, s[0], s[1], s[2])
 		}
+	}
+}
+
+// tcLargeShapeFamilies runs Forward on one M×K×N shape by every kernel and
+// checks a sample of rows against the model.
+func tcLargeShapeFamilies(t *testing.T, eng *Engine, ctx *cudaload.Context, m ref.TCModel, r *rand.Rand, d DType, M, K, N int) {
+	x, w := randomOperand(r, d, M*K), randomOperand(r, d, K*N)
+	bias := randomOperand(r, F32, N)
+	xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
+	var first []uint32
+	for _, tc := range tcCases {
+		old := setTCForce(eng, tc.f)
+		y := poisoned(t, ctx, uint64(M*N*d.Size()))
+		err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: d, Out: d})
+		setTCForce(eng, old)
+		if refused(t, tc.f, err) {
+			continue // gemm_tc_dw_stream: dW only
+		}
+		got := readBits(t, eng, ctx, y, d, M*N)
+		if first == nil {
+			first = got
+			rows := 24 // the model on a sample of rows
+			want := make([]float32, rows*N)
+			require.NoError(t, ref.TCForward(m, d, want, x.values[(M-rows)*K:], w.values, bias.values, rows, K, N))
+			requireSameBits(t, refBits(d, want), got[(M-rows)*N:], N, fmt.Sprintf("%v %s vs model", d, tc.name))
+			continue
+		}
+		requireSameBits(t, first, got, N, fmt.Sprintf("%v %s vs %s", d, tc.name, tcCases[0].name))
 	}
 }
 
@@ -227,31 +249,45 @@ func TestTCKernelsGiveIdenticalBitsOnLargeShapes(t *testing.T) {
 func TestTCRowsInvariantToBatch(t *testing.T) {
 	eng, ctx, _ := tcEngine(t)
 	r := newRand(t)
-	const big, red, cols = 8192, 600, 520 // red: 37.5 steps; cols: a partial 256 tile
+	const big = 8192
 	for _, c := range []struct {
-		op      string
-		in, out DType
-		bias    bool
-	}{{"Forward", BF16, BF16, true}, {"Forward", F16, F32, false}, {"DX", BF16, F32, false}, {"DX", F16, F16, false}} {
-		t.Run(fmt.Sprintf("%s/%v-%v", c.op, c.in, c.out), func(t *testing.T) {
+		op        string
+		in, out   DType
+		bias      bool
+		red, cols int
+	}{
+		// red 600: 37.5 steps; cols 520: a partial 256 tile.
+		{"Forward", BF16, BF16, true, 600, 520}, {"Forward", F16, F32, false, 600, 520},
+		{"DX", BF16, F32, false, 600, 520}, {"DX", F16, F16, false, 600, 520},
+		// A cut reduction (ref.TCSlabs: 2 slabs of 4352): one row folds
+		// its slabs in the rows kernels' registers, 128–1000 rows on
+		// planes (fewer 128×128 tiles than SMs), 8192 rows as running
+		// sums in the workspace — the same bits.
+		{"Forward", BF16, BF16, true, 8200, 264}, {"DX", F16, F16, false, 8200, 264},
+	} {
+		red, cols := c.red, c.cols
+		t.Run(fmt.Sprintf("%s/%v-%v/%dx%d", c.op, c.in, c.out, red, cols), func(t *testing.T) {
 			es, osz := uint64(c.in.Size()), uint64(c.out.Size())
+			red64 := uint64(red)
 			lhs, rhs := randomOperand(r, c.in, big*red), randomOperand(r, c.in, red*cols)
 			lhsP, rhsP := upload(t, ctx, lhs), upload(t, ctx, rhs)
 			var biasP cudaload.DevicePtr
 			if c.bias {
 				biasP = upload(t, ctx, randomOperand(r, F32, cols))
 			}
-			call := func(src cudaload.DevicePtr, rows int) []uint32 {
-				outP := poisoned(t, ctx, uint64(rows)*cols*osz)
+			// call skips t where a forced kernel cannot run the call (the
+			// plain wgmma tiles on a cut reduction).
+			call := func(t *testing.T, src cudaload.DevicePtr, rows int) []uint32 {
+				outP := poisoned(t, ctx, uint64(rows*cols)*osz)
 				if c.op == "Forward" {
-					require.NoError(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: rows, K: red, N: cols, X: src, W: rhsP, Bias: biasP, Y: outP, In: c.in, Out: c.out}))
+					skipIfCannot(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: rows, K: red, N: cols, X: src, W: rhsP, Bias: biasP, Y: outP, In: c.in, Out: c.out}))
 				} else {
-					require.NoError(t, eng.DX(DXArgs{Tier: TierTensorCore, M: rows, N: red, K: cols, DY: src, W: rhsP, DX: outP, In: c.in, Out: c.out}))
+					skipIfCannot(t, eng.DX(DXArgs{Tier: TierTensorCore, M: rows, N: red, K: cols, DY: src, W: rhsP, DX: outP, In: c.in, Out: c.out}))
 				}
 				return readBits(t, eng, ctx, outP, c.out, rows*cols)
 			}
 			old := setTCForce(eng, tcForce{tile: tcTile256, path: tcPathVec})
-			all := call(lhsP, big)
+			all := call(t, lhsP, big)
 			setTCForce(eng, old)
 			rowsOf := func(first, n int) []uint32 { return all[first*cols : (first+n)*cols] }
 
@@ -274,15 +310,15 @@ func TestTCRowsInvariantToBatch(t *testing.T) {
 					}
 					defer setTCForce(eng, setTCForce(eng, tc.f))
 					for _, blk := range []struct{ first, n int }{{0, 1}, {1, 1}, {4095, 1}, {8191, 1}, {100, 7}, {17, 16}, {128, 129}, {3000, 1000}, {0, big}} {
-						requireSameBits(t, rowsOf(blk.first, blk.n), call(lhsP+cudaload.DevicePtr(uint64(blk.first)*red*es), blk.n), cols,
+						requireSameBits(t, rowsOf(blk.first, blk.n), call(t, lhsP+cudaload.DevicePtr(uint64(blk.first)*red64*es), blk.n), cols,
 							fmt.Sprintf("rows [%d,+%d) alone vs inside %d", blk.first, blk.n, big))
 					}
-					a, b := call(lhsP, 3001), call(lhsP+cudaload.DevicePtr(3001*red*es), big-3001)
+					a, b := call(t, lhsP, 3001), call(t, lhsP+cudaload.DevicePtr(3001*red64*es), big-3001)
 					requireSameBits(t, all, append(a, b...), cols, "two chunks")
 					if tc.f.path != tcPathVec {
-						requireSameBits(t, rowsOf(0, 64), call(shiftedP, 64), cols, "unaligned rows")
+						requireSameBits(t, rowsOf(0, 64), call(t, shiftedP, 64), cols, "unaligned rows")
 					}
-					requireSameBits(t, rowsOf(0, real), call(padP, padded)[:real*cols], cols, "rows followed by NaN padding")
+					requireSameBits(t, rowsOf(0, real), call(t, padP, padded)[:real*cols], cols, "rows followed by NaN padding")
 				})
 			}
 		})

@@ -168,7 +168,8 @@ const tcRowsTMAMaxRows = 32
 
 // launchTCRows enqueues a gemm_tc_rows kernel whose arguments e.args
 // already holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.
-func (e *Engine) launchTCRows(p problem, k tcKey, fn *cudaload.Function) error {
+func (e *Engine) launchTCRows(p problem, r tcLaunch, fn *cudaload.Function) error {
+	k := r.k
 	g := tcRowsGeometries[k.tile]
 	if g.tma {
 		if err := e.encodeTCRowsTMA(p, g); err != nil {
@@ -176,7 +177,7 @@ func (e *Engine) launchTCRows(p problem, k tcKey, fn *cudaload.Function) error {
 		}
 		e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 			Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
+			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(r.slabL)
 	}
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
 	return e.launch(p.op, fn, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout))

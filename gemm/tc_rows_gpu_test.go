@@ -85,6 +85,10 @@ func TestTCTileThroughput(t *testing.T) {
 		{"dw", 2048, 768, 512}, {"fwd", 2048, 768, 512}, {"dx", 2048, 768, 512},
 		{"dw", 2048, 768, 3072}, {"fwd", 2048, 768, 3072}, {"dx", 2048, 768, 3072},
 		{"dx", 128, 4096, 11008}, {"fwd", 128, 4096, 11008}, {"dw", 4096, 1536, 3072},
+		// Cut reductions at many rows: dX over 11008 into 4096 columns
+		// (2 slabs: running sums, and planes where the forced tile's grid
+		// leaves SMs idle) and its single-round size.
+		{"dx", 4096, 4096, 11008}, {"dx", 512, 4096, 11008},
 	} {
 		x := alloc(t, ctx, uint64(s.M*s.K*2))
 		w := alloc(t, ctx, uint64(s.K*s.N*4))

@@ -246,17 +246,45 @@ func TestTCSharedMemoryFits(t *testing.T) {
 	}
 }
 
-func TestTCCallsNeedNoWorkspace(t *testing.T) {
-	e := &Engine{sms: 132}
-	for _, c := range []Call{
-		ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16},
-		DXArgs{Tier: TierTensorCore, M: 16, N: 11008, K: 4096, In: F16, Out: F32},
-		DWArgs{Tier: TierTensorCore, M: 8192, K: 64, N: 64, In: BF16},
+// TestTCWorkspaceFollowsHowTheSlabsFold: a tensor-core call needs
+// workspace only where the plan cuts its reduction: on planes S f32
+// outputs for Forward and dX, S-1 for dW (slab 0 folds in place); one for
+// gemm_wgmma's running sums; none where the rows kernels fold in registers
+// or the plan has one slab.
+func TestTCWorkspaceFollowsHowTheSlabsFold(t *testing.T) {
+	hopper := &Engine{sms: 132, tcShared: 227 << 10, hasWG: true}
+	ampere := &Engine{sms: 108, tcShared: 163 << 10}
+	for _, c := range []struct {
+		name     string
+		e        *Engine
+		call     Call
+		ws       uint64
+		strategy Strategy
+		tile     tcTile
+	}{
+		{"one slab", hopper, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16}, 0, StrategyTiled, tcTileRowsTMA8},
+		{"rows fold in registers", hopper, DXArgs{Tier: TierTensorCore, M: 16, N: 11008, K: 4096, In: F16, Out: F32}, 0, StrategyTiled, tcTileRowsTMA16},
+		{"small grid: planes", hopper, DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}, 3 * 128 * 4096 * 4, StrategySplitSlab, tcTileWG128x128S},
+		{"full grid: running sums", hopper, DXArgs{Tier: TierTensorCore, M: 8192, N: 11008, K: 4096, In: BF16, Out: BF16}, 64*16*128*256*4 + 8192*4096*4, StrategyTiled, tcTileWG128x256S},
+		{"dW planes but slab 0", hopper, DWArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: BF16}, 3 * 768 * 512 * 4, StrategySplitSlab, tcTileWG128x128S},
+		{"dW short batch", hopper, DWArgs{Tier: TierTensorCore, M: 100, K: 64, N: 64, In: BF16}, 0, StrategyTiled, tcTileDW64},
+		{"gemm_tc planes", ampere, DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}, 3 * 128 * 4096 * 4, StrategySplitSlab, 0},
+		{"gemm_tc dW on tc64", ampere, DWArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: F16}, 3 * 768 * 512 * 4, StrategySplitSlab, tcTile64},
 	} {
-		pl, err := e.plan(c)
-		require.NoError(t, err)
-		require.Zero(t, pl.ws)
-		require.Equal(t, StrategyTiled, pl.strategy)
+		pl, err := c.e.plan(c.call)
+		require.NoError(t, err, c.name)
+		require.Equal(t, c.ws, pl.ws, c.name)
+		require.Equal(t, c.strategy, pl.strategy, c.name)
+		p, err := c.call.build(false)
+		require.NoError(t, err, c.name)
+		r, err := chooseTCRun(p, c.e.sms, c.e.tcShared, c.e.hasWG, tcForce{})
+		require.NoError(t, err, c.name)
+		if c.tile != 0 {
+			require.Equal(t, c.tile, r.k.tile, c.name)
+		}
+		if r.planes && p.layout != layoutTN {
+			require.Equal(t, F32, r.k.out, "%s: partials are f32", c.name)
+		}
 	}
 }
 
@@ -268,7 +296,9 @@ const tcGoldenPath = "../testdata/golden/tc_sm90.txt"
 // the tensor-core tier, on the same seeded inputs.
 func tcGoldenCases() []goldenCase {
 	var out []goldenCase
-	shapes := [][3]int{{1, 4097, 5}, {7, 300, 33}, {64, 512, 96}, {130, 1000, 17}, {256, 64, 264}}
+	// The last two cut their reductions (ref.TCSlabs: Forward and dX 4
+	// slabs; ref.TCDWSlabs: dW 2 slabs).
+	shapes := [][3]int{{1, 4097, 5}, {7, 300, 33}, {64, 512, 96}, {130, 1000, 17}, {256, 64, 264}, {3, 8200, 24}, {1030, 24, 40}}
 	for _, op := range []string{"Forward", "DX", "DW"} {
 		for _, c := range []struct{ in, out DType }{{BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
 			if op == "DW" && c.out != F32 {

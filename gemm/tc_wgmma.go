@@ -20,6 +20,12 @@ const (
 	tcTileWG128x192
 	tcTileWG128x128
 	tcTileWG192x192
+	// The slab variants (gemm_wgmma.cu's Tile::SLABS): the same tiles
+	// with the code that runs a cut plan's slabs, on planes or as running
+	// sums (chooseTCRun, tc_slabs.go); the plain tiles run one slab.
+	tcTileWG128x128S
+	tcTileWG128x192S
+	tcTileWG128x256S
 )
 
 // wgTilesBySize lists the wgmma tiles, largest first.
@@ -42,10 +48,19 @@ type wgGeometry struct {
 const wgBK = 64
 
 var wgGeometries = map[tcTile]wgGeometry{
-	tcTileWG128x256: {"wg128x256", 128, 256, 4, 0.45},
-	tcTileWG128x192: {"wg128x192", 128, 192, 5, 0.47},
-	tcTileWG128x128: {"wg128x128", 128, 128, 6, 0.62},
-	tcTileWG192x192: {"wg192x192", 192, 192, 4, 0.45},
+	tcTileWG128x256:  {"wg128x256", 128, 256, 4, 0.45},
+	tcTileWG128x192:  {"wg128x192", 128, 192, 5, 0.47},
+	tcTileWG128x128:  {"wg128x128", 128, 128, 6, 0.62},
+	tcTileWG192x192:  {"wg192x192", 192, 192, 4, 0.45},
+	tcTileWG128x128S: {"wg128x128s", 128, 128, 6, 0.62},
+	tcTileWG128x192S: {"wg128x192s", 128, 192, 5, 0.47},
+	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45},
+}
+
+// wgSlabTiles are the slab variants, each with the plain tile it stands
+// in for.
+var wgSlabTiles = map[tcTile]tcTile{
+	tcTileWG128x128: tcTileWG128x128S, tcTileWG128x192: tcTileWG128x192S, tcTileWG128x256: tcTileWG128x256S,
 }
 
 // threads is a block's size: the producer and one consumer warpgroup per
@@ -63,10 +78,18 @@ func wgSharedBytes(t tcTile) uint32 {
 }
 
 // wgKernels is every gemm_wgmma entry point: tile × tcEntryCombos (TMA path
-// only).
+// only), f32 outputs only for the slab variants.
 var wgKernels = func() (out []tcKey) {
 	for _, t := range wgTilesBySize {
 		tcEntryCombos(func(l layout, in, o DType) { out = append(out, tcKey{t, l, in, o, true}) })
+	}
+	// The slab variants write f32 only (gemm_wgmma.cu).
+	for _, t := range []tcTile{tcTileWG128x128S, tcTileWG128x192S, tcTileWG128x256S} {
+		tcEntryCombos(func(l layout, in, o DType) {
+			if o == F32 {
+				out = append(out, tcKey{t, l, in, o, true})
+			}
+		})
 	}
 	return out
 }()
@@ -148,7 +171,8 @@ func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 
 // launchWG enqueues one gemm_wgmma kernel: the TMA maps of both operands
 // for this call, then a persistent one-dimensional grid.
-func (e *Engine) launchWG(p problem, k tcKey) error {
+func (e *Engine) launchWG(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
+	k := r.k
 	fn := e.fns.tc[k]
 	if fn == nil {
 		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
@@ -182,10 +206,14 @@ func (e *Engine) launchWG(p problem, k tcKey) error {
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode())
 	// Persistent: one block per SM at most (the ring fills its shared
-	// memory), each looping over tiles.
-	blocks := min(tcCeilDiv(p.rows, g.bm)*tcCeilDiv(p.cols, g.bn), int64(max(e.sms, 1)))
+	// memory), each looping over items: tiles, or tiles × slabs on planes.
+	items := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
+	if r.planes {
+		items *= r.slabs
+	}
+	blocks := min(items, int64(max(e.sms, 1)))
 	return e.launch(p.op, fn, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile))
 }
 

@@ -126,8 +126,17 @@ func (e *Engine) plan(c Call) (plan, error) {
 // choose is the dispatcher's decision for a validated problem.
 func (e *Engine) choose(p problem) (plan, error) {
 	if p.tier == TierTensorCore {
-		// One gemm_tc kernel per call, no workspace (tc.go).
-		return plan{strategy: StrategyTiled}, nil
+		// One kernel per call, and gemm_fold where the plan's slabs go to
+		// planes (tc_slabs.go).
+		r, err := chooseTCRun(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
+		if err != nil {
+			return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
+		}
+		ws, _ := r.wsBytes(p)
+		if !r.planes {
+			return plan{strategy: StrategyTiled, slabs: r.slabs, ws: ws}, nil
+		}
+		return plan{strategy: StrategySplitSlab, slabs: r.slabs, perBlock: 1, groups: r.slabs, ws: ws}, nil
 	}
 	pl, err := choose(p.layout, p.rows, p.cols, p.red, e.sms, e.force)
 	if err != nil {
@@ -151,7 +160,10 @@ func (e *Engine) Strategy(c Call) (Strategy, error) {
 // bytes), S·rows·cols·4 bytes (S = ceil(R/256) slabs of f32
 // partials of the output shape) for split-slab, and for rows that plus 4
 // bytes of arrival counter per run of 256 (M ≤ 16) or 128 output columns
-// and group of 4, 16 or 32 rows. It depends on the
+// and group of 4, 16 or 32 rows. A TierTensorCore call needs none where its
+// plan has one slab; a cut plan needs S (DW: S-1) f32 planes of the output
+// on planes (StrategySplitSlab), or the running sums of its tiles plus,
+// for a 16-bit output, one f32 plane. It depends on the
 // shape and, through the strategy, on the GPU's multiprocessor count —
 // never on the data or the pointers.
 func (e *Engine) WorkspaceBytes(c Call) (uint64, error) {

@@ -85,6 +85,11 @@ func TestEveryFamilyCompilesWithoutSpillsOrStack(t *testing.T) {
 				require.NotNil(t, m, fam)
 				require.Equal(t, fam, m.Family)
 				require.True(t, isELF(m.CUBIN), "%s: CUBIN is ELF", fam)
+				// ptxas's "wgmma.mma_async instructions are serialized"
+				// (C7510-C7515): a kernel that compiles but runs its
+				// wgmma one at a time (gemm_wgmma's 16-bit slab variants
+				// did, 2026-11-21, and ran a third slower).
+				require.NotContains(t, m.Log, "instructions are serialized", "%s: ptxas serialises wgmma", fam)
 				require.Contains(t, m.Log, "for '"+arch.String()+"'", "%s: the log reports the requested target", fam)
 				for _, k := range kernelNames(t, fam) {
 					_, ok := m.Resource(k)

@@ -135,12 +135,19 @@
 // of the order of 50 million steps (one element, 16 products) per second on
 // one core.
 //
-// Plans (TCForward, TCDX, TCDW and the typed wrappers). One chain per
-// output element over the whole reduction: no slabs (splitting small
-// shapes' reductions into slabs is a separate, later decision, and would be
-// a different plan). The reduction of length R is taken in ceil(R/16)
-// ascending steps, step s covering terms [16s, 16s+16); the last step's
-// missing terms are +0 on both operands. The zero fill is harmless: a zero
+// Plans (TCForward, TCDX, TCDW and the typed wrappers). The reduction of
+// length R is cut into S slabs of L terms, the last possibly shorter, L a
+// multiple of 256: TCSlabs(R, other) for Forward (other = N) and dX (other
+// = K), a function of those two only, never M; TCDWSlabs(M, K, N) for dW.
+// S = 1 (L = R: one chain over the whole reduction) unless the reduction
+// is long against the output (see there). Per output element each slab is
+// one chain of ascending 16-wide steps, step s of slab t covering terms
+// [tL + 16s, tL + 16s + 16) and the reduction's last step missing terms
+// that are +0 on both operands (L being a multiple of 16, only the last
+// slab has a partial step). Slab 0's chain starts at the start value
+// below, every later slab's at +0, and the element is
+// v = p_0; v = Add32(v, p_1); …; v = Add32(v, p_{S-1}) — IEEE float32
+// additions in ascending slab order (where S = 1, v = p_0: the chain). The zero fill is harmless: a zero
 // product never sets emax and adds exactly 0, so it changes nothing but,
 // possibly, the sign of an exactly zero result (a +0 product makes it +0),
 // and the GPU's zero-filled fragments are the same +0s.
@@ -153,12 +160,14 @@
 //     a_n = dY[m,n], b_n = W[k,n] for n ascending.
 //   - dW[K,N] += X[M,K]ᵀ @ dY[M,N], into the float32 master buffer: the
 //     chain starts at the current dW[k,n] and takes a_m = X[m,k],
-//     b_m = dY[m,n] for m ascending; the result is stored as it is. So a
-//     batch split into micro-batches whose boundaries fall on multiples of
-//     16 rows, applied in order, gives the bits of one call: the stored
-//     float32 is exactly the accumulator the next step would have started
-//     from. A boundary inside a step zero-fills a partial step and gives a
-//     different chain.
+//     b_m = dY[m,n] for m ascending; the result is stored as it is. So
+//     where every call's plan has one slab, a batch split into
+//     micro-batches whose boundaries fall on multiples of 16 rows, applied
+//     in order, gives the bits of one call: the stored float32 is exactly
+//     the accumulator the next step would have started from. A boundary
+//     inside a step zero-fills a partial step and gives a different chain;
+//     a cut plan (M >= 1024 into a small master) adds its slabs in IEEE
+//     float32 and is a different sum again.
 //
 // The float32 accumulator is the result of TCForward and TCDX; the typed
 // wrappers (TCForwardTyped, TCDXTyped) round it once, to nearest even, to

@@ -10,10 +10,14 @@ import (
 // exactly a value of the input type (bf16 or f16).
 var ErrInexact = errors.New("value not exactly representable in the input type")
 
-// The tensor-core plans: one chain per output element, no slabs. The
-// accumulator starts at the bias (forward), +0 (forward without bias, dX) or
-// the current dW value (dW), and takes the reduction in ascending 16-wide
-// steps of TCModel.step, the last one zero-filled on both operands.
+// The tensor-core plans: per output element, the reduction cut into S slabs
+// (TCSlabs, TCDWSlabs; S = 1 for most shapes), each one chain of TCModel
+// steps in ascending 16-wide order, the last step of the reduction
+// zero-filled on both operands. Slab 0's chain starts at the bias (forward),
+// +0 (forward without bias, dX) or the current dW value (dW); every later
+// slab's at +0. The slab results are added in ascending order with IEEE
+// float32 additions (Add32): v = p_0, v = v + p_1, ..., then one rounding to
+// the output type at the store.
 //
 // The fast path. For finite operands and a finite accumulator, a block is
 // computed in float64 instead of Step's integers, with the same results:
@@ -230,6 +234,54 @@ type tcPlan struct {
 	br, bj int
 	I, J   int
 	R      int
+	L      int // slab length: a multiple of tcChunkR, or >= R for one slab
+}
+
+// TCSlabs is the tensor-core plan's cut of a Forward or dX reduction of
+// length r whose output has other columns (Forward: N; dX: K): slabs
+// slabs of slabLen terms (the last may be shorter). It is a function of
+// (r, other) only — never M — so Forward and dX stay batch-invariant.
+//
+// One slab (the whole reduction, slabLen = r) unless the reduction is long
+// (r >= 8192) and at least twice the other dimension: then a one-tile-a-
+// column grid of a few rows would leave most of a GPU idle behind a chain
+// of r/16 steps. S = min(floor(12288/other), floor(r/3072)) then, one
+// slab where that is below 2; slabLen = 256·ceil(r/(256·S)) and slabs =
+// ceil(r/slabLen). Few slabs keep what the cut costs where the grid is
+// full anyway (every slab end there is a pause of the tile's pipeline and
+// a pass over its running sums). For example (11008, 4096): 3 slabs of
+// 3840 (the last 3328); (8192, 4096): 2 of 4096; (8192, 8192) and
+// (4096, 4096): one.
+func TCSlabs(r, other int) (slabs, slabLen int) {
+	if r < 8192 || other < 1 || r/2 < other {
+		return 1, r
+	}
+	return tcCut(r, min(12288/other, r/3072))
+}
+
+// TCDWSlabs is the tensor-core plan's cut of a dW reduction: m batch rows
+// into k×n master elements. dW is not batch-invariant (its reduction is
+// the batch), so the cut may depend on all three. One slab unless the batch
+// is long (m >= 1024) and the master small (k·n <= 2^20, a few hundred
+// 128×128 tiles at most): S = min(floor(2^21/(k·n)), floor(m/512)), one
+// where that is below 2; slabLen and slabs as in TCSlabs. Calls whose plan
+// has one slab chain onto the master exactly, so micro-batches split on
+// multiples of 16 rows give the bits of one call (package documentation).
+// For example m = 2048, k×n = 768×512: 4 slabs of 512.
+func TCDWSlabs(m, k, n int) (slabs, slabLen int) {
+	if m < 1024 || k < 1 || n < 1 || k > (1<<20)/n {
+		return 1, m
+	}
+	return tcCut(m, min((1<<21)/(k*n), m/512))
+}
+
+// tcCut cuts r into about s slabs whose length is a multiple of 256.
+func tcCut(r, s int) (slabs, slabLen int) {
+	if s < 2 {
+		return 1, r
+	}
+	l := (r + 256*s - 1) / (256 * s) * 256
+	return (r + l - 1) / l, l
 }
 
 // tcWork is one goroutine's scratch: the packed chunks of its task's
@@ -243,6 +295,7 @@ type tcWork struct {
 	finB []bool
 	fast []bool
 	acc  []float32
+	sum  []float32 // the slabs folded so far
 }
 
 // newTCWork sizes the scratch for tiles of at most ni x nj elements and
@@ -251,7 +304,7 @@ func newTCWork(ni, nj, nr int) *tcWork {
 	return &tcWork{
 		fa: make([]float64, ni*nr), ea: make([]int32, ni*nr), finA: make([]bool, ni),
 		fb: make([]float64, nj*nr), eb: make([]int32, nj*nr), finB: make([]bool, nj),
-		fast: make([]bool, nj), acc: make([]float32, ni*nj),
+		fast: make([]bool, nj), acc: make([]float32, ni*nj), sum: make([]float32, ni*nj),
 	}
 }
 
@@ -300,8 +353,22 @@ func (p *tcPlan) tile(w *tcWork, out, bias []float32, accumulate bool, i0, i1, j
 	}
 	f := p.m.fast()
 	steps := (p.R + TCStepK - 1) / TCStepK
+	// sum: the slabs folded so far (nil while in slab 0).
+	var sum []float32
 	for s0 := 0; s0 < steps; s0 += tcChunk {
 		r0 := s0 * TCStepK
+		if r0 > 0 && p.L > 0 && p.L < p.R && r0%p.L == 0 {
+			// A slab ends: fold its chain in, start the next from +0.
+			if sum == nil {
+				sum = w.sum[:ni*nj]
+				copy(sum, acc)
+			} else {
+				for x := range sum {
+					sum[x] = Add32(sum[x], acc[x])
+				}
+			}
+			clear(acc)
+		}
 		r1 := min(r0+tcChunkR, p.R)
 		n := (min(s0+tcChunk, steps) - s0) * TCStepK // r1-r0 rounded up to whole steps
 		tcPackOperands(w.fa, w.ea, w.finA[:ni], p.a, i0, p.ai, r0, r1, p.ar, n, p.emin)
@@ -328,6 +395,11 @@ func (p *tcPlan) tile(w *tcWork, out, bias []float32, accumulate bool, i0, i1, j
 				o := st * nj * TCStepK
 				f.stepRow(row, fast, a, e, w.fb[o:o+nj*TCStepK], w.eb[o:o+nj*TCStepK])
 			}
+		}
+	}
+	if sum != nil {
+		for x := range acc {
+			acc[x] = Add32(sum[x], acc[x])
 		}
 	}
 	for ii := range ni {
@@ -453,7 +525,8 @@ func (o Options) tcForward(m TCModel, d DType, dst, x, w, bias []float32, M, K, 
 	if len(bias) == 0 {
 		bias = nil
 	}
-	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: K, ar: 1, b: w, br: N, bj: 1, I: M, J: N, R: K}
+	_, l := TCSlabs(K, N)
+	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: K, ar: 1, b: w, br: N, bj: 1, I: M, J: N, R: K, L: l}
 	p.run(o, dst[:M*N], bias, false)
 }
 
@@ -479,7 +552,8 @@ func (o Options) TCDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) err
 }
 
 func (o Options) tcDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) {
-	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: dy, ai: N, ar: 1, b: w, br: 1, bj: N, I: M, J: K, R: N}
+	_, l := TCSlabs(N, K)
+	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: dy, ai: N, ar: 1, b: w, br: 1, bj: N, I: M, J: K, R: N, L: l}
 	p.run(o, dst[:M*K], nil, false)
 }
 
@@ -508,7 +582,8 @@ func (o Options) TCDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) erro
 }
 
 func (o Options) tcDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) {
-	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: 1, ar: K, b: dy, br: N, bj: 1, I: K, J: N, R: M}
+	_, l := TCDWSlabs(M, K, N)
+	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: 1, ar: K, b: dy, br: N, bj: 1, I: K, J: N, R: M, L: l}
 	p.run(o, dw[:K*N], nil, true)
 }
 

@@ -410,3 +410,133 @@ func ExampleTCForwardTyped() {
 	// f32 5.00110006, tc 5.00109959, one ulp apart: true
 	// 5
 }
+
+func TestTCSlabsCutOnlyLongReductionsOfNarrowOutputs(t *testing.T) {
+	for _, c := range []struct{ r, other, slabs, slabLen int }{
+		{1, 1, 1, 1},
+		{4096, 4096, 1, 4096},
+		{8191, 16, 1, 8191},     // below 8192: one slab
+		{8192, 4097, 1, 8192},   // under twice the other dimension
+		{8192, 8192, 1, 8192},   // the 8192³ shape
+		{8192, 4096, 2, 4096},   // min(12288/4096, 8192/3072) = 2
+		{11008, 4096, 3, 3840},  // 3 slabs of 3840, the last 3328
+		{14336, 4096, 3, 4864},  // the last 4608
+		{8200, 40, 2, 4352},     // the slabs' length rounds up: 4352 + 3848
+		{20000, 2000, 6, 3584},  // min(6, 6); the last 2080
+		{20000, 6000, 2, 10240}, // 12288/6000 = 2
+		{20000, 9000, 1, 20000}, // 12288/9000 = 1
+		{1 << 20, 1, 316, 3328}, // 341 slabs asked, 316 after rounding the length up
+	} {
+		s, l := TCSlabs(c.r, c.other)
+		if s != c.slabs || l != c.slabLen {
+			t.Errorf("TCSlabs(%d, %d) = %d, %d; want %d, %d", c.r, c.other, s, l, c.slabs, c.slabLen)
+		}
+		if s > 1 && ((s-1)*l >= c.r || s*l < c.r || l%256 != 0) {
+			t.Errorf("TCSlabs(%d, %d) = %d, %d: not a cut into slabs of whole 256-term chunks", c.r, c.other, s, l)
+		}
+	}
+	for _, c := range []struct{ m, k, n, slabs, slabLen int }{
+		{1023, 8, 8, 1, 1023},       // a short batch: one slab
+		{2048, 768, 512, 4, 512},    // 2^21/393216 = 5, 2048/512 = 4
+		{2048, 1024, 1025, 1, 2048}, // a master over 2^20 elements
+		{2100, 70, 300, 3, 768},
+		{65536, 4096, 4096, 1, 65536},
+		{1 << 30, 1 << 20, 1 << 20, 1, 1 << 30}, // k·n would overflow 32 bits
+	} {
+		s, l := TCDWSlabs(c.m, c.k, c.n)
+		if s != c.slabs || l != c.slabLen {
+			t.Errorf("TCDWSlabs(%d, %d, %d) = %d, %d; want %d, %d", c.m, c.k, c.n, s, l, c.slabs, c.slabLen)
+		}
+	}
+}
+
+// TestTCSlabbedPlansFoldSlabChainsInOrder: where the plan cuts the
+// reduction, each element is slab 0's chain from the start value, the later
+// slabs' chains from +0, added in ascending order with Add32 — written here
+// from the literal models over sub-ranges of the reduction.
+func TestTCSlabbedPlansFoldSlabChainsInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	fold := func(parts [][]float32) []float32 {
+		v := append([]float32(nil), parts[0]...)
+		for _, p := range parts[1:] {
+			for i := range v {
+				v[i] = Add32(v[i], p[i])
+			}
+		}
+		return v
+	}
+	for _, d := range []DType{BF16, F16} {
+		// Forward and dX: 3×8200×40 (forward 2 slabs of 4352), dX over
+		// N = 8200 into K = 40 columns, the same cut.
+		const M, K, N = 3, 8200, 40
+		S, L := TCSlabs(K, N)
+		if S < 2 {
+			t.Fatalf("TCSlabs(%d, %d) = %d: the test needs a cut", K, N, S)
+		}
+		x, w := randTCInputs(rng, d, M*K, 0, false), randTCInputs(rng, d, K*N, -3, false)
+		bias := randNormal(rng, N)
+		var parts [][]float32
+		for s := range S {
+			r0, r1 := s*L, min((s+1)*L, K)
+			xs := make([]float32, 0, M*(r1-r0))
+			for i := range M {
+				xs = append(xs, x[i*K+r0:i*K+r1]...)
+			}
+			b := bias
+			if s > 0 {
+				b = nil
+			}
+			parts = append(parts, modelTCForward(Hopper, d, xs, w[r0*N:r1*N], b, M, r1-r0, N))
+		}
+		y := make([]float32, M*N)
+		if err := TCForward(Hopper, d, y, x, w, bias, M, K, N); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, "slabbed TCForward", y, fold(parts))
+
+		// dX: dY[M, 8200] @ W2[40, 8200]ᵀ.
+		const K2, N2 = 40, 8200
+		dy, w2 := randTCInputs(rng, d, M*N2, 0, false), randTCInputs(rng, d, K2*N2, -3, false)
+		parts = parts[:0]
+		for s := range S {
+			r0, r1 := s*L, min((s+1)*L, N2)
+			dys, ws := make([]float32, 0, M*(r1-r0)), make([]float32, 0, K2*(r1-r0))
+			for i := range M {
+				dys = append(dys, dy[i*N2+r0:i*N2+r1]...)
+			}
+			for k := range K2 {
+				ws = append(ws, w2[k*N2+r0:k*N2+r1]...)
+			}
+			parts = append(parts, modelTCDX(Hopper, d, dys, ws, M, r1-r0, K2))
+		}
+		dx := make([]float32, M*K2)
+		if err := TCDX(Hopper, d, dx, dy, w2, M, N2, K2); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, "slabbed TCDX", dx, fold(parts))
+
+		// dW: 2100 batch rows into a 7×30 master: 3 slabs of 768, slab 0
+		// chained onto the master.
+		const MW, KW, NW = 2100, 7, 30
+		SW, LW := TCDWSlabs(MW, KW, NW)
+		if SW < 2 {
+			t.Fatalf("TCDWSlabs(%d, %d, %d) = %d: the test needs a cut", MW, KW, NW, SW)
+		}
+		xw, dyw := randTCInputs(rng, d, MW*KW, 0, false), randTCInputs(rng, d, MW*NW, 0, false)
+		dw0 := randNormal(rng, KW*NW)
+		parts = parts[:0]
+		for s := range SW {
+			r0, r1 := s*LW, min((s+1)*LW, MW)
+			start := make([]float32, KW*NW)
+			if s == 0 {
+				copy(start, dw0)
+			}
+			parts = append(parts, modelTCDW(Hopper, d, start, xw[r0*KW:r1*KW], dyw[r0*NW:r1*NW], r1-r0, KW, NW))
+		}
+		dw := append([]float32(nil), dw0...)
+		if err := TCDW(Hopper, d, dw, xw, dyw, MW, KW, NW); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, "slabbed TCDW", dw, fold(parts))
+	}
+}

@@ -57,7 +57,28 @@ struct Tile {
 template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, bool VEC>
 DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias,
-                              dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+                              dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc,
+                              float* DETGEMM_RESTRICT ws, dg_i64 L) {
+    // The plan's slabs (ref.TCSlabs, TCDWSlabs). Without ws the call has
+    // one slab, the whole reduction. With ws, block z computes slab z only:
+    // the reduction [z*L, min((z+1)*L, R)), its chain from the start value
+    // for z = 0 and from +0 after, stored as f32 (the Go side launches the
+    // f32-output entry): dW's slab 0 in place in C, every other slab to its
+    // partial plane in ws (M x N, row stride N); gemm_fold then adds the
+    // planes in ascending order. tc128's dW (A transposed) sits at its
+    // 128-register cap and would spill the slab offsets: it has no slabs,
+    // and the Go side never sends it a cut call (tcSlabsOK).
+    constexpr bool SLABS = !(T::MINB == 2 && !A_RC);
+    if (SLABS && ws != nullptr) {
+        const dg_i64 z = blockIdx.z, k0 = z * L;
+        R = R - k0 < L ? R - k0 : L;
+        A += A_RC ? k0 : k0 * lda;
+        B += B_JC ? k0 * ldb : k0;
+        if (!(INIT == INIT_OLD && z == 0)) {
+            C = ws + (z - (INIT == INIT_OLD ? 1 : 0)) * M * N;
+            ldc = N;
+        }
+    }
     extern __shared__ __align__(16) dg_u16 smem[];
     constexpr int STAGES = T::STAGES;
     constexpr int A_ELEMS = T::template a_elems<A_RC>();
@@ -108,8 +129,11 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
                 const dg_i64 i = i0 + wm * T::TM + mi * 16 + g + (q >> 1) * 8;
                 const dg_i64 j = j0 + wn * T::TN + ni * 8 + t4 * 2 + (q & 1);
                 float v = 0.0f;
-                if (INIT == INIT_BIAS && bias != nullptr && j < N) v = bias[j];
-                if (INIT == INIT_OLD && i < M && j < N) v = static_cast<const float*>(C)[i * ldc + j];
+                // Slab 0's chain (blockIdx.z = 0 also without ws) starts at
+                // the start value, a later slab's at +0.
+                const bool start = !SLABS || blockIdx.z == 0;
+                if (INIT == INIT_BIAS && start && bias != nullptr && j < N) v = bias[j];
+                if (INIT == INIT_OLD && start && i < M && j < N) v = static_cast<const float*>(C)[i * ldc + j];
                 acc[mi][ni][q] = v;
             }
 
@@ -274,16 +298,17 @@ typedef Tile<64, 64, 2, 2, 4, 1, true> T64;
 
 // Entry points: detgemm_tc{256,128,64}_{nn,nt,tn}_{in}_{out}_{vec,any}.
 // Arguments as in gemm_simt.cu: A, B, C, bias (nullable), M, N, R, lda, ldb,
-// ldc. The grid is (row tiles, column tiles); blocks take their tile from
-// the grouped order above.
+// ldc; then ws (nullable) and the slab length L, used only with ws. The grid
+// is (row tiles, column tiles, slabs — 1 without ws); blocks take their tile
+// from the grouped order above.
 #define DETGEMM_TC_ENTRY(NAME, TILE, DTIN, DTOUT, ARC, BJC, INIT, VEC)                                   \
     DETGEMM_KERNEL void __launch_bounds__(tc::TILE::THREADS, tc::TILE::MINB)                              \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,      \
-             dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                        \
+             dg_i64 lda, dg_i64 ldb, dg_i64 ldc, float* ws, dg_i64 L) {                                   \
         dg_grid_dependency_wait();                                                                        \
         tc::gemm_tile<tc::TILE, DTIN, DTOUT, ARC, BJC, INIT, VEC>(static_cast<const dg_u16*>(A),          \
                                                                static_cast<const dg_u16*>(B), C, bias, M, \
-                                                               N, R, lda, ldb, ldc);                      \
+                                                               N, R, lda, ldb, ldc, ws, L);               \
     }
 
 DETGEMM_TC_ENTRY(detgemm_tc256_nn_bf16_bf16_vec, T256, tc::BF16, tc::BF16, true, true, tc::INIT_BIAS, true)

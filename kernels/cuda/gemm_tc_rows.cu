@@ -159,7 +159,7 @@ DETGEMM_INLINE void store_acc(const float (&acc)[T::NB][4], void* DETGEMM_RESTRI
 template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
 DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias, dg_i64 M,
-                              dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
+                              dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc, dg_i64 L) {
     extern __shared__ __align__(16) dg_u16 smem[];
     constexpr int STAGES = T::STAGES, BK = T::BK, KS = T::KS, NB = T::NB;
     constexpr int A_LD = T::A_LD, A_ELEMS = T::A_ELEMS;
@@ -213,7 +213,7 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     // Consumers: the warp's 16 columns for all the block's rows.
     const int g = lane >> 2, t4 = lane & 3;
     const int n0 = warp * 16;
-    float acc[NB][4];
+    float acc[NB][4], sum[NB][4];
     init_acc<T, INIT>(acc, bias, N, j0 + n0, g);
     auto step = [&](const Frags<T>& f, int ks) { mma_step<T, DTIN>(acc, f, ks); };
     int rd = 0;
@@ -247,12 +247,34 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
         for (int ks = T::SPLIT; ks < KS; ++ks)
             if (full || k0 + ks * 16 < R) step(cur, ks);
     };
+    // The plan's slabs (L a multiple of BK): the chain folds into sum at
+    // the end of every slab but the last (tc::fold_slab). (The loop of
+    // gemm_tc_rows_tma.cu, a slab at a time, spills here.)
+    const dg_i64 slab_tiles = L < R ? L / BK : ktiles;
+    dg_i64 fold_at = slab_tiles;
+    bool folded = false;
+    auto slab_end = [&](dg_i64 kt) {
+        if (kt + 1 == fold_at && kt + 1 < ktiles) {
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb) tc::fold_slab(sum[nb], acc[nb], !folded);
+            folded = true;
+            fold_at += slab_tiles;
+        }
+    };
     dg_i64 kt = 0;
     for (; kt + 2 <= ktiles; kt += 2) {
         ktile(kt, f0, f1);
+        slab_end(kt);
         ktile(kt + 1, f1, f0);
+        slab_end(kt + 1);
     }
     if (kt < ktiles) ktile(kt, f0, f1);
+    if (folded) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[nb][q] = __fadd_rn(sum[nb][q], acc[nb][q]);
+    }
     store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
 }
 
@@ -269,15 +291,17 @@ typedef Rows<16, 32, 128, 5, 3, 2, 2> R16;
 }  // namespace tcr
 
 // Entry points: detgemm_tcrows{8,16}_{nn,nt}_{in}_{out}_vec, arguments as in
-// gemm_tc.cu; a 1-D grid of row tiles x column blocks, row tiles fastest.
+// gemm_tc.cu (ws is never set: a block runs all of its elements' slabs and
+// folds them in registers); a 1-D grid of row tiles x column blocks, row
+// tiles fastest.
 #define DETGEMM_TCROWS_ENTRY(NAME, TILE, DTIN, DTOUT, BJC, INIT)                                           \
     DETGEMM_KERNEL void __launch_bounds__(tcr::TILE::THREADS, tcr::TILE::MINB)                              \
         NAME(const void* A, const void* B, void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R,        \
-             dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {                                                          \
+             dg_i64 lda, dg_i64 ldb, dg_i64 ldc, float* ws, dg_i64 L) {                                     \
         dg_grid_dependency_wait();                                                                          \
         tcr::rows_tile<tcr::TILE, DTIN, DTOUT, BJC, INIT>(static_cast<const dg_u16*>(A),                     \
                                                          static_cast<const dg_u16*>(B), C, bias, M, N, R,   \
-                                                         lda, ldb, ldc);                                    \
+                                                         lda, ldb, ldc, L);                                 \
     }
 
 DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_bf16_bf16_vec, R8, tc::BF16, tc::BF16, true, tc::INIT_BIAS)

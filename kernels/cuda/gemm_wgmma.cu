@@ -57,9 +57,13 @@ constexpr int BOX = 64 * 64 * 2;  // bytes of one 64x64 half box
 // A tile of BM x BN outputs with a STAGES-deep ring: BM/64 consumer
 // warpgroups of 64 rows and one producer warpgroup. The Go side computes
 // the same shared-memory size (wgSharedBytes).
-template <int BM_, int BN_, int STAGES_>
+template <int BM_, int BN_, int STAGES_, bool SLABS_ = false>
 struct Tile {
     static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
+    // SLABS: the variant that runs the plan's slabs (ws_mode); the plain
+    // kernels keep none of that code, which slowed their one-slab loop by
+    // up to a third on the H200 (TestTCTileThroughput, 2026-11-21).
+    static constexpr bool SLABS = SLABS_;
     static constexpr int CONSUMERS = BM / 64;
     static constexpr int THREADS = 128 * (CONSUMERS + 1);
     // setmaxnreg: the producer keeps few registers a thread (40, or the
@@ -76,6 +80,9 @@ struct Tile {
     // barriers, then BN zero floats (the bias of a call without one).
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4;
     static_assert(BN == 128 || BN == 192 || BN == 256, "consumers issue m64n128, m64n192 or m64n256");
+    // Whether the tile has WS_RUNSUM (runsum_add): two consumer
+    // warpgroups (168 registers a thread).
+    static constexpr bool RUNSUM = SLABS && CONSUMERS == 2;
     static_assert(BM == 128 || BM == 192, "two or three consumer warpgroups");
 };
 
@@ -335,19 +342,43 @@ DETGEMM_INLINE void tile_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_i64& i0, dg_i64
     j0 = ((t % per_group) / rows_in_group) * BN;
 }
 
+// How a call runs the plan's slabs (the ws_mode argument; 0 with one slab).
+constexpr int WS_PLANES = 1;  // an item per tile and slab, each slab's chain to its partial plane
+constexpr int WS_RUNSUM = 2;  // an item per tile, the slabs' running sum kept in ws
+
+// The block's work: items b, b + gridDim.x, ... of `items`. With one slab
+// or WS_RUNSUM an item is a tile and all of its reduction; with WS_PLANES
+// an item is (tile, slab z) = (item % tiles, item / tiles), the slab's
+// k-tiles only, its chain stored to a partial plane (gemm_fold adds the
+// planes).
+struct Work {
+    dg_i64 tiles, items, ktiles, slab_tiles;  // slab_tiles: k-tiles a slab (ktiles with one slab)
+    bool planes, runsum;
+    template <class T>
+    DETGEMM_INLINE void item(dg_i64 item, dg_i64& kb, dg_i64& ke) const {
+        kb = 0;
+        ke = ktiles;
+        if (T::SLABS && planes) {
+            kb = (item / tiles) * slab_tiles;
+            ke = kb + slab_tiles < ktiles ? kb + slab_tiles : ktiles;
+        }
+    }
+};
+
 // Producer: one thread keeps the ring full across all of the block's tiles,
 // so the next tile's first stages load while the consumers store this one.
 template <class T, bool A_RC, bool B_JC>
-DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32 ring, dg_u32 bars, dg_i64 tiles,
-                            dg_i64 ktiles, dg_i64 M, dg_i64 N) {
+DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32 ring, dg_u32 bars, const Work& w,
+                            dg_i64 M, dg_i64 N) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     prefetch_map(tmA);
     prefetch_map(tmB);
     dg_i64 it = 0;  // the block's k-tile count: it % STAGES is the slot, it / STAGES its use
-    for (dg_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        dg_i64 i0, j0;
-        tile_origin<T::BM, BN>(tile, M, N, i0, j0);
-        for (dg_i64 kt = 0; kt < ktiles; ++kt, ++it) {
+    for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
+        dg_i64 i0, j0, kb, ke;
+        w.item<T>(item, kb, ke);
+        tile_origin<T::BM, BN>(item % w.tiles, M, N, i0, j0);
+        for (dg_i64 kt = kb; kt < ke; ++kt, ++it) {
             const int s = (int)(it % STAGES);
             mbar_wait(bars + 8 * (STAGES + s), ((dg_u32)(it / STAGES) & 1u) ^ 1u);
             const dg_u32 full = bars + 8 * s;
@@ -440,29 +471,88 @@ DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg
     }
 }
 
+// WS_RUNSUM: the running sum of a tile's slabs, kept in ws where only the
+// thread that wrote a value reads it back (program order, no barrier):
+// element i of consumer thread t of tile x at ws[(x * BN/2 + i) * THREADS
+// + t], THREADS the consumers' threads, so that each access of a warp is
+// one 128-byte line; marked to stay in L2 (evict_last) against the
+// operands streaming past. first: the sum is this chain (slab 0);
+// otherwise sum + acc (__fadd_rn, commutative: the plan's ((p_0 + p_1) +
+// p_2) + ...). keep stores the sum back (a slab ends); otherwise acc takes
+// it (the last slab, before the store). QB elements at a time, their loads
+// issued before any addition waits.
+template <int BN, int THREADS>
+DETGEMM_INLINE void runsum_add(float (&acc)[BN / 2], float* run, bool first, bool keep, dg_u64 policy) {
+    constexpr int QB = 16;
+    static_assert((BN / 2) % QB == 0, "whole batches");
+#pragma unroll
+    for (int i0 = 0; i0 < BN / 2; i0 += QB) {
+        float old[QB];
+#pragma unroll
+        for (int u = 0; u < QB; ++u) {
+            old[u] = 0.0f;
+            if (!first)
+                asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;"
+                             : "=f"(old[u])
+                             : "l"(run + (i0 + u) * THREADS), "l"(policy));
+        }
+#pragma unroll
+        for (int u = 0; u < QB; ++u) {
+            const float v = first ? acc[i0 + u] : __fadd_rn(old[u], acc[i0 + u]);
+            if (keep) {
+                asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(run + (i0 + u) * THREADS), "f"(v),
+                             "l"(policy));
+            } else {
+                acc[i0 + u] = v;
+            }
+        }
+    }
+}
+
 // Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
 template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
-DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktiles, int c, void* C,
-                            const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
+DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void* C, const float* bias, float* ws,
+                            dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     constexpr int TA = A_RC ? 0 : 1, TB = B_JC ? 1 : 0;
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     extern __shared__ unsigned char smem_raw[];
     const float* zeros = reinterpret_cast<const float*>(smem_raw + (bars + 16 * STAGES - smem_addr(smem_raw)));
+    dg_u64 policy = 0;
+    if constexpr (T::RUNSUM) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
 
     dg_i64 it = 0;  // as the producer's
-    for (dg_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        dg_i64 i0, j0;
-        tile_origin<T::BM, BN>(tile, M, N, i0, j0);
+    for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
+        dg_i64 i0, j0, kb, ke;
+        w.item<T>(item, kb, ke);
+        tile_origin<T::BM, BN>(item % w.tiles, M, N, i0, j0);
         const dg_i64 row0 = i0 + c * 64 + warp * 16 + lane / 4;  // and row0 + 8
         const dg_i64 col0 = j0 + 2 * (lane % 4);                 // + 8q, and + 1
+        // Slab 0's chain starts at the start value; a later slab's at +0.
+        const bool start = !T::SLABS || kb == 0;
+        // WS_RUNSUM: this thread's running sums (runsum_add).
+        float* run = ws + (item % w.tiles) * (T::BM * BN) + (threadIdx.x - 128);
+        // Where the item's result goes: C, or (planes) dW's slab 0 in place
+        // in C and every other slab to its f32 plane of ws (row stride N).
+        void* out = C;
+        dg_i64 ldo = ldc;
+        if (T::SLABS && w.planes && !(INIT == INIT_OLD && start)) {
+            out = ws + (item / w.tiles - (INIT == INIT_OLD ? 1 : 0)) * M * N;
+            ldo = N;
+        }
 
         // Without a bias every chain starts at +0, read from zeros in shared
         // memory rather than written as a constant: with constant
         // accumulators on one path, ptxas versions the pipeline and
         // serialises every wgmma of the kernel (warning C7515).
-        const float* bsrc = bias != nullptr ? bias : zeros - j0;  // indexed by column
-        asm volatile("" : "+l"(bsrc));                            // one path from here on
+        const float* bsrc = bias != nullptr && start ? bias : zeros - j0;  // indexed by column
+        asm volatile("" : "+l"(bsrc));                                     // one path from here on
+        const float* osrc = static_cast<const float*>(C);                  // dW's old values
+        dg_i64 old_ld = ldc;
+        if constexpr (T::SLABS) {
+            if (!start) osrc = zeros - j0, old_ld = 0;
+            asm volatile("" : "+l"(osrc), "+l"(old_ld));
+        }
         float acc[BN / 2];
 #pragma unroll
         for (int q = 0; q < BN / 8; ++q) {
@@ -476,7 +566,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktile
                     if constexpr (INIT == INIT_BIAS) {
                         if (j + e < N) v = bsrc[j + e];
                     } else if constexpr (INIT == INIT_OLD) {
-                        if (i < M && j + e < N) v = static_cast<const float*>(C)[i * ldc + j + e];
+                        if (i < M && j + e < N) v = osrc[i * old_ld + j + e];
                     }
                     acc[4 * q + 2 * h + e] = v;
                 }
@@ -484,39 +574,61 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktile
         }
 
         fence_acc(acc);
-        for (dg_i64 kt = 0; kt < ktiles; ++kt, ++it) {
-            const int s = (int)(it % STAGES);
-            mbar_wait(bars + 8 * s, (dg_u32)(it / STAGES) & 1u);
-            const dg_u32 a = ring + s * T::STAGE_BYTES + c * BOX, b = ring + s * T::STAGE_BYTES + T::A_BYTES;
-            const dg_i64 left = R - kt * BK;
-            const int steps = left >= BK ? BK / 16 : (int)((left + 15) / 16);  // never a step wholly past the end
-            wgmma_fence();
+        // The item's k-tiles, cut where a slab ends inside the item
+        // (WS_RUNSUM); the hot loop itself has no fold.
+        for (dg_i64 sb = kb; sb < ke;) {
+            const dg_i64 se = T::RUNSUM && w.runsum && sb + w.slab_tiles < ke ? sb + w.slab_tiles : ke;
+            for (dg_i64 kt = sb; kt < se; ++kt, ++it) {
+                const int s = (int)(it % STAGES);
+                mbar_wait(bars + 8 * s, (dg_u32)(it / STAGES) & 1u);
+                const dg_u32 a = ring + s * T::STAGE_BYTES + c * BOX, b = ring + s * T::STAGE_BYTES + T::A_BYTES;
+                const dg_i64 left = R - kt * BK;
+                const int steps = left >= BK ? BK / 16 : (int)((left + 15) / 16);  // never a step wholly past the end
+                wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk) {
-                if (kk < steps) {
-                    // K-major (swizzled rows of 64 halves): step kk starts 32
-                    // bytes further along the row; MN-major: 16 rows (two
-                    // 8-row groups) on.
-                    const dg_u64 da = A_RC ? sw128_desc(a + kk * 32, 16, 1024) : sw128_desc(a + kk * 2048, BOX, 1024);
-                    const dg_u64 db = B_JC ? sw128_desc(b + kk * 2048, BOX, 1024) : sw128_desc(b + kk * 32, 16, 1024);
-                    mma_step<BN, DTIN, TA, TB>(acc, da, db);
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    if (kk < steps) {
+                        // K-major (swizzled rows of 64 halves): step kk starts 32
+                        // bytes further along the row; MN-major: 16 rows (two
+                        // 8-row groups) on.
+                        const dg_u64 da = A_RC ? sw128_desc(a + kk * 32, 16, 1024) : sw128_desc(a + kk * 2048, BOX, 1024);
+                        const dg_u64 db = B_JC ? sw128_desc(b + kk * 2048, BOX, 1024) : sw128_desc(b + kk * 32, 16, 1024);
+                        mma_step<BN, DTIN, TA, TB>(acc, da, db);
+                    }
+                }
+                wgmma_commit();
+                // The previous stage's steps are done once at most this one's
+                // group is pending: hand its buffers back to the producer.
+                wgmma_wait<1>();
+                fence_acc(acc);
+                if (kt > kb && lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+            }
+            if constexpr (T::RUNSUM) {
+                if (se < ke) {
+                    // A slab ends inside the item: its chain joins the
+                    // running sum in ws, and the next starts from +0 (zeros
+                    // from shared memory, as above).
+                    wgmma_wait<0>();
+                    fence_acc(acc);
+                    runsum_add<BN, 128 * T::CONSUMERS>(acc, run, sb == kb, true, policy);
+#pragma unroll
+                    for (int i = 0; i < BN / 2; ++i) acc[i] = zeros[i];
+                    fence_acc(acc);
                 }
             }
-            wgmma_commit();
-            // The previous stage's steps are done once at most this one's
-            // group is pending: hand its buffers back to the producer.
-            wgmma_wait<1>();
-            fence_acc(acc);
-            if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+            sb = se;
         }
         wgmma_wait<0>();
         fence_acc(acc);
         if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+        if constexpr (T::RUNSUM) {
+            if (w.runsum && ke - kb > w.slab_tiles) runsum_add<BN, 128 * T::CONSUMERS>(acc, run, false, false, policy);
+        }
 
-        // The block's last tile: only its stores are left, so the next grid
+        // The block's last item: only its stores are left, so the next grid
         // (launched overlapped) may be scheduled.
-        if (tile + gridDim.x >= tiles) dg_launch_dependents();
-        store_tile<BN, DTOUT>(acc, C, M, N, ldc, row0, col0, j0, lane);
+        if (item + gridDim.x >= w.items) dg_launch_dependents();
+        store_tile<BN, DTOUT>(acc, out, M, N, ldo, row0, col0, j0, lane);
     }
 }
 
@@ -525,7 +637,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 tiles, dg_i64 ktile
 // changes a bit).
 template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
 DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, const float* bias, dg_i64 M,
-                         dg_i64 N, dg_i64 R, dg_i64 ldc) {
+                         dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     extern __shared__ unsigned char smem_raw[];
     const dg_u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -543,18 +655,23 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
     }
     __syncthreads();
 
-    const dg_i64 tiles = ((M + T::BM - 1) / T::BM) * ((N + BN - 1) / BN);
-    const dg_i64 ktiles = (R + BK - 1) / BK;
+    // The plan's slabs: L (a multiple of BK) >= R for one slab.
+    Work w;
+    w.tiles = ((M + T::BM - 1) / T::BM) * ((N + BN - 1) / BN);
+    w.ktiles = (R + BK - 1) / BK;
+    w.slab_tiles = L < R ? L / BK : w.ktiles;
+    w.planes = T::SLABS && ws_mode == WS_PLANES;
+    w.runsum = T::RUNSUM && ws_mode == WS_RUNSUM;
+    w.items = w.planes ? w.tiles * ((w.ktiles + w.slab_tiles - 1) / w.slab_tiles) : w.tiles;
     if (threadIdx.x < 128) {
         // The producer warpgroup gives its registers to the consumers
         // (setmaxnreg needs the cap of __launch_bounds__(THREADS, 1) and one
         // branch per role).
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
-        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, tiles, ktiles, M, N);
+        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
-        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT>(ring, bars, tiles, ktiles, threadIdx.x / 128 - 1, C, bias, M, N, R,
-                                                  ldc);
+        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc);
     }
 }
 
@@ -567,18 +684,30 @@ typedef Tile<128, 256, 4> T128x256;
 typedef Tile<128, 192, 5> T128x192;
 typedef Tile<128, 128, 6> T128x128;
 typedef Tile<192, 192, 4> T192x192;
+// The slab variants (Tile::SLABS): 128x128 for planes on small grids, all
+// three for running sums on full ones; f32 outputs only (a 16-bit output
+// of running sums is the last sum, rounded by gemm_fold), since their
+// 16-bit stores left ptxas too few registers to pipeline the wgmma
+// (C7511: serialized).
+typedef Tile<128, 128, 6, true> T128x128S;
+typedef Tile<128, 192, 5, true> T128x192S;
+typedef Tile<128, 256, 4, true> T128x256S;
 
 }  // namespace wg
 
-// Entry points: detgemm_wg{BM}x{BN}_{nn,nt,tn}_{in}_{out}. Arguments: the
+// Entry points: detgemm_wg{BM}x{BN}[s]_{nn,nt,tn}_{in}_{out} (s: the slab
+// variants). Arguments: the
 // TMA maps of A and B (built by the engine for this call), C, bias
-// (nullable), M, N, R, ldc. Tile::THREADS threads; grid: min(tiles, SMs).
+// (nullable), M, N, R, ldc, ws (the partial planes or the running sums;
+// nullable with one slab), the plan's slab length L (>= R: one slab) and
+// ws_mode (0, WS_PLANES, or WS_RUNSUM on tiles with Tile::RUNSUM). Tile::THREADS threads; grid:
+// min(items, SMs).
 #define DETGEMM_WG_ENTRY(NAME, TILE, DTIN, DTOUT, ARC, BJC, INIT)                                            \
     DETGEMM_KERNEL void __launch_bounds__(wg::TILE::THREADS, 1)                                                     \
         NAME(const __grid_constant__ wg::tensor_map tmA, const __grid_constant__ wg::tensor_map tmB, void* C, \
-             const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {                                   \
+             const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode) { \
         dg_grid_dependency_wait();                                                                            \
-        wg::gemm<wg::TILE, DTIN, DTOUT, ARC, BJC, INIT>(tmA, tmB, C, bias, M, N, R, ldc);                     \
+        wg::gemm<wg::TILE, DTIN, DTOUT, ARC, BJC, INIT>(tmA, tmB, C, bias, M, N, R, ldc, ws, L, ws_mode);     \
     }
 
 DETGEMM_WG_ENTRY(detgemm_wg128x256_nn_bf16_bf16, T128x256, wg::BF16, wg::BF16, true, true, wg::INIT_BIAS)
@@ -621,3 +750,21 @@ DETGEMM_WG_ENTRY(detgemm_wg192x192_nt_f16_f16, T192x192, wg::F16, wg::F16, true,
 DETGEMM_WG_ENTRY(detgemm_wg192x192_nt_f16_f32, T192x192, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
 DETGEMM_WG_ENTRY(detgemm_wg192x192_tn_bf16_f32, T192x192, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
 DETGEMM_WG_ENTRY(detgemm_wg192x192_tn_f16_f32, T192x192, wg::F16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x128s_nn_bf16_f32, T128x128S, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x128s_nn_f16_f32, T128x128S, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x128s_nt_bf16_f32, T128x128S, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x128s_nt_f16_f32, T128x128S, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x128s_tn_bf16_f32, T128x128S, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x128s_tn_f16_f32, T128x128S, wg::F16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x192s_nn_bf16_f32, T128x192S, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x192s_nn_f16_f32, T128x192S, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x192s_nt_bf16_f32, T128x192S, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x192s_nt_f16_f32, T128x192S, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x192s_tn_bf16_f32, T128x192S, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x192s_tn_f16_f32, T128x192S, wg::F16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x256s_nn_bf16_f32, T128x256S, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x256s_nn_f16_f32, T128x256S, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
+DETGEMM_WG_ENTRY(detgemm_wg128x256s_nt_bf16_f32, T128x256S, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x256s_nt_f16_f32, T128x256S, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
+DETGEMM_WG_ENTRY(detgemm_wg128x256s_tn_bf16_f32, T128x256S, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
+DETGEMM_WG_ENTRY(detgemm_wg128x256s_tn_f16_f32, T128x256S, wg::F16, wg::F32, false, true, wg::INIT_OLD)

@@ -134,6 +134,20 @@ DETGEMM_INLINE void store_out(void* p, dg_i64 i, float v) {
     }
 }
 
+// The plan's slabs folded in registers (ref.TCSlabs, TCDWSlabs), by the
+// kernels that run all of an element's slabs: called at the end of every
+// slab but the last, it adds the slab's chain to the running sum in order
+// (sum = p_0 at the first call, sum + p_s after; __fadd_rn) and restarts the
+// chain from +0. After the last slab the result is sum + acc.
+template <int N>
+DETGEMM_INLINE void fold_slab(float (&sum)[N], float (&acc)[N], bool first) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        sum[i] = first ? acc[i] : __fadd_rn(sum[i], acc[i]);
+        acc[i] = 0.0f;
+    }
+}
+
 // Store two adjacent elements (i even, the pair aligned) with one access.
 template <int DT>
 DETGEMM_INLINE void store_pair(void* p, dg_i64 i, float v0, float v1) {
