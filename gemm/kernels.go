@@ -313,7 +313,13 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		if mod, err = load(wgFamily); err != nil {
 			return mods, fns, err
 		}
-		if err = loadWG(mod, &fns, get); err != nil {
+		if err = loadWG(mod, wgKernels, &fns, get); err != nil {
+			return mods, fns, err
+		}
+		if mod, err = load(wgSlabsFamily); err != nil {
+			return mods, fns, err
+		}
+		if err = loadWG(mod, wgSlabKernels, &fns, get); err != nil {
 			return mods, fns, err
 		}
 		if mod, err = load(tcRowsTMAFamily); err != nil {

@@ -50,7 +50,7 @@ func (r tcLaunch) foldPlanes(p problem) int64 {
 	return 0
 }
 
-// wsMode is gemm_wgmma.cu's ws_mode argument.
+// wsMode is the ws_mode argument of the gemm_wgmma_slabs kernels (wgmma.cuh).
 func (r tcLaunch) wsMode() int32 {
 	switch {
 	case r.planes:
@@ -62,7 +62,7 @@ func (r tcLaunch) wsMode() int32 {
 }
 
 // runBytes is the running sums' part of the workspace: an f32 per element
-// of every tile (gemm_wgmma.cu's runsum_add), 0 without running sums.
+// of every tile (wgmma.cuh's runsum_add), 0 without running sums.
 func (r tcLaunch) runBytes(p problem) uint64 {
 	if !r.runsum {
 		return 0
@@ -97,7 +97,7 @@ func (r tcLaunch) wsBytes(p problem) (uint64, bool) {
 //   - The rows kernels (gemm_tc_rows, gemm_tc_rows_tma): the slabs fold in
 //     registers (four or eight more a thread).
 //   - gemm_wgmma: the slab variants of 128×128, 128×192 and 128×256
-//     (wgSlabTiles; the plain kernels run one slab, and the variants
+//     (wgSlabTiles, gemm_wgmma_slabs.cu; the plain kernels run one slab, and the variants
 //     write f32 only). Where planes are faster (wgPlanesFaster: the
 //     128×128 grid leaves SMs idle, the shapes the cut is for), 128×128,
 //     one block a tile and slab, partials to planes and gemm_fold.

@@ -13,6 +13,11 @@ import (
 // exactly as gemm_tc does, so the dispatcher may pick it freely.
 const wgFamily = "gemm_wgmma"
 
+// wgSlabsFamily holds the slab variants of the wgmma tiles
+// (kernels/cuda/gemm_wgmma_slabs.cu), a family apart so that the cold
+// build compiles it beside gemm_wgmma.
+const wgSlabsFamily = "gemm_wgmma_slabs"
+
 // The wgmma tile shapes: 128×256, 128×192, 128×128 and 192×192 outputs; a
 // block is a TMA producer warpgroup and one consumer warpgroup per 64 rows.
 const (
@@ -20,7 +25,7 @@ const (
 	tcTileWG128x192
 	tcTileWG128x128
 	tcTileWG192x192
-	// The slab variants (gemm_wgmma.cu's Tile::SLABS): the same tiles
+	// The slab variants (wgmma.cuh's Tile::SLABS, gemm_wgmma_slabs.cu): the same tiles
 	// with the code that runs a cut plan's slabs, on planes or as running
 	// sums (chooseTCRun, tc_slabs.go); the plain tiles run one slab.
 	tcTileWG128x128S
@@ -69,7 +74,7 @@ func (g wgGeometry) threads() uint32 { return uint32(128 * (g.bm/64 + 1)) }
 
 func isWG(t tcTile) bool { _, ok := wgGeometries[t]; return ok }
 
-// wgSharedBytes is gemm_wgmma.cu's Tile::SMEM: the ring of A (BM×64) and B
+// wgSharedBytes is wgmma.cuh's Tile::SMEM: the ring of A (BM×64) and B
 // (64×BN) halves, 1 KiB to align it, the barriers, BN zero floats.
 func wgSharedBytes(t tcTile) uint32 {
 	g := wgGeometries[t]
@@ -78,12 +83,17 @@ func wgSharedBytes(t tcTile) uint32 {
 }
 
 // wgKernels is every gemm_wgmma entry point: tile × tcEntryCombos (TMA path
-// only), f32 outputs only for the slab variants.
+// only).
 var wgKernels = func() (out []tcKey) {
 	for _, t := range wgTilesBySize {
 		tcEntryCombos(func(l layout, in, o DType) { out = append(out, tcKey{t, l, in, o, true}) })
 	}
-	// The slab variants write f32 only (gemm_wgmma.cu).
+	return out
+}()
+
+// wgSlabKernels is every gemm_wgmma_slabs entry point: the slab variants ×
+// tcEntryCombos with an f32 output.
+var wgSlabKernels = func() (out []tcKey) {
 	for _, t := range []tcTile{tcTileWG128x128S, tcTileWG128x192S, tcTileWG128x256S} {
 		tcEntryCombos(func(l layout, in, o DType) {
 			if o == F32 {
@@ -217,9 +227,10 @@ func (e *Engine) launchWG(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
 	return e.launch(p.op, fn, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile))
 }
 
-// loadWG resolves the wgmma entry points of mod into fns (sm_90a only).
-func loadWG(mod *cudaload.Module, fns *functions, get func(*cudaload.Module, string, uint32) (*cudaload.Function, error)) error {
-	for _, k := range wgKernels {
+// loadWG resolves the entry points keys of mod (gemm_wgmma's or
+// gemm_wgmma_slabs') into fns (sm_90a only).
+func loadWG(mod *cudaload.Module, keys []tcKey, fns *functions, get func(*cudaload.Module, string, uint32) (*cudaload.Function, error)) error {
+	for _, k := range keys {
 		fn, err := get(mod, k.name(), wgSharedBytes(k.tile))
 		if err != nil {
 			return err

@@ -86,16 +86,19 @@ func TestWGForcedTilesAreHonouredOrRefused(t *testing.T) {
 // TestWGKernelTableMatchesTheSource: gemm_wgmma.cu defines every entry
 // point the engine resolves, and nothing else.
 func TestWGKernelTableMatchesTheSource(t *testing.T) {
-	src, err := kernels.Source(wgFamily)
-	require.NoError(t, err)
-	for _, k := range wgKernels {
-		require.True(t, strings.Contains(src, "\nDETGEMM_WG_ENTRY("+k.name()+","), "gemm_wgmma.cu defines %s", k.name())
+	for fam, keys := range map[string][]tcKey{wgFamily: wgKernels, wgSlabsFamily: wgSlabKernels} {
+		src, err := kernels.Source(fam)
+		require.NoError(t, err)
+		for _, k := range keys {
+			require.True(t, strings.Contains(src, "\nDETGEMM_WG_ENTRY("+k.name()+","), "%s defines %s", fam, k.name())
+		}
+		require.Equal(t, strings.Count(src, "\nDETGEMM_WG_ENTRY("), len(keys), "every entry point of %s is loaded", fam)
 	}
-	require.Equal(t, strings.Count(src, "\nDETGEMM_WG_ENTRY("), len(wgKernels), "every entry point of gemm_wgmma.cu is loaded")
-	require.Len(t, wgKernels, len(wgTilesBySize)*10+len(wgSlabTiles)*6, "3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs; the slab variants f32 only")
+	require.Len(t, wgKernels, len(wgTilesBySize)*10, "3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs")
+	require.Len(t, wgSlabKernels, len(wgSlabTiles)*6, "the slab variants: f32 outputs only")
 }
 
-// TestWGSharedMemory: gemm_wgmma.cu's Tile::SMEM, which fits an sm_90
+// TestWGSharedMemory: wgmma.cuh's Tile::SMEM, which fits an sm_90
 // block (227 KiB).
 func TestWGSharedMemory(t *testing.T) {
 	require.Equal(t, uint32(4*(128*64+256*64)*2+1024+64+1024), wgSharedBytes(tcTileWG128x256))

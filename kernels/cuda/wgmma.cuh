@@ -1,0 +1,684 @@
+// wgmma.cuh: the body of the Hopper tensor-core families, everything but
+// their entry points: gemm_wgmma.cu (the plain tiles, which run one slab)
+// and gemm_wgmma_slabs.cu (the slab variants, Tile::SLABS), apart so that
+// the kernels package compiles them in parallel. The contract, roles and
+// layouts are described in gemm_wgmma.cu.
+#pragma once
+#include "prelude.cuh"
+#include "tma.cuh"
+#include "tc_common.cuh"
+
+namespace wg {
+
+// Element and chain-start codes, the shared-memory address and the
+// rounding stores are gemm_tc's (tc_common.cuh): the same epilogue bits.
+using tc::BF16;
+using tc::F16;
+using tc::F32;
+using tc::INIT_BIAS;
+using tc::INIT_OLD;
+using tc::INIT_ZERO;
+using tc::smem_addr;
+using tc::store_out;
+using tc::store_pair;
+using tc::to_half;
+
+constexpr int BK = 64;         // reduction per stage: four 16-wide steps, one 128-byte swizzle row of halves
+constexpr int GROUP = 16;      // row tiles per group of the block order (L2 reuse)
+constexpr int BOX = 64 * 64 * 2;  // bytes of one 64x64 half box
+
+// A tile of BM x BN outputs with a STAGES-deep ring: BM/64 consumer
+// warpgroups of 64 rows and one producer warpgroup. The Go side computes
+// the same shared-memory size (wgSharedBytes).
+template <int BM_, int BN_, int STAGES_, bool SLABS_ = false>
+struct Tile {
+    static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
+    // SLABS: the variant that runs the plan's slabs (ws_mode); the plain
+    // kernels keep none of that code, which slowed their one-slab loop by
+    // up to a third on the H200 (TestTCTileThroughput, 2026-11-21).
+    static constexpr bool SLABS = SLABS_;
+    static constexpr int CONSUMERS = BM / 64;
+    static constexpr int THREADS = 128 * (CONSUMERS + 1);
+    // setmaxnreg: the producer keeps few registers a thread (40, or the
+    // minimum 24 where three consumer warpgroups need every one) and the
+    // consumers share the rest of the SM's 64 K (multiples of 8).
+    static constexpr int PRODUCER_REGS = CONSUMERS == 2 ? 40 : 24;
+    static constexpr int CONSUMER_REGS = ((65536 / 128 - PRODUCER_REGS) / CONSUMERS) / 8 * 8 > 232
+                                             ? 232
+                                             : ((65536 / 128 - PRODUCER_REGS) / CONSUMERS) / 8 * 8;
+    static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int B_BYTES = BN * BK * 2;
+    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    // The ring, 1 KiB of slack to align it to the swizzle atom, the
+    // barriers, then BN zero floats (the bias of a call without one).
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4;
+    static_assert(BN == 128 || BN == 192 || BN == 256, "consumers issue m64n128, m64n192 or m64n256");
+    // Whether the tile has WS_RUNSUM (runsum_add): two consumer
+    // warpgroups (168 registers a thread).
+    static constexpr bool RUNSUM = SLABS && CONSUMERS == 2;
+    static_assert(BM == 128 || BM == 192, "two or three consumer warpgroups");
+};
+
+using tma::tensor_map;  // tma.cuh
+using tma::mbar_expect_tx;
+using tma::prefetch_map;
+
+DETGEMM_INLINE void mbar_init(dg_u32 bar, dg_u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+DETGEMM_INLINE bool mbar_try_wait(dg_u32 bar, dg_u32 parity) {
+    dg_u32 ok;
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    return ok != 0;
+}
+
+// Waits until the barrier's phase of the given parity has completed.
+DETGEMM_INLINE void mbar_wait(dg_u32 bar, dg_u32 parity) {
+    while (!mbar_try_wait(bar, parity)) {
+    }
+}
+
+DETGEMM_INLINE void mbar_arrive(dg_u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// A shared-memory matrix descriptor with the 128-byte swizzle: start
+// address, leading and stride byte offsets (each in 16-byte units), layout
+// type 1 (SWIZZLE_128B) in bits 62-63. The ring is 1 KiB aligned, so the
+// base-offset field stays 0.
+DETGEMM_INLINE dg_u64 sw128_desc(dg_u32 addr, dg_u32 lbo, dg_u32 sbo) {
+    return (dg_u64)((addr & 0x3ffffu) >> 4) | ((dg_u64)(lbo >> 4) << 16) | ((dg_u64)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+DETGEMM_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+DETGEMM_INLINE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+DETGEMM_INLINE void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Pins the accumulators in place around asynchronous wgmma: the compiler may
+// not move their reads or writes across this point.
+template <int N>
+DETGEMM_INLINE void fence_acc(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// The wgmma instructions: D (f32, in registers) += A · B, both from shared
+// memory through descriptors; TA/TB: A/B MN-major (transposed).
+// m64n256k16, bf16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n256_bf16(float (&d)[128], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, %130, %131;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n256k16, f16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n256_f16(float (&d)[128], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, %130, %131;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n192k16, bf16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n192_bf16(float (&d)[96], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %100, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1, %98, %99;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n192k16, f16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n192_f16(float (&d)[96], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %100, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1, %98, %99;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n128k16, bf16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n128_bf16(float (&d)[64], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %68, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, %66, %67;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+// m64n128k16, f16 inputs, f32 accumulators d (+= a·b).
+template <int TA, int TB>
+DETGEMM_INLINE void wgmma_m64n128_f16(float (&d)[64], dg_u64 da, dg_u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %68, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, %66, %67;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+
+// One 16-wide step on the accumulators: d += A(64 x 16) · B(16 x BN).
+template <int BN, int DT, int TA, int TB>
+DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db) {
+    if constexpr (BN == 256) {
+        if constexpr (DT == BF16) wgmma_m64n256_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n256_f16<TA, TB>(d, da, db);
+    } else if constexpr (BN == 192) {
+        if constexpr (DT == BF16) wgmma_m64n192_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n192_f16<TA, TB>(d, da, db);
+    } else {
+        if constexpr (DT == BF16) wgmma_m64n128_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n128_f16<TA, TB>(d, da, db);
+    }
+}
+
+// Grouped tile order: tile index -> origin (i0, j0), GROUP row tiles at a
+// time, so the tiles in flight at once share rows of A and columns of B in
+// L2. It decides where a tile is computed, never how.
+template <int BM, int BN>
+DETGEMM_INLINE void tile_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_i64& i0, dg_i64& j0) {
+    const dg_i64 tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const dg_i64 per_group = (dg_i64)GROUP * tiles_n;
+    const dg_i64 first = (t / per_group) * GROUP;
+    const dg_i64 rows_in_group = tiles_m - first < GROUP ? tiles_m - first : GROUP;
+    i0 = (first + (t % per_group) % rows_in_group) * BM;
+    j0 = ((t % per_group) / rows_in_group) * BN;
+}
+
+// How a call runs the plan's slabs (the ws_mode argument; 0 with one slab).
+constexpr int WS_PLANES = 1;  // an item per tile and slab, each slab's chain to its partial plane
+constexpr int WS_RUNSUM = 2;  // an item per tile, the slabs' running sum kept in ws
+
+// The block's work: items b, b + gridDim.x, ... of `items`. With one slab
+// or WS_RUNSUM an item is a tile and all of its reduction; with WS_PLANES
+// an item is (tile, slab z) = (item % tiles, item / tiles), the slab's
+// k-tiles only, its chain stored to a partial plane (gemm_fold adds the
+// planes).
+struct Work {
+    dg_i64 tiles, items, ktiles, slab_tiles;  // slab_tiles: k-tiles a slab (ktiles with one slab)
+    bool planes, runsum;
+    template <class T>
+    DETGEMM_INLINE void item(dg_i64 item, dg_i64& kb, dg_i64& ke) const {
+        kb = 0;
+        ke = ktiles;
+        if (T::SLABS && planes) {
+            kb = (item / tiles) * slab_tiles;
+            ke = kb + slab_tiles < ktiles ? kb + slab_tiles : ktiles;
+        }
+    }
+};
+
+// Producer: one thread keeps the ring full across all of the block's tiles,
+// so the next tile's first stages load while the consumers store this one.
+template <class T, bool A_RC, bool B_JC>
+DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32 ring, dg_u32 bars, const Work& w,
+                            dg_i64 M, dg_i64 N) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    prefetch_map(tmA);
+    prefetch_map(tmB);
+    dg_i64 it = 0;  // the block's k-tile count: it % STAGES is the slot, it / STAGES its use
+    for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
+        dg_i64 i0, j0, kb, ke;
+        w.item<T>(item, kb, ke);
+        tile_origin<T::BM, BN>(item % w.tiles, M, N, i0, j0);
+        for (dg_i64 kt = kb; kt < ke; ++kt, ++it) {
+            const int s = (int)(it % STAGES);
+            mbar_wait(bars + 8 * (STAGES + s), ((dg_u32)(it / STAGES) & 1u) ^ 1u);
+            const dg_u32 full = bars + 8 * s;
+            mbar_expect_tx(full, T::STAGE_BYTES);
+            const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
+            const int k0 = (int)(kt * BK);
+            if constexpr (A_RC) {
+                tma::load_2d(a, tmA, k0, (int)i0, full);  // box 64 (r) x BM (i)
+            } else {
+#pragma unroll
+                for (int q = 0; q < T::CONSUMERS; ++q) tma::load_2d(a + q * BOX, tmA, (int)i0 + 64 * q, k0, full);  // 64 (i) x 64 (r)
+            }
+            if constexpr (B_JC) {
+#pragma unroll
+                for (int q = 0; q < BN / 64; ++q) tma::load_2d(b + q * BOX, tmB, (int)j0 + 64 * q, k0, full);
+            } else {
+                tma::load_2d(b, tmB, k0, (int)j0, full);  // box 64 (r) x BN (j)
+            }
+        }
+    }
+}
+
+// Epilogue: a thread owns column pairs (col0 + 8q, +1) of rows row0 and
+// row0 + 8. 16-bit outputs, where C and ldc allow 16-byte accesses: the
+// four threads of a quad hold one pair each of every 8-column chunk, so four
+// chunks at a time are transposed across the quad (shuffles) until each
+// thread holds one whole chunk and stores it with one 16-byte access — a
+// warp instruction writes 8 rows x 64 contiguous bytes instead of 8 rows x
+// 16. Otherwise (and for f32, whose pairs already fill a quad's 32-byte
+// sector) each pair is one access when aligned, else two.
+template <int BN, int DTOUT>
+DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg_i64 N, dg_i64 ldc, dg_i64 row0,
+                               dg_i64 col0, dg_i64 j0, int lane) {
+    if constexpr (DTOUT != F32) {
+        if ((ldc & 7) == 0 && (reinterpret_cast<dg_u64>(C) & 15u) == 0) {
+            const int p = lane & 3;
+#pragma unroll
+            for (int g = 0; g < BN / 32; ++g) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    dg_u32 w[4], o[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        const int a = 4 * (4 * g + c) + 2 * h;
+                        w[c] = (dg_u32)to_half<DTOUT>(acc[a]) | ((dg_u32)to_half<DTOUT>(acc[a + 1]) << 16);
+                    }
+                    // Round k: send my pair of chunk (p - k) & 3, receive
+                    // quad lane s = (p + k) & 3's pair of chunk p into o[s].
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        const int si = (p - k) & 3, s = (p + k) & 3;
+                        const dg_u32 send = si == 0 ? w[0] : si == 1 ? w[1] : si == 2 ? w[2] : w[3];
+                        const dg_u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | s);
+                        o[0] = s == 0 ? got : o[0];
+                        o[1] = s == 1 ? got : o[1];
+                        o[2] = s == 2 ? got : o[2];
+                        o[3] = s == 3 ? got : o[3];
+                    }
+                    const dg_i64 i = row0 + 8 * h, j = j0 + 8 * (4 * g + p);
+                    if (i >= M || j >= N) continue;
+                    dg_u16* out = static_cast<dg_u16*>(C) + i * ldc + j;
+                    if (j + 8 <= N) {
+                        *reinterpret_cast<uint4*>(out) = make_uint4(o[0], o[1], o[2], o[3]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 8; ++e)
+                            if (j + e < N) out[e] = (dg_u16)(o[e >> 1] >> (16 * (e & 1)));
+                    }
+                }
+            }
+            return;
+        }
+    }
+    const bool pairs = (ldc & 1) == 0 && (reinterpret_cast<dg_u64>(C) & (DTOUT == F32 ? 7u : 3u)) == 0;
+#pragma unroll
+    for (int q = 0; q < BN / 8; ++q) {
+        const dg_i64 j = col0 + 8 * q;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const dg_i64 i = row0 + 8 * h;
+            if (i >= M) continue;
+            const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];
+            if (pairs && j + 1 < N) {
+                store_pair<DTOUT>(C, i * ldc + j, v0, v1);
+            } else {
+                if (j < N) store_out<DTOUT>(C, i * ldc + j, v0);
+                if (j + 1 < N) store_out<DTOUT>(C, i * ldc + j + 1, v1);
+            }
+        }
+    }
+}
+
+// WS_RUNSUM: the running sum of a tile's slabs, kept in ws where only the
+// thread that wrote a value reads it back (program order, no barrier):
+// element i of consumer thread t of tile x at ws[(x * BN/2 + i) * THREADS
+// + t], THREADS the consumers' threads, so that each access of a warp is
+// one 128-byte line; marked to stay in L2 (evict_last) against the
+// operands streaming past. first: the sum is this chain (slab 0);
+// otherwise sum + acc (__fadd_rn, commutative: the plan's ((p_0 + p_1) +
+// p_2) + ...). keep stores the sum back (a slab ends); otherwise acc takes
+// it (the last slab, before the store). QB elements at a time, their loads
+// issued before any addition waits.
+template <int BN, int THREADS>
+DETGEMM_INLINE void runsum_add(float (&acc)[BN / 2], float* run, bool first, bool keep, dg_u64 policy) {
+    constexpr int QB = 16;
+    static_assert((BN / 2) % QB == 0, "whole batches");
+#pragma unroll
+    for (int i0 = 0; i0 < BN / 2; i0 += QB) {
+        float old[QB];
+#pragma unroll
+        for (int u = 0; u < QB; ++u) {
+            old[u] = 0.0f;
+            if (!first)
+                asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;"
+                             : "=f"(old[u])
+                             : "l"(run + (i0 + u) * THREADS), "l"(policy));
+        }
+#pragma unroll
+        for (int u = 0; u < QB; ++u) {
+            const float v = first ? acc[i0 + u] : __fadd_rn(old[u], acc[i0 + u]);
+            if (keep) {
+                asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(run + (i0 + u) * THREADS), "f"(v),
+                             "l"(policy));
+            } else {
+                acc[i0 + u] = v;
+            }
+        }
+    }
+}
+
+// Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
+DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void* C, const float* bias, float* ws,
+                            dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    constexpr int TA = A_RC ? 0 : 1, TB = B_JC ? 1 : 0;
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    extern __shared__ unsigned char smem_raw[];
+    const float* zeros = reinterpret_cast<const float*>(smem_raw + (bars + 16 * STAGES - smem_addr(smem_raw)));
+    dg_u64 policy = 0;
+    if constexpr (T::RUNSUM) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+
+    dg_i64 it = 0;  // as the producer's
+    for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
+        dg_i64 i0, j0, kb, ke;
+        w.item<T>(item, kb, ke);
+        tile_origin<T::BM, BN>(item % w.tiles, M, N, i0, j0);
+        const dg_i64 row0 = i0 + c * 64 + warp * 16 + lane / 4;  // and row0 + 8
+        const dg_i64 col0 = j0 + 2 * (lane % 4);                 // + 8q, and + 1
+        // Slab 0's chain starts at the start value; a later slab's at +0.
+        const bool start = !T::SLABS || kb == 0;
+        // WS_RUNSUM: this thread's running sums (runsum_add).
+        float* run = ws + (item % w.tiles) * (T::BM * BN) + (threadIdx.x - 128);
+        // Where the item's result goes: C, or (planes) dW's slab 0 in place
+        // in C and every other slab to its f32 plane of ws (row stride N).
+        void* out = C;
+        dg_i64 ldo = ldc;
+        if (T::SLABS && w.planes && !(INIT == INIT_OLD && start)) {
+            out = ws + (item / w.tiles - (INIT == INIT_OLD ? 1 : 0)) * M * N;
+            ldo = N;
+        }
+
+        // Without a bias every chain starts at +0, read from zeros in shared
+        // memory rather than written as a constant: with constant
+        // accumulators on one path, ptxas versions the pipeline and
+        // serialises every wgmma of the kernel (warning C7515).
+        const float* bsrc = bias != nullptr && start ? bias : zeros - j0;  // indexed by column
+        asm volatile("" : "+l"(bsrc));                                     // one path from here on
+        const float* osrc = static_cast<const float*>(C);                  // dW's old values
+        dg_i64 old_ld = ldc;
+        if constexpr (T::SLABS) {
+            if (!start) osrc = zeros - j0, old_ld = 0;
+            asm volatile("" : "+l"(osrc), "+l"(old_ld));
+        }
+        float acc[BN / 2];
+#pragma unroll
+        for (int q = 0; q < BN / 8; ++q) {
+            const dg_i64 j = col0 + 8 * q;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const dg_i64 i = row0 + 8 * h;
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float v = 0.0f;
+                    if constexpr (INIT == INIT_BIAS) {
+                        if (j + e < N) v = bsrc[j + e];
+                    } else if constexpr (INIT == INIT_OLD) {
+                        if (i < M && j + e < N) v = osrc[i * old_ld + j + e];
+                    }
+                    acc[4 * q + 2 * h + e] = v;
+                }
+            }
+        }
+
+        fence_acc(acc);
+        // The item's k-tiles, cut where a slab ends inside the item
+        // (WS_RUNSUM); the hot loop itself has no fold.
+        for (dg_i64 sb = kb; sb < ke;) {
+            const dg_i64 se = T::RUNSUM && w.runsum && sb + w.slab_tiles < ke ? sb + w.slab_tiles : ke;
+            for (dg_i64 kt = sb; kt < se; ++kt, ++it) {
+                const int s = (int)(it % STAGES);
+                mbar_wait(bars + 8 * s, (dg_u32)(it / STAGES) & 1u);
+                const dg_u32 a = ring + s * T::STAGE_BYTES + c * BOX, b = ring + s * T::STAGE_BYTES + T::A_BYTES;
+                const dg_i64 left = R - kt * BK;
+                const int steps = left >= BK ? BK / 16 : (int)((left + 15) / 16);  // never a step wholly past the end
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    if (kk < steps) {
+                        // K-major (swizzled rows of 64 halves): step kk starts 32
+                        // bytes further along the row; MN-major: 16 rows (two
+                        // 8-row groups) on.
+                        const dg_u64 da = A_RC ? sw128_desc(a + kk * 32, 16, 1024) : sw128_desc(a + kk * 2048, BOX, 1024);
+                        const dg_u64 db = B_JC ? sw128_desc(b + kk * 2048, BOX, 1024) : sw128_desc(b + kk * 32, 16, 1024);
+                        mma_step<BN, DTIN, TA, TB>(acc, da, db);
+                    }
+                }
+                wgmma_commit();
+                // The previous stage's steps are done once at most this one's
+                // group is pending: hand its buffers back to the producer.
+                wgmma_wait<1>();
+                fence_acc(acc);
+                if (kt > kb && lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+            }
+            if constexpr (T::RUNSUM) {
+                if (se < ke) {
+                    // A slab ends inside the item: its chain joins the
+                    // running sum in ws, and the next starts from +0 (zeros
+                    // from shared memory, as above).
+                    wgmma_wait<0>();
+                    fence_acc(acc);
+                    runsum_add<BN, 128 * T::CONSUMERS>(acc, run, sb == kb, true, policy);
+#pragma unroll
+                    for (int i = 0; i < BN / 2; ++i) acc[i] = zeros[i];
+                    fence_acc(acc);
+                }
+            }
+            sb = se;
+        }
+        wgmma_wait<0>();
+        fence_acc(acc);
+        if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+        if constexpr (T::RUNSUM) {
+            if (w.runsum && ke - kb > w.slab_tiles) runsum_add<BN, 128 * T::CONSUMERS>(acc, run, false, false, policy);
+        }
+
+        // The block's last item: only its stores are left, so the next grid
+        // (launched overlapped) may be scheduled.
+        if (item + gridDim.x >= w.items) dg_launch_dependents();
+        store_tile<BN, DTOUT>(acc, out, M, N, ldo, row0, col0, j0, lane);
+    }
+}
+
+// A persistent kernel: the grid has at most one block per SM, and block b
+// computes tiles b, b + gridDim.x, ... (which tile a block computes never
+// changes a bit).
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
+DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, const float* bias, dg_i64 M,
+                         dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    extern __shared__ unsigned char smem_raw[];
+    const dg_u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const dg_u32 bars = ring + STAGES * T::STAGE_BYTES;  // full[STAGES], empty[STAGES], zeros[BN]
+
+    if (threadIdx.x < BN) {
+        asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
+    }
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);             // the producer's expect_tx arrival
+            mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS);  // one arrival per consumer warp
+        }
+        tma::fence_barrier_init();
+    }
+    __syncthreads();
+
+    // The plan's slabs: L (a multiple of BK) >= R for one slab.
+    Work w;
+    w.tiles = ((M + T::BM - 1) / T::BM) * ((N + BN - 1) / BN);
+    w.ktiles = (R + BK - 1) / BK;
+    w.slab_tiles = L < R ? L / BK : w.ktiles;
+    w.planes = T::SLABS && ws_mode == WS_PLANES;
+    w.runsum = T::RUNSUM && ws_mode == WS_RUNSUM;
+    w.items = w.planes ? w.tiles * ((w.ktiles + w.slab_tiles - 1) / w.slab_tiles) : w.tiles;
+    if (threadIdx.x < 128) {
+        // The producer warpgroup gives its registers to the consumers
+        // (setmaxnreg needs the cap of __launch_bounds__(THREADS, 1) and one
+        // branch per role).
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
+        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
+        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc);
+    }
+}
+
+// The tiles and their rings: 128x256 (4 stages, 192 KiB), 128x192 (5,
+// 200 KiB), 128x128 (6, 192 KiB), 192x192 (4, 192 KiB). Several shapes
+// exist for wave quantisation on 132 SMs: 1536x3072 outputs are 144 tiles
+// of 128x256 (two rounds, the second nearly empty), 192 of 128x192, but 128
+// of 192x192 (one round).
+typedef Tile<128, 256, 4> T128x256;
+typedef Tile<128, 192, 5> T128x192;
+typedef Tile<128, 128, 6> T128x128;
+typedef Tile<192, 192, 4> T192x192;
+// The slab variants (Tile::SLABS): 128x128 for planes on small grids, all
+// three for running sums on full ones; f32 outputs only (a 16-bit output
+// of running sums is the last sum, rounded by gemm_fold), since their
+// 16-bit stores left ptxas too few registers to pipeline the wgmma
+// (C7511: serialized).
+typedef Tile<128, 128, 6, true> T128x128S;
+typedef Tile<128, 192, 5, true> T128x192S;
+typedef Tile<128, 256, 4, true> T128x256S;
+
+}  // namespace wg
+
+// Entry points: detgemm_wg{BM}x{BN}[s]_{nn,nt,tn}_{in}_{out} (s: the slab
+// variants). Arguments: the
+// TMA maps of A and B (built by the engine for this call), C, bias
+// (nullable), M, N, R, ldc, ws (the partial planes or the running sums;
+// nullable with one slab), the plan's slab length L (>= R: one slab) and
+// ws_mode (0, WS_PLANES, or WS_RUNSUM on tiles with Tile::RUNSUM). Tile::THREADS threads; grid:
+// min(items, SMs).
+#define DETGEMM_WG_ENTRY(NAME, TILE, DTIN, DTOUT, ARC, BJC, INIT)                                            \
+    DETGEMM_KERNEL void __launch_bounds__(wg::TILE::THREADS, 1)                                                     \
+        NAME(const __grid_constant__ wg::tensor_map tmA, const __grid_constant__ wg::tensor_map tmB, void* C, \
+             const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode) { \
+        dg_grid_dependency_wait();                                                                            \
+        wg::gemm<wg::TILE, DTIN, DTOUT, ARC, BJC, INIT>(tmA, tmB, C, bias, M, N, R, ldc, ws, L, ws_mode);     \
+    }
