@@ -274,13 +274,13 @@ func tcCost(t tcTile, p problem, sms int) float64 {
 // launchTC enqueues a tensor-core call: its kernel (gemm_wgmma's,
 // tc_wgmma.go, or gemm_tc's, grid (row tiles, column tiles, slabs on
 // planes)), and where the plan's slabs go to planes, gemm_fold
-// (chooseTCRun, tc_slabs.go).
+// (chooseTCLaunch, tc_slabs.go).
 func (e *Engine) launchTC(p problem) error {
-	r, err := chooseTCRun(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
+	r, err := chooseTCLaunch(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
 	if err != nil {
 		return fmt.Errorf("gemm.%s: %w", p.op, err)
 	}
-	if need, _ := r.wsBytes(p); need > 0 { // chooseTCRun checked the overflow
+	if need, _ := r.wsBytes(p); need > 0 { // chooseTCLaunch checked the overflow
 		if err := e.ws.ensure(p.op, need, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
 			return err
 		}

@@ -32,7 +32,8 @@ type tcLaunch struct {
 	runsum bool // gemm_wgmma: a block a tile, its slabs' running sum in the workspace (L2)
 	// toWS: the kernel's result goes to the workspace as f32 (the slab
 	// variants write f32 only), rounded to the output type by gemm_fold
-	// as one plane: running sums with a 16-bit output.
+	// as one plane: running sums (or a forced slab variant) with a 16-bit
+	// output.
 	toWS bool
 }
 
@@ -89,7 +90,7 @@ func (r tcLaunch) wsBytes(p problem) (uint64, bool) {
 	return r.runBytes(p) + 4*c, true
 }
 
-// chooseTCRun picks the kernel of a tensor-core call (chooseTCKernel, then
+// chooseTCLaunch picks the kernel of a tensor-core call (chooseTCKernel, then
 // tcRowsOnHopper) and how it runs the plan's slabs. Every kernel gives each
 // element the plan's bits, so this decides speed only.
 //
@@ -112,7 +113,7 @@ func (r tcLaunch) wsBytes(p problem) (uint64, bool) {
 //     so the dispatcher takes tc64 there, and a forced tc128 is refused.
 //   - gemm_tc_dw_stream takes only dW calls of at most 128 batch rows,
 //     whose plan has one slab (ref.TCDWSlabs cuts from 1024).
-func chooseTCRun(p problem, sms int, maxShared uint32, hasWG bool, f tcForce) (tcLaunch, error) {
+func chooseTCLaunch(p problem, sms int, maxShared uint32, hasWG bool, f tcForce) (tcLaunch, error) {
 	k, err := chooseTCKernel(p, sms, maxShared, hasWG, f)
 	if err == nil {
 		k, err = tcRowsOnHopper(k, p, hasWG, maxShared, f)

@@ -277,7 +277,7 @@ func TestTCWorkspaceFollowsHowTheSlabsFold(t *testing.T) {
 		require.Equal(t, c.strategy, pl.strategy, c.name)
 		p, err := c.call.build(false)
 		require.NoError(t, err, c.name)
-		r, err := chooseTCRun(p, c.e.sms, c.e.tcShared, c.e.hasWG, tcForce{})
+		r, err := chooseTCLaunch(p, c.e.sms, c.e.tcShared, c.e.hasWG, tcForce{})
 		require.NoError(t, err, c.name)
 		if c.tile != 0 {
 			require.Equal(t, c.tile, r.k.tile, c.name)

@@ -27,7 +27,7 @@ const (
 	tcTileWG192x192
 	// The slab variants (wgmma.cuh's Tile::SLABS, gemm_wgmma_slabs.cu): the same tiles
 	// with the code that runs a cut plan's slabs, on planes or as running
-	// sums (chooseTCRun, tc_slabs.go); the plain tiles run one slab.
+	// sums (chooseTCLaunch, tc_slabs.go); the plain tiles run one slab.
 	tcTileWG128x128S
 	tcTileWG128x192S
 	tcTileWG128x256S

@@ -128,7 +128,7 @@ func (e *Engine) choose(p problem) (plan, error) {
 	if p.tier == TierTensorCore {
 		// One kernel per call, and gemm_fold where the plan's slabs go to
 		// planes (tc_slabs.go).
-		r, err := chooseTCRun(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
+		r, err := chooseTCLaunch(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
 		if err != nil {
 			return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
 		}
