@@ -377,3 +377,66 @@ func TestTCGoldenDigestsFromModel(t *testing.T) {
 		require.Equal(t, want, digestBits(g.out, tcGoldenReference(t, g)), g.key())
 	}
 }
+
+// TestTCForcedKernelsOnCutPlans: a forced kernel runs a cut plan the way
+// it can (the slab variant of a wgmma tile, planes where its grid leaves
+// SMs idle; the rows kernels in registers) or is refused with errTCKernel
+// (192×192 and tc128's dW have no slabs; the dW stream runs one slab).
+func TestTCForcedKernelsOnCutPlans(t *testing.T) {
+	const sms, shared = 132, 227 << 10
+	cutDX := DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}
+	cutDW := DWArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: BF16}
+	oneSlab := ForwardArgs{Tier: TierTensorCore, M: 300, K: 1000, N: 520, In: F16, Out: F16}
+	for _, c := range []struct {
+		name         string
+		call         Call
+		f            tcForce
+		refused      bool
+		tile         tcTile
+		planes, runs bool
+		toWS         bool
+		ws           uint64
+	}{
+		{name: "wg128x256 on planes", call: cutDX, f: tcForce{tcTileWG128x256, tcPathVec}, tile: tcTileWG128x256S, planes: true, ws: 3 * 128 * 4096 * 4},
+		{name: "wg192x192 has no slabs", call: cutDX, f: tcForce{tcTileWG192x192, tcPathVec}, refused: true},
+		{name: "tc128 dW has no slabs", call: cutDW, f: tcForce{tcTile128, tcPathVec}, refused: true},
+		{name: "tc64 dW on planes", call: cutDW, f: tcForce{tcTile64, tcPathAny}, tile: tcTile64, planes: true, ws: 3 * 768 * 512 * 4},
+		{name: "dW stream runs one slab", call: cutDW, f: tcForce{tcTileDW64, tcPathVec}, refused: true},
+		{name: "rows fold in registers", call: DXArgs{Tier: TierTensorCore, M: 16, N: 11008, K: 4096, In: BF16, Out: BF16}, f: tcForce{tcTileRowsTMA16, tcPathVec}, tile: tcTileRowsTMA16},
+		{name: "slab variant, one slab, 16-bit out", call: oneSlab, f: tcForce{tcTileWG128x128S, tcPathVec}, tile: tcTileWG128x128S, toWS: true, ws: 300 * 520 * 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := c.call.build(false)
+			require.NoError(t, err)
+			r, err := chooseTCLaunch(p, sms, shared, true, c.f)
+			if c.refused {
+				require.ErrorIs(t, err, errTCKernel)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.tile, r.k.tile)
+			require.Equal(t, c.planes, r.planes, "planes")
+			require.Equal(t, c.runs, r.runsum, "running sums")
+			require.Equal(t, c.toWS, r.toWS, "result to the workspace")
+			if r.planes || r.toWS {
+				require.Equal(t, F32, r.k.out, "the workspace is f32")
+			}
+			ws, ok := r.wsBytes(p)
+			require.True(t, ok)
+			require.Equal(t, c.ws, ws)
+		})
+	}
+}
+
+// BenchmarkChooseTCLaunch is the host cost of the tensor-core dispatch on
+// every call: kernel choice and the plan's cut.
+func BenchmarkChooseTCLaunch(b *testing.B) {
+	p, err := DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}.build(false)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := chooseTCLaunch(p, 132, 227<<10, true, tcForce{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
