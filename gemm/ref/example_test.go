@@ -49,3 +49,20 @@ func ExampleDigest() {
 	fmt.Println(ref.Digest([]float32{float32(math.Copysign(0, -1))})[:16])
 	// Output: 6d58692645c9d1cf
 }
+
+// The tensor-core plan's cut of a reduction: one slab for most shapes; a
+// long reduction into a narrow output (dX of an 11008 → 4096 projection) in
+// a few slabs; dW by its batch and master size.
+func ExampleTCSlabs() {
+	for _, s := range [][2]int{{4096, 4096}, {11008, 4096}, {8192, 8192}} {
+		n, l := ref.TCSlabs(s[0], s[1])
+		fmt.Printf("reduction %d into %d columns: %d slab(s) of %d\n", s[0], s[1], n, l)
+	}
+	n, l := ref.TCDWSlabs(2048, 768, 512)
+	fmt.Printf("dW of 2048 rows into 768×512: %d slabs of %d\n", n, l)
+	// Output:
+	// reduction 4096 into 4096 columns: 1 slab(s) of 4096
+	// reduction 11008 into 4096 columns: 3 slab(s) of 3840
+	// reduction 8192 into 8192 columns: 1 slab(s) of 8192
+	// dW of 2048 rows into 768×512: 4 slabs of 512
+}
