@@ -176,6 +176,9 @@ type functions struct {
 	fold    map[foldKey]*cudaload.Function
 	stream  map[streamKey]*cudaload.Function
 	tc      map[tcKey]*cudaload.Function
+	// tcRowsOne is gemm_tc_rows_tma's one-slab twins (name + "_one"),
+	// built without the slab fold (sm_90a only).
+	tcRowsOne map[tcKey]*cudaload.Function
 }
 
 // loadModules loads every family of the bundle the engine uses and
@@ -196,6 +199,8 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		fold:    map[foldKey]*cudaload.Function{},
 		stream:  map[streamKey]*cudaload.Function{},
 		tc:      map[tcKey]*cudaload.Function{},
+
+		tcRowsOne: map[tcKey]*cudaload.Function{},
 	}
 	var mods []*cudaload.Module
 	load := func(family string) (*cudaload.Module, error) {
@@ -327,6 +332,9 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 		}
 		for _, k := range tcRowsTMAKernels {
 			if fns.tc[k], err = get(mod, k.name(), tcRowsSharedBytes(k.tile, k.layout)); err != nil {
+				return mods, fns, err
+			}
+			if fns.tcRowsOne[k], err = get(mod, k.oneSlabName(), tcRowsSharedBytes(k.tile, k.layout)); err != nil {
 				return mods, fns, err
 			}
 		}

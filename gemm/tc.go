@@ -307,6 +307,9 @@ func (e *Engine) launchTCKernel(p problem, r tcLaunch) error {
 		return e.launchWG(p, r, ws)
 	}
 	fn := e.fns.tc[k]
+	if one := e.fns.tcRowsOne[k]; one != nil && r.slabs <= 1 {
+		fn = one // the same chain, no fold compiled in
+	}
 	if fn == nil {
 		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
 	}

@@ -86,8 +86,14 @@ func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 // input × output (the input type or f32), 16-byte path.
 var tcRowsKernels = tcRowsEntries(tcRowsTiles)
 
-// tcRowsTMAKernels is every gemm_tc_rows_tma entry point, named alike.
+// tcRowsTMAKernels is every gemm_tc_rows_tma entry point, named alike;
+// each has a one-slab twin (oneSlabName).
 var tcRowsTMAKernels = tcRowsEntries(tcRowsTMATiles)
+
+// oneSlabName is the entry point of gemm_tc_rows_tma's twin of k for
+// one-slab plans: the same chain without the slab fold compiled in, which
+// cost the 16-row nt tile 15 % at 32 rows of dX (bench/NOTES-tcrows.md).
+func (k tcKey) oneSlabName() string { return k.name() + "_one" }
 
 func tcRowsEntries(tiles []tcTile) (out []tcKey) {
 	for _, t := range tiles {

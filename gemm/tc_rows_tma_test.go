@@ -10,7 +10,7 @@ import (
 
 // TestTCRowsTMAKernelTableMatchesTheSource: every gemm_tc_rows_tma entry
 // point the engine resolves exists in gemm_tc_rows_tma.cu, the source has
-// no other, and the family is built for sm_90a only (where the engine
+// no other, each has its one-slab twin, and the family is built for sm_90a only (where the engine
 // loads it, with gemm_wgmma).
 func TestTCRowsTMAKernelTableMatchesTheSource(t *testing.T) {
 	src, err := kernels.Source(tcRowsTMAFamily)
@@ -20,6 +20,9 @@ func TestTCRowsTMAKernelTableMatchesTheSource(t *testing.T) {
 	}
 	require.Equal(t, strings.Count(src, "\nDETGEMM_TMAROWS_ENTRY("), len(tcRowsTMAKernels), "every entry point is loaded")
 	require.Len(t, tcRowsTMAKernels, 16)
+	// Each entry macro defines the kernel and its one-slab twin.
+	require.Contains(t, src, "DETGEMM_TMAROWS_KERNEL(NAME##_one, TILE, DTIN, DTOUT, BJC, INIT, false)")
+	require.Equal(t, "detgemm_tmarows8_nn_f16_f32_vec_one", tcKey{tcTileRowsTMA8, layoutNN, F16, F32, true}.oneSlabName())
 	targets, err := kernels.FamilyTargets(tcRowsTMAFamily)
 	require.NoError(t, err)
 	require.Equal(t, []kernels.Arch{{Major: 9, Minor: 0, Specific: true}}, targets)

@@ -125,7 +125,7 @@ DETGEMM_INLINE void load_frags(Frags& f, dg_u32 sx, dg_u32 sw, int lane, int n0,
     }
 }
 
-template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT, bool CUT>
 DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void* DETGEMM_RESTRICT C,
                               const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc,
                               dg_i64 L) {
@@ -231,11 +231,14 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
     // The plan's slabs (L a multiple of BK): the chain folds into sum at
     // the end of every slab but the last (tc::fold_slab). (A loop a slab at
     // a time measured 10 % slower at 16 rows, one slab or three.)
-    const dg_i64 slab_tiles = L < R ? L / BK : ktiles;
+    // Without CUT (the _one entries, for one-slab plans) none of the fold
+    // is compiled: it cost the 16-row nt tile 12 registers and dX at 32 rows
+    // 15 % even when never taken.
+    const dg_i64 slab_tiles = CUT && L < R ? L / BK : ktiles;
     dg_i64 fold_at = slab_tiles;
     bool folded = false;
     auto slab_end = [&](dg_i64 kt) {
-        if (kt + 1 == fold_at && kt + 1 < ktiles) {
+        if (CUT && kt + 1 == fold_at && kt + 1 < ktiles) {
             tc::fold_slab(sum, acc, !folded);
             folded = true;
             fold_at += slab_tiles;
@@ -249,7 +252,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
         slab_end(kt + 1);
     }
     if (kt < ktiles) ktile(kt, f0, f1);
-    if (folded) {
+    if (CUT && folded) {
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[q] = __fadd_rn(sum[q], acc[q]);
     }
@@ -275,13 +278,17 @@ typedef Rows<16, 6, 3, 2> T16;
 // Entry points: detgemm_tmarows{8,16}_{nn,nt}_{in}_{out}_vec. Arguments:
 // the TMA maps of X (or dY) and W built by the engine for this call, C,
 // bias (nullable), M, N, R, ldc, the plan's slab length L (>= R: one slab);
-// a 1-D grid of row tiles x column blocks, row tiles fastest.
-#define DETGEMM_TMAROWS_ENTRY(NAME, TILE, DTIN, DTOUT, BJC, INIT)                                            \
+// a 1-D grid of row tiles x column blocks, row tiles fastest. Each has a
+// twin NAME_one for one-slab plans (L >= R), built without the fold.
+#define DETGEMM_TMAROWS_KERNEL(NAME, TILE, DTIN, DTOUT, BJC, INIT, CUT)                                       \
     DETGEMM_KERNEL void __launch_bounds__(tcrt::TILE::THREADS, tcrt::TILE::MINB)                              \
         NAME(const __grid_constant__ tcrt::tensor_map tmX, const __grid_constant__ tcrt::tensor_map tmW,     \
              void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, dg_i64 L) {                \
-        tcrt::rows_tile<tcrt::TILE, DTIN, DTOUT, BJC, INIT>(tmX, tmW, C, bias, M, N, R, ldc, L);              \
+        tcrt::rows_tile<tcrt::TILE, DTIN, DTOUT, BJC, INIT, CUT>(tmX, tmW, C, bias, M, N, R, ldc, L);         \
     }
+#define DETGEMM_TMAROWS_ENTRY(NAME, TILE, DTIN, DTOUT, BJC, INIT)      \
+    DETGEMM_TMAROWS_KERNEL(NAME, TILE, DTIN, DTOUT, BJC, INIT, true) \
+    DETGEMM_TMAROWS_KERNEL(NAME##_one, TILE, DTIN, DTOUT, BJC, INIT, false)
 
 DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nn_bf16_bf16_vec, T8, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
 DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nn_bf16_f32_vec, T8, tc::BF16, tc::F32, true, tc::INIT_BIAS)
