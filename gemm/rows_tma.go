@@ -228,15 +228,20 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		dt = cudaload.TensorMapUint16 // raw bits: the kernel widens them
 	}
 	es := uint64(p.in.Size())
-	// L2 promotion: with 256-byte promotion each 64-byte row of a 16-bit nn
-	// box brings its neighbours' rows into L2, which the neighbouring
-	// strips then hit; with 128-byte rows (f32 nn, every nt box) the
-	// promotion measured slower (H200, 1×4096×4096 Forward f32 20.6 against
-	// 19.9 µs without it, dX 21.2 against 20.4; 16-bit Forward 13.4 against
-	// 14.3 with it; bench/NOTES-simt.md, round 9).
+	// L2 promotion: with promotion each 64-byte row of a 16-bit nn box
+	// brings its neighbour's row into L2, which the neighbouring strip then
+	// hits; with 128-byte rows (f32 nn, every nt box) promotion measured
+	// slower (H200, 1×4096×4096 Forward f32 20.6 against 19.9 µs without
+	// it, dX 21.2 against 20.4; bench/NOTES-simt.md, round 9). For 16-bit
+	// nn, 128 bytes beat 256 at one to four rows (1×4096×4096 Forward 11.86
+	// → 11.46 µs, 1×8192×4096 20.41 → 19.61; none: 12.55) and lost at 16
+	// (25.84 → 26.25; round 12).
 	l2 := cudaload.TensorMapL2PromotionNone
 	if p.in.Half() && p.layout == layoutNN {
-		l2 = cudaload.TensorMapL2Promotion256B
+		l2 = cudaload.TensorMapL2Promotion128B
+		if mr == 16 {
+			l2 = cudaload.TensorMapL2Promotion256B
+		}
 	}
 	const oob = cudaload.TensorMapOOBFillNone
 	// x: one box of 256 steps × MR rows a slab; at MR = 16 boxes of 128

@@ -203,8 +203,13 @@ func (e *Engine) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
 		64, uint32(g.mr), cudaload.TensorMapSwizzle128B, l2, oob)
 	if err == nil {
 		if p.layout == layoutNN {
+			// W's 64-byte box rows: 128-byte L2 promotion (the neighbouring
+			// strip's row) measured faster than 256 on every shape timed
+			// (H200, TestTCRowsThroughput, 2026-11-21: 1×4096×4096 10.48 →
+			// 10.33 µs, 32×11008×4096 30.24 → 27.07, 32×4096×4096 12.90 →
+			// 11.96; none: slower; bench/NOTES-tcrows.md).
 			err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.cols), uint64(p.red), uint64(p.ldb)*2,
-				uint32(g.bn), uint32(g.bk), cudaload.TensorMapSwizzle64B, l2, oob)
+				uint32(g.bn), uint32(g.bk), cudaload.TensorMapSwizzle64B, cudaload.TensorMapL2Promotion128B, oob)
 		} else {
 			err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.red), uint64(p.cols), uint64(p.ldb)*2,
 				64, uint32(g.bn), cudaload.TensorMapSwizzle128B, l2, oob)
