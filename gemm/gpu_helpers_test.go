@@ -1,8 +1,11 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +170,15 @@ func enqueue(t *testing.T, eng *Engine, c Call) error {
 	}
 	t.Fatalf("unknown call %T", c)
 	return nil
+}
+
+// perfShape reports whether a perf test should time the shape m×r×cols:
+// DETGEMM_PERF_SHAPES, when set, lists the shapes to keep ("1x4096x4096,
+// 16x4096x1024"), so a narrow A/B spends less device time.
+func perfShape(m, r, cols int) bool {
+	only := os.Getenv("DETGEMM_PERF_SHAPES")
+	if only == "" {
+		return true
+	}
+	return strings.Contains(","+only+",", fmt.Sprintf(",%dx%dx%d,", m, r, cols))
 }

@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -29,6 +30,9 @@ func TestRowsPathThroughput(t *testing.T) {
 		// (M, R, cols): the reduction R and the output's columns.
 		for _, s := range [][3]int{{1, 4096, 4096}, {4, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}, {1, 4096, 1024}, {1, 4096, 2048}, {1, 8192, 4096}, {16, 4096, 4096}, {8, 4096, 4096}, {16, 4096, 11008}, {16, 4096, 1024}} {
 			M, R, cols := s[0], s[1], s[2]
+			if !perfShape(M, R, cols) {
+				continue
+			}
 			var ws []cudaload.DevicePtr
 			for range sets {
 				p := alloc(t, ctx, uint64(R*cols*d.Size()))
@@ -51,6 +55,9 @@ func TestRowsPathThroughput(t *testing.T) {
 					p      rowsPath
 					serial bool
 				}{{"auto", rowsPathAuto, false}, {"one", rowsPathOne, false}, {"two", rowsPathTwo, false}, {"tma", rowsPathTMA, false}, {"tma-serial", rowsPathTMA, true}} {
+					if only := os.Getenv("DETGEMM_ROWS_PERF_PATHS"); only != "" && !strings.Contains(","+only+",", ","+path.name+",") {
+						continue // a narrow A/B times only the paths it names ("auto,tma")
+					}
 					old := setForce(eng, force{strategy: StrategyRows, rowsPath: path.p, serial: path.serial})
 					require.NoError(t, launch(0))
 					best := bestPerLaunch(t, eng, start, end, 30, launch)

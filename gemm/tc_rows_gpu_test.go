@@ -20,7 +20,7 @@ func TestTCRowsThroughput(t *testing.T) {
 	eng, ctx := gpuEngine(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	const sets = 6 // 6 × 32 MiB of weights at 4096², 6 × 86 MiB at 4096×11008: beyond the 50 MiB L2
-	for _, s := range [][2]int{{4096, 4096}, {4096, 11008}, {11008, 4096}} {
+	for _, s := range [][2]int{{4096, 4096}, {4096, 11008}, {11008, 4096}, {4096, 1024}} {
 		K, N := s[0], s[1]
 		var ws []cudaload.DevicePtr
 		for range sets {
@@ -29,6 +29,9 @@ func TestTCRowsThroughput(t *testing.T) {
 			ws = append(ws, w)
 		}
 		for _, M := range []int{1, 8, 16, 32} {
+			if !perfShape(M, K, N) {
+				continue
+			}
 			x, y := alloc(t, ctx, uint64(M*max(K, N)*2)), alloc(t, ctx, uint64(M*max(K, N)*2))
 			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*max(K, N)*2)))
 			for _, op := range []string{"fwd", "dx"} {

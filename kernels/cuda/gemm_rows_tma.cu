@@ -427,7 +427,26 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 #pragma unroll
             for (int m = 0; m < RW; ++m) acc[m] = 0.0f;
             int r = 0;
-            if (NT && len == SLAB) {
+            if (MR == 1 && K::ES == 2 && len == SLAB) {
+                // One row of 16-bit inputs: the whole slab unrolled, so the
+                // reads run ahead of the chain and the slab costs little more
+                // than its 256 dependent FMAs.
+                float wv[SLAB], xv[SLAB];
+#pragma unroll
+                for (int c = 0; c < SLAB / K::VE; ++c) {
+                    if constexpr (NT) {
+                        const int b = c * K::VE / K::BOXE, cc = (c * K::VE % K::BOXE) / K::VE;
+                        widen16<DT>(reinterpret_cast<const Raw*>(ring_p + slot * K::STAGE_BYTES + b * 4096 + lane * 128 + ((cc ^ (lane & 7)) << 4)),
+                                    *reinterpret_cast<float(*)[K::VE]>(wv + c * K::VE));
+                    } else {
+#pragma unroll
+                        for (int u = 0; u < K::VE; ++u) wv[c * K::VE + u] = widen<DT>(w[(c * K::VE + u) * BN + lane]);
+                    }
+                    widen16<DT>(x + c * K::VE, *reinterpret_cast<float(*)[K::VE]>(xv + c * K::VE));
+                }
+#pragma unroll
+                for (int u = 0; u < SLAB; ++u) acc[0] = __fmaf_rn(xv[u], wv[u], acc[0]);
+            } else if (NT && len == SLAB) {
                 // W[j][r] in 128-byte box rows: lane j's 16-byte run of VE
                 // steps is chunk c of its row, stored at chunk c ^ (j & 7)
                 // (TMA's 128-byte swizzle), so the warp's reads are
