@@ -427,10 +427,15 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 #pragma unroll
             for (int m = 0; m < RW; ++m) acc[m] = 0.0f;
             int r = 0;
-            if (MR == 1 && K::ES == 2 && len == SLAB) {
-                // One row of 16-bit inputs: the whole slab unrolled, so the
-                // reads run ahead of the chain and the slab costs little more
-                // than its 256 dependent FMAs.
+            if (MR == 1 && len == SLAB) {
+                // One row: the whole slab unrolled, so the reads run ahead of
+                // the chain and the slab costs little more than its 256
+                // dependent FMAs. Each warp's slab used to take about 1.5 µs
+                // (reads, then four dependent FMAs, a loop trip at a time), and
+                // the last slab's ran after the stream had ended: without the
+                // FMAs 1 x 4096 x 4096 bf16 Forward took 9.6 µs against 11.5;
+                // unrolled, 10.5 (f32 18.3 -> 17.7; bench/NOTES-simt.md,
+                // round 13).
                 float wv[SLAB], xv[SLAB];
 #pragma unroll
                 for (int c = 0; c < SLAB / K::VE; ++c) {
