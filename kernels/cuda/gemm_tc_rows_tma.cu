@@ -62,13 +62,16 @@ constexpr int KS = BK / 16;  // mma steps per stage
 constexpr int BN = 32;      // columns per block
 constexpr int XBOX = 64;    // k per X box (one 128-byte swizzle row)
 
-// Rows<MR, STAGES, MINB, SPLIT>: MR rows per block (8 or 16), a STAGES-deep
-// ring, MINB blocks per SM asked of the register allocator; the next
-// k-tile's fragment reads sit after SPLIT of the current k-tile's steps.
+// Rows<MR, STAGES, MINB, SPLIT, LATE>: MR rows per block (8 or 16), a
+// STAGES-deep ring, MINB blocks per SM asked of the register allocator;
+// the next k-tile's fragment reads sit after SPLIT of the current k-tile's
+// steps; LATE: their slot is given back after the current k-tile's last
+// step instead of right after the reads (see rows_tile).
 // The Go side computes the same shared memory (tcRowsTMASharedBytes).
-template <int MR_, int STAGES_, int MINB_, int SPLIT_>
+template <int MR_, int STAGES_, int MINB_, int SPLIT_, bool LATE_>
 struct Rows {
     static constexpr int MR = MR_, STAGES = STAGES_, MINB = MINB_, SPLIT = SPLIT_;
+    static constexpr bool LATE = LATE_;
     static constexpr int WARPS_N = BN / 16;
     static constexpr int WARPS = WARPS_N * (MR / 8);  // consumer warps: 16 columns x 8 rows each
     static constexpr int CONSUMERS = WARPS * 32;
@@ -197,24 +200,30 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
     }
     int rd = 0;
     dg_u32 phase = 0;
-    // The slot rd's fragments, once its copies have landed; the slot goes
-    // back to the producer at once (the fragments are in registers).
-    auto take = [&](Frags& f) {
+    // The slot rd's fragments, once its copies have landed; returns the
+    // slot's empty barrier, to be arrived on (the slot given back to the
+    // producer) once the fragments are in registers.
+    auto take = [&](Frags& f) -> dg_u32 {
         tc::mbar_wait(bars + 8 * rd, phase);
         const dg_u32 sx = ring + rd * T::STAGE_BYTES;
         load_frags<T, B_JC>(f, sx, sx + T::X_BYTES, lane, n0, m0);
-        tc::mbar_arrive(bars + 8 * (STAGES + rd));
+        const dg_u32 empty = bars + 8 * (STAGES + rd);
         if (++rd == STAGES) {
             rd = 0;
             phase ^= 1;
         }
+        return empty;
     };
     auto step = [&](const Frags& f, int ks) { tc::mma16816<DTIN>(acc, f.w[ks], f.x[ks][0], f.x[ks][1]); };
 
     Frags f0, f1;
-    take(f0);
+    tc::mbar_arrive(take(f0));
     // k-tile kt with its fragments in cur: SPLIT steps, the next k-tile's
     // fragments (waiting on the tensor core anyway), the remaining steps.
+    // The arrival that gives the slot back waits for the fragment reads to
+    // complete, so right after them it holds the chain up for their
+    // latency; LATE puts it after the k-tile's last step, when the reads
+    // have long completed (bench/NOTES-tcrows.md, session 10).
     // Steps wholly past the end are not issued; a step past the end is
     // never the first (k0 < R).
     auto ktile = [&](dg_i64 kt, const Frags& cur, Frags& nxt) {
@@ -223,10 +232,15 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
 #pragma unroll
         for (int ks = 0; ks < T::SPLIT; ++ks)
             if (whole || k0 + ks * 16 < R) step(cur, ks);
-        if (kt + 1 < ktiles) take(nxt);
+        dg_u32 empty = 0;
+        if (kt + 1 < ktiles) {
+            empty = take(nxt);
+            if (!T::LATE) tc::mbar_arrive(empty);
+        }
 #pragma unroll
         for (int ks = T::SPLIT; ks < KS; ++ks)
             if (whole || k0 + ks * 16 < R) step(cur, ks);
+        if (T::LATE && empty != 0) tc::mbar_arrive(empty);
     };
     // The plan's slabs (L a multiple of BK): the chain folds into sum at
     // the end of every slab but the last (tc::fold_slab). (A loop a slab at
@@ -269,9 +283,11 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
 
 // The tiles: 8 rows, 7 stages of 10 KiB; 16 rows, 6 stages of 12 KiB; at
 // most 73 KiB a block, so three blocks an SM (all of N = 11008's 344
-// blocks resident at once).
-typedef Rows<8, 7, 3, 2> T8;
-typedef Rows<16, 6, 3, 2> T16;
+// blocks resident at once). The 8-row tile gives its slots back LATE; the
+// 16-row tile, whose slots four warps must all give back, measured 2 %
+// slower that way.
+typedef Rows<8, 7, 3, 2, true> T8;
+typedef Rows<16, 6, 3, 2, false> T16;
 
 }  // namespace tcrt
 
