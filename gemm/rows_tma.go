@@ -211,11 +211,11 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	return p.layout == layoutNT || p.in == F32 || strips <= sms || rowsTMAMR(p.rows) == 1
 }
 
-// launchRowsTMA encodes the call's TMA maps (x or dY: boxes of 256 of the
-// reduction × MR rows, or at MR = 16 of 128 bytes × 16 rows, 128-byte
-// swizzle; W nn: 32 columns × 256 rows (128 for f32 at MR = 16); W nt: 128 bytes of the
-// reduction × 32 rows, 128-byte swizzle; zeros past the matrix) and
-// launches gemm_rows_tma, grid (column strips, row groups).
+// launchRowsTMA encodes the call's TMA maps (x or dY: boxes of a ring
+// slot's steps, 256 or 128 for f32 at MR = 16, × MR rows; W nn: 32
+// columns × a slot's steps; W nt: 128 bytes of the reduction × 32 rows,
+// 128-byte swizzle; zeros past the matrix) and launches gemm_rows_tma,
+// grid (column strips, row groups).
 func (e *Engine) launchRowsTMA(p problem) error {
 	mr := rowsTMAMR(p.rows)
 	waves := rowsTMAWaves(p, e.sms)
@@ -244,14 +244,13 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		}
 	}
 	const oob = cudaload.TensorMapOOBFillNone
-	// x: one box of 256 steps × MR rows a slab; at MR = 16 boxes of 128
-	// bytes of steps × 16 rows, 128-byte swizzled (the paired layout).
-	xBox, xSw := uint32(ref.SlabLen), cudaload.TensorMapSwizzleNone
-	if mr == 16 {
-		xBox, xSw = uint32(128/es), cudaload.TensorMapSwizzle128B
-	}
+	// x: one plain box a ring slot. (At MR = 16 x used to come in 128-byte
+	// swizzled boxes, four copies a slot; one copy measured 16×4096×4096 f32
+	// dX 27.9 → 24.0 µs, 16×4096×11008 81.1 → 69.0, Forward 22.8 → 22.4:
+	// bench/NOTES-simt.md, round 15.)
+	xBox := uint32(ref.SlabLen / rowsTMAHalves(p.in, mr))
 	err := e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*es,
-		xBox, uint32(mr), xSw, l2, oob)
+		xBox, uint32(mr), cudaload.TensorMapSwizzleNone, l2, oob)
 	switch {
 	case err != nil:
 	case p.layout == layoutNN:

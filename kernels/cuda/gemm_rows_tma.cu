@@ -106,9 +106,8 @@ struct Cfg {
     typedef typename raw_of<DT>::type Raw;
     static constexpr int ES = (int)sizeof(Raw);
     // MR = 16 runs "paired" (slab16 below): a warp's two half-warps take
-    // its even and odd rows, two columns a lane, and x is staged in
-    // 128-byte-swizzled boxes so the halves' reads of two rows hit
-    // different banks. f32 slabs come in two halves of SUB = 128 steps,
+    // its even and odd rows, two columns a lane; x comes in one plain box a
+    // slot (XROW bytes a row). f32 slabs come in two halves of SUB = 128 steps,
     // each its own ring slot: a group of consumer warps computes a slab's
     // second half while its first half's slot refills (with one slot a
     // group, a group waited a whole refill after every slab: 16 x 4096 x
@@ -137,7 +136,7 @@ struct Cfg {
     static constexpr int VE = 16 / ES;          // elements a 16-byte read
     static constexpr int BOXE = 128 / ES;       // nt: reduction steps a W box row (128 bytes)
     static constexpr int BOXES = SUB / BOXE;    // nt: W boxes a slot, 32 rows x 128 bytes each
-    static constexpr int XBOX_BYTES = MR * 128;           // paired: an x box, BOXE steps x MR rows
+    static constexpr int XROW = SUB * ES;                 // paired: one x row of a slot, unswizzled
     static constexpr int PART_BYTES = MAXS * MR * BN * 4;  // the slab results [MAXS][MR][BN]
     static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + PART_BYTES + 2 * STAGES * 8;
     static_assert(W_BYTES % 1024 == 0 && BOXES * 32 * 128 == W_BYTES, "nt boxes stay on the swizzle's 1 KiB period");
@@ -157,13 +156,14 @@ DETGEMM_INLINE void store(void* C, dg_i64 e, float v) {
 // (two warps a slab). Half-warp h owns rows mw + 2i + h (i = 0..3); lane
 // l's columns are c0 = 2(l % 16) and c0 + 1 for nn (a W row's neighbours,
 // one 8- or 4-byte read that the halves share), or l % 16 and l % 16 + 16
-// for nt (rows of W boxes spread over every bank). x sits in boxes of BOXE
-// steps x 16 rows, 128-byte swizzled (the 16-byte chunk c of row m at chunk
-// c ^ (m % 8)), so the halves' reads of rows m and m + 1 (one address each,
-// a broadcast) use different banks: per VE steps a warp reads 4 x chunks
-// and 2-4 W words for 8 VE FMAs a lane, two thirds of the shared-memory
-// wavefronts per FMA of a column a lane and eight rows a warp (measured
-// 30.2 -> 29.2 µs at 16 x 4096 x 4096 f32 Forward). It runs one ring
+// for nt (rows of W boxes spread over every bank). x is one plain box of
+// SUB steps x 16 rows a slot: each half-warp reads one 16-byte chunk of its
+// row (a broadcast), which costs the warp two shared-memory wavefronts
+// whether the two rows' chunks share banks or not (a 16-byte read is served
+// a half-warp at a time), so x needs no swizzle, and one copy a slot
+// instead of one a 128-byte box row (16 x 4096 x 4096 f32 dX 27.9 -> 24.0
+// µs, Forward 22.8 -> 22.4; bench/NOTES-simt.md, round 15). Per VE steps a
+// warp reads 4 x chunks and 2-4 W words for 8 VE FMAs a lane. It runs one ring
 // slot, half a slab: the caller starts acc at +0 for the slab's first
 // half and carries it through the second, so each chain is the plan's
 // (from +0, ascending r); a short last slot runs exactly its len terms.
@@ -176,18 +176,16 @@ DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, in
     const unsigned char* xs = stage + K::W_BYTES;
     const int len = left < K::SUB ? (int)left : K::SUB;
     constexpr int NI = K::RW / 2;  // rows a half-warp: mw + 2i + h
-    // x[m][r], swizzled; w(c, r) for column c of the strip.
-    auto xaddr = [&](int m, int r) {
-        return xs + (r / BOXE) * K::XBOX_BYTES + m * 128 + ((((r % BOXE) / VE) ^ (m & 7)) << 4) + (r % VE) * ES;
-    };
+    // x[m][r]; w(c, r) for column c of the strip (nt: swizzled).
+    auto xaddr = [&](int m, int r) { return xs + m * K::XROW + r * ES; };
     auto waddr = [&](int c, int r) {
         return NT ? stage + (r / BOXE) * 4096 + c * 128 + ((((r % BOXE) / VE) ^ (c & 7)) << 4) + (r % VE) * ES
                   : stage + (r * BN + c) * ES;
     };
     int r = 0;
     if (len == K::SUB) {
-        // Every read is a per-lane base plus a compile-time offset: the
-        // swizzle's lane-dependent part (chunk c of row m at c ^ (m % 8)) is
+        // Every read is a per-lane base plus a compile-time offset: the nt
+        // swizzle's lane-dependent part (chunk c of row j at c ^ (j % 8)) is
         // folded into a few bases computed once, and the loop is unrolled
         // over two boxes a trip, so the box and the chunk of each read are
         // constants. (Computing each address in the loop took 17.0 M
@@ -197,17 +195,10 @@ DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, in
         constexpr int CH = BOXE / VE;     // 16-byte chunks a 128-byte box row
         constexpr int NB = K::SUB / BOXE;  // boxes a slot
         constexpr int UB = NB < 2 ? NB : 2;
-        // x: row m = mw + 2i + h (mw is 0 or 8, i < 4), so m % 8 = 2i ^ h and
-        // chunk c sits at ((c ^ 2i) ^ h) << 4: the compile-time offset
-        // (c ^ 2i) << 4 with its bit 4 flipped by h, i.e. + 16h where that
-        // bit is clear and - 16h where it is set. Two bases serve every read.
-        static_assert(K::RW == 8, "slab16's x bases assume eight rows a warp");
-        const unsigned char* xp = xs + (mw + h) * 128 + h * 16;
-        const unsigned char* xm = xs + (mw + h) * 128 - h * 16;
-        auto xat = [&](int i, int c, int b) {
-            const int k = c ^ (2 * i);
-            return ((k & 1) ? xm : xp) + b * K::XBOX_BYTES + 2 * i * 128 + (k << 4);
-        };
+        // x: row m = mw + 2i + h, one base a lane.
+        static_assert(K::RW == 8, "slab16's x base assumes eight rows a warp");
+        const unsigned char* xb = xs + (mw + h) * K::XROW;
+        auto xat = [&](int i, int c, int b) { return xb + 2 * i * K::XROW + b * 128 + c * 16; };
         // nt W: column c0's chunk c at c ^ (c0 % 8), a base a chunk; column
         // c1 = c0 + 16 has the same swizzle, 16 rows (2 KiB) further on.
         const unsigned char* wb0[NT ? CH : 1];
@@ -309,7 +300,6 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     // while the other warps reach it (the consumers touch the barriers only
     // after it).
     const bool producer = warp == K::WARPS && lane == 0;
-    constexpr int BOXES_X = K::SUB / K::BOXE;  // paired: x boxes a slot
     const int UF = S * K::HALVES;                // the ring's fills
     // Fill u of the ring holds half u % HALVES of slab slab_of(u / HALVES)
     // (with HALVES = 1, slab slab_of(u)). nt blocks take their slabs
@@ -335,12 +325,7 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         } else {
             tma::load_2d(dst, tmW, (int)j0, r0, full);
         }
-        if constexpr (K::PAIRED) {
-#pragma unroll 1
-            for (int b = 0; b < BOXES_X; ++b) tma::load_2d(dst + K::W_BYTES + b * K::XBOX_BYTES, tmX, r0 + b * K::BOXE, (int)m0, full);
-        } else {
-            tma::load_2d(dst + K::W_BYTES, tmX, r0, (int)m0, full);
-        }
+        tma::load_2d(dst + K::W_BYTES, tmX, r0, (int)m0, full);
     };
     if (producer) {
         tma::prefetch_map(tmX);
@@ -539,7 +524,8 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 
 // Entry points: detgemm_rowst_{nn,nt}_{in}_{out}_m{1,4,16}, and _m1w, the
 // many-wave ring of one row of 16-bit inputs. Arguments: the TMA
-// maps of X or dY (boxes of 256 of the reduction x MR rows) and W (nn: 32
+// maps of X or dY (boxes of a slot's steps, 256 or 128 for f32 at MR = 16,
+// x MR rows) and W (nn: 32
 // columns x 256 rows; nt: 128 bytes of the reduction x 32 rows, 128-byte
 // swizzle), built by the engine for this call, C, bias (nullable), M, N,
 // R, ldc; grid (column strips, row groups of MR). MR = 1 for one row (no
