@@ -443,9 +443,9 @@ func TestGPUEncodeTiled(t *testing.T) {
 	require.ErrorIs(t, err, cudaload.ErrInvalidArgument)
 }
 
-// TestGPUTiledEncoderMatchesEncodeTiledWithoutAllocating: Encode2D gives
-// EncodeTiled's bytes for the same matrix and box, allocates nothing, and
-// checks its arguments the same way.
+// TestGPUTiledEncoderMatchesEncodeTiledWithoutAllocating: Encode2D and
+// Encode3D give EncodeTiled's bytes for the same tensor and box, allocate
+// nothing, and check their arguments the same way.
 func TestGPUTiledEncoderMatchesEncodeTiledWithoutAllocating(t *testing.T) {
 	ctx := gputest.Context(t)
 	const rows, cols = 256, 520
@@ -475,6 +475,25 @@ func TestGPUTiledEncoderMatchesEncodeTiledWithoutAllocating(t *testing.T) {
 	err = enc.Encode2D(nil, cudaload.TensorMapFloat16, buf, cols, rows, 2*cols, 64, 64,
 		cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone)
 	require.ErrorIs(t, err, cudaload.ErrInvalidArgument, "no destination")
+
+	// 3-D: the same matrix read as (64-wide chunk, row, chunk index), the
+	// chunk axis's stride smaller than the rows'.
+	const chunks = 512 / 64
+	dims, strides, box := [3]uint64{64, rows, chunks}, [2]uint64{2 * cols, 128}, [3]uint32{64, 32, 4}
+	want, err = ctx.EncodeTiled(cudaload.TensorMapFloat16, 3, buf, dims[:], strides[:], box[:], []uint32{1, 1, 1},
+		cudaload.TensorMapInterleaveNone, cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2PromotionNone, cudaload.TensorMapOOBFillNone)
+	require.NoError(t, err)
+	encode3 := func() {
+		err = enc.Encode3D(&got, cudaload.TensorMapFloat16, buf, dims, strides, box,
+			cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2PromotionNone, cudaload.TensorMapOOBFillNone)
+	}
+	encode3()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Zero(t, testing.AllocsPerRun(20, encode3))
+	err = enc.Encode3D(&got, cudaload.TensorMapFloat16, buf, dims, [2]uint64{2 * cols, 120}, box,
+		cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2PromotionNone, cudaload.TensorMapOOBFillNone)
+	require.ErrorIs(t, err, cudaload.ErrInvalidArgument, "a chunk stride that is not a multiple of 16 bytes")
 }
 
 // TestGPUBadDevicePointerIsTypedError runs last among the GPU tests: if a

@@ -155,22 +155,22 @@ func (c *Context) encodeTiled(dst *TensorMap, scratch *tensorMapScratch, dtype T
 	return nil
 }
 
-// TiledEncoder encodes 2-D tiled tensor maps without allocating, for code
-// that builds a map per call on a hot path (a GEMM over caller-owned
-// pointers). Its scratch space is reused, so one encoder must not be used
-// from two goroutines at once.
+// TiledEncoder encodes 2-D and 3-D tiled tensor maps without allocating,
+// for code that builds a map per call on a hot path (a GEMM over
+// caller-owned pointers). Its scratch space is reused, so one encoder must
+// not be used from two goroutines at once.
 type TiledEncoder struct {
 	ctx     *Context
 	scratch tensorMapScratch
-	dims    [2]uint64
-	strides [1]uint64
-	box     [2]uint32
-	elem    [2]uint32
+	dims    [3]uint64
+	strides [2]uint64
+	box     [3]uint32
+	elem    [3]uint32
 }
 
 // NewTiledEncoder returns an encoder bound to c's driver.
 func (c *Context) NewTiledEncoder() *TiledEncoder {
-	return &TiledEncoder{ctx: c, elem: [2]uint32{1, 1}}
+	return &TiledEncoder{ctx: c, elem: [3]uint32{1, 1, 1}}
 }
 
 // Encode2D encodes into dst the map of a row-major matrix at base with
@@ -188,13 +188,38 @@ func (e *TiledEncoder) Encode2D(dst *TensorMap, dtype TensorMapDataType, base De
 	if dst == nil {
 		return argError("EncodeTiled", "nil destination map")
 	}
-	e.dims = [2]uint64{inner, outer}
-	e.strides = [1]uint64{pitchBytes}
-	e.box = [2]uint32{boxInner, boxOuter}
-	if err := validateTiled(dtype, 2, base, e.dims[:], e.strides[:], e.box[:], e.elem[:], TensorMapInterleaveNone, swizzle, l2promo, oobFill); err != nil {
+	e.dims = [3]uint64{inner, outer, 0}
+	e.strides = [2]uint64{pitchBytes, 0}
+	e.box = [3]uint32{boxInner, boxOuter, 0}
+	if err := validateTiled(dtype, 2, base, e.dims[:2], e.strides[:1], e.box[:2], e.elem[:2], TensorMapInterleaveNone, swizzle, l2promo, oobFill); err != nil {
 		return err
 	}
 	return e.ctx.encodeTiled(dst, &e.scratch, dtype, 2, base, &e.dims[0], &e.strides[0], &e.box[0], &e.elem[0], TensorMapInterleaveNone, swizzle, l2promo, oobFill)
+}
+
+// Encode3D encodes into dst the map of a 3-D tensor at base: dims
+// elements along each axis (dims[0] innermost, contiguous), strides the
+// byte distances between neighbours along axes 1 and 2, moved in boxes
+// of box elements. The strides need not grow with the axis: a row-major
+// matrix with rows pitch bytes apart, read as chunks of c elements (axis
+// 0), rows (axis 1) and chunks (axis 2, stride c × element size), copies
+// several neighbouring 2-D boxes of one row range in one operation. The
+// checks and errors are EncodeTiled's.
+func (e *TiledEncoder) Encode3D(dst *TensorMap, dtype TensorMapDataType, base DevicePtr, dims [3]uint64, strides [2]uint64, box [3]uint32, swizzle, l2promo, oobFill int) error {
+	if e == nil || e.ctx == nil {
+		return &ClosedError{Op: "EncodeTiled", Object: "context"}
+	}
+	if err := e.ctx.usable("EncodeTiled"); err != nil {
+		return err
+	}
+	if dst == nil {
+		return argError("EncodeTiled", "nil destination map")
+	}
+	e.dims, e.strides, e.box = dims, strides, box
+	if err := validateTiled(dtype, 3, base, e.dims[:], e.strides[:], e.box[:], e.elem[:], TensorMapInterleaveNone, swizzle, l2promo, oobFill); err != nil {
+		return err
+	}
+	return e.ctx.encodeTiled(dst, &e.scratch, dtype, 3, base, &e.dims[0], &e.strides[0], &e.box[0], &e.elem[0], TensorMapInterleaveNone, swizzle, l2promo, oobFill)
 }
 
 // tensorMapEncoder resolves cuTensorMapEncodeTiled once.

@@ -107,5 +107,7 @@ func TestTiledEncoderWithoutContextIsTyped(t *testing.T) {
 		err := enc.Encode2D(&tm, TensorMapBFloat16, 1<<20, 64, 64, 128, 64, 64, TensorMapSwizzle128B, TensorMapL2PromotionNone, TensorMapOOBFillNone)
 		var closed *ClosedError
 		require.ErrorAs(t, err, &closed, name)
+		err = enc.Encode3D(&tm, TensorMapBFloat16, 1<<20, [3]uint64{64, 64, 2}, [2]uint64{256, 128}, [3]uint32{64, 64, 2}, TensorMapSwizzle128B, TensorMapL2PromotionNone, TensorMapOOBFillNone)
+		require.ErrorAs(t, err, &closed, name)
 	}
 }

@@ -214,8 +214,9 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 // launchRowsTMA encodes the call's TMA maps (x or dY: boxes of a ring
 // slot's steps, 256 or 128 for f32 at MR = 16, × MR rows; W nn: 32
 // columns × a slot's steps; W nt: 128 bytes of the reduction × 32 rows,
-// 128-byte swizzle; zeros past the matrix) and launches gemm_rows_tma,
-// grid (column strips, row groups).
+// 128-byte swizzle, as one 3-D box of a slot's boxes where the reduction
+// is a whole number of 128-byte chunks; zeros past the matrix) and
+// launches gemm_rows_tma, grid (column strips, row groups).
 func (e *Engine) launchRowsTMA(p problem) error {
 	mr := rowsTMAMR(p.rows)
 	waves := rowsTMAWaves(p, e.sms)
@@ -249,6 +250,7 @@ func (e *Engine) launchRowsTMA(p problem) error {
 	// dX 27.9 → 24.0 µs, 16×4096×11008 81.1 → 69.0, Forward 22.8 → 22.4:
 	// bench/NOTES-simt.md, round 15.)
 	xBox := uint32(ref.SlabLen / rowsTMAHalves(p.in, mr))
+	var w3d int64
 	err := e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*es,
 		xBox, uint32(mr), cudaload.TensorMapSwizzleNone, l2, oob)
 	switch {
@@ -256,6 +258,19 @@ func (e *Engine) launchRowsTMA(p problem) error {
 	case p.layout == layoutNN:
 		err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.cols), uint64(p.red), uint64(p.ldb)*es,
 			rowsTMACols, uint32(ref.SlabLen/rowsTMAHalves(p.in, mr)), cudaload.TensorMapSwizzleNone, l2, oob)
+	case p.red%int64(128/es) == 0:
+		// nt, the reduction a whole number of 128-byte chunks: W[cols][red]
+		// read as (128 bytes, row, chunk), a slot's boxes in one copy
+		// (H200, TestRowsPathThroughput: 16×4096×4096 f32 dX 24.04 → 22.89
+		// µs, 16×4096×11008 69.03 → 65.56, bf16 26.00 → 25.05; one row
+		// unchanged; bench/NOTES-simt.md, round 15). Elsewhere the last
+		// chunk would run past the row, so the 2-D boxes stay.
+		w3d = 1
+		chunk := uint64(128 / es)
+		boxes := uint32(uint64(ref.SlabLen/rowsTMAHalves(p.in, mr)) / chunk)
+		err = e.tmEnc.Encode3D(&e.tmB, dt, cudaload.DevicePtr(p.b),
+			[3]uint64{chunk, uint64(p.cols), uint64(p.red) / chunk}, [2]uint64{uint64(p.ldb) * es, 128},
+			[3]uint32{uint32(chunk), rowsTMACols, boxes}, cudaload.TensorMapSwizzle128B, l2, oob)
 	default: // nt: W[cols][red], boxes of 128 bytes of the reduction × 32 rows
 		err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.red), uint64(p.cols), uint64(p.ldb)*es,
 			uint32(128/es), rowsTMACols, cudaload.TensorMapSwizzle128B, l2, oob)
@@ -266,7 +281,7 @@ func (e *Engine) launchRowsTMA(p problem) error {
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc)
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(w3d)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, rowsTMACols)), Y: uint32(ceilDiv(p.rows, int64(mr))), Z: 1}
 	return e.launch(p.op, fn, grid, rowsTMAThreads(p.in, mr, waves), rowsTMASharedBytes(p.in, mr, waves))
 }

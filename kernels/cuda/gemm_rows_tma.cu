@@ -274,7 +274,7 @@ DETGEMM_INLINE void slab16_store(float (*part)[BN], const float (&acc)[K::RW / 2
 
 template <int DT, int DTOUT, int MR, bool NT, bool WAVES>
 DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW, void* DETGEMM_RESTRICT C,
-                          const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
+                          const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, dg_i64 w3d) {
     typedef Cfg<DT, MR, WAVES> K;
     typedef typename K::Raw Raw;
     constexpr int STAGES = K::STAGES;
@@ -320,8 +320,15 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
         }
         tma::mbar_expect_tx(full, K::W_BYTES + K::X_BYTES);
         if constexpr (NT) {
+            // w3d: the map reads W as (128 bytes, row, 128-byte chunk), so one
+            // copy brings a slot's BOXES boxes (the host builds it where R is
+            // a whole number of chunks; otherwise one copy a box).
+            if (w3d != 0) {
+                tma::load_3d(dst, tmW, 0, (int)j0, r0 / K::BOXE, full);
+            } else {
 #pragma unroll 1
-            for (int b = 0; b < K::BOXES; ++b) tma::load_2d(dst + b * 4096, tmW, r0 + b * K::BOXE, (int)j0, full);
+                for (int b = 0; b < K::BOXES; ++b) tma::load_2d(dst + b * 4096, tmW, r0 + b * K::BOXE, (int)j0, full);
+            }
         } else {
             tma::load_2d(dst, tmW, (int)j0, r0, full);
         }
@@ -527,14 +534,15 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 // maps of X or dY (boxes of a slot's steps, 256 or 128 for f32 at MR = 16,
 // x MR rows) and W (nn: 32
 // columns x 256 rows; nt: 128 bytes of the reduction x 32 rows, 128-byte
-// swizzle), built by the engine for this call, C, bias (nullable), M, N,
-// R, ldc; grid (column strips, row groups of MR). MR = 1 for one row (no
+// swizzle; with w3d != 0 the same boxes as (128 bytes, 32 rows, BOXES
+// chunks), one copy a slot), built by the engine for this call, C, bias
+// (nullable), M, N, R, ldc, w3d; grid (column strips, row groups of MR). MR = 1 for one row (no
 // padding rows to compute), 4 for two to four.
 #define DETGEMM_ROWSTW_ENTRY(NAME, DT, DTOUT, MR, NT, WAVES)                                             \
     DETGEMM_KERNEL void __launch_bounds__(rowst::Cfg<DT, MR, WAVES>::THREADS, rowst::Cfg<DT, MR, WAVES>::MINB) \
         NAME(const __grid_constant__ tma::tensor_map tmX, const __grid_constant__ tma::tensor_map tmW,    \
-             void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {                       \
-        rowst::strip<DT, DTOUT, MR, NT, WAVES>(tmX, tmW, C, bias, M, N, R, ldc);                           \
+             void* C, const float* bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, dg_i64 w3d) {            \
+        rowst::strip<DT, DTOUT, MR, NT, WAVES>(tmX, tmW, C, bias, M, N, R, ldc, w3d);                      \
     }
 #define DETGEMM_ROWST_ENTRY(NAME, DT, DTOUT, MR, NT) DETGEMM_ROWSTW_ENTRY(NAME, DT, DTOUT, MR, NT, false)
 DETGEMM_ROWST_ENTRY(detgemm_rowst_nn_f32_f32_m1, rowst::F32, rowst::F32, 1, false)

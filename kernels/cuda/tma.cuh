@@ -1,6 +1,6 @@
 // tma.cuh: the bulk tensor copy engine (TMA, sm_90) as the Hopper families
-// use it: a CUtensorMap passed by value, 2-D tile copies into shared memory
-// completing on an mbarrier by transaction bytes.
+// use it: a CUtensorMap passed by value, 2-D and 3-D tile copies into
+// shared memory completing on an mbarrier by transaction bytes.
 #pragma once
 #include "prelude.cuh"
 
@@ -24,6 +24,16 @@ DETGEMM_INLINE void load_2d(dg_u32 dst, const tensor_map& map, int c0, int c1, d
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
         "l"(reinterpret_cast<dg_u64>(&map)), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
+}
+
+// One 3-D TMA copy of the box at (c0 innermost, c1, c2): with a map that
+// reads a matrix as (chunk of a row, row, chunk index), one copy lays
+// several neighbouring 2-D boxes one after another in shared memory.
+DETGEMM_INLINE void load_3d(dg_u32 dst, const tensor_map& map, int c0, int c1, int c2, dg_u32 bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+        "l"(reinterpret_cast<dg_u64>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
         : "memory");
 }
 
