@@ -187,23 +187,25 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	}
 	strips, sms := ceilDiv(p.cols, rowsTMACols), int64(max(e.sms, 1))
 	if rowsTMAMR(p.rows) == rowsTMAMaxRows {
-		// MR = 16 is bound by its FMA loop (eight or twelve consumer warps an
-		// SM, about 23 µs a strip for f32 Forward at R = 4096, 26 for
-		// 16-bit, whatever the grid), so it wins where the others are slower
-		// than that: f32 whenever the strips fill the GPU (16×4096×4096
-		// Forward 23.0 against 32.1, dX 28.2 against 33.3; 344 strips,
-		// 16×4096×11008, Forward 65.5 against 83.2, dX 81.3 against 86.5),
-		// and 16-bit with more than 8 rows in one full wave (16×4096×4096
-		// bf16 Forward 25.9 against 29.0, dX 27.9 against 30.2). It lost
-		// with 32 strips (f32 Forward 21.9 against 19.6, bf16 26.0 against
-		// 18.7), at 8 rows of bf16 (25.7 against 26.0 but dX 27.6 against
-		// 26.9) and with 344 strips of bf16 (75.6 against 74.4, dX 79.7
-		// against 74.1) — H200, TestRowsPathThroughput, bench/NOTES-simt.md
-		// rounds 9-11.
+		// MR = 16 (5-16 rows) is bound by its FMA loop and its shared-memory
+		// reads (eight or twelve consumer warps an SM, about 22 µs a strip
+		// for f32 at R = 4096, 25 for 16-bit, whatever the grid and the
+		// rows), so it wins where the others are slower than that: f32
+		// whenever the strips fill the GPU (16×4096×4096 Forward 22.5
+		// against 32.1, dX 22.8 against 33.2; 344 strips, 16×4096×11008,
+		// Forward 64.3 against 82.9, dX 65.4 against 86.3), and 16-bit in
+		// one full wave (16×4096×4096 bf16 Forward 25.1 against 29.0, dX
+		// 25.1 against 30.2; 8 rows 25.0 against 26.0, dX 24.9 against
+		// 26.9; 5 rows 24.8 against 25.5, 25.1 against 26.5). It loses with
+		// 32 strips (f32 Forward 21.9 against 19.6, bf16 26.0 against 18.7)
+		// and with a second, partial wave of 16-bit (8×4096×11008 bf16
+		// Forward 72.8 against 67.9, dX 72.0 against 66.8; at 16 rows within
+		// 1.5 %) — H200, TestRowsPathThroughput, bench/NOTES-simt.md rounds
+		// 9-11 and 15.
 		if p.in == F32 {
 			return 2*strips > sms
 		}
-		return p.rows > 8 && 2*strips > sms && strips <= sms
+		return 2*strips > sms && strips <= sms
 	}
 	// One row of 16-bit inputs over more strips than SMs runs the many-wave
 	// ring (rowsTMAWaves): 1×4096×11008 bf16 Forward 25.5 against 29.8 on

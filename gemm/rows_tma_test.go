@@ -109,7 +109,9 @@ func TestRowsTMAAutoRule(t *testing.T) {
 	r.cols = 11008
 	require.False(t, e.rowsTMA(r, 16), "16 rows of bf16, 344 strips")
 	r.cols, r.rows = 4096, 8
-	require.False(t, e.rowsTMA(r, 16), "8 rows of bf16")
+	require.True(t, e.rowsTMA(r, 16), "8 rows of bf16 in one full wave")
+	r.cols = 11008
+	require.False(t, e.rowsTMA(r, 16), "8 rows of bf16, 344 strips")
 	e = &Engine{hasWG: false, sms: 132}
 	require.False(t, e.rowsTMA(p, 4), "no sm_90a family")
 }
