@@ -52,6 +52,32 @@ DETGEMM_INLINE void store_from_f32(void* DETGEMM_RESTRICT p, dg_i64 i, float v) 
     }
 }
 
+// Four consecutive outputs at element i as one 16-byte (f32) or 8-byte
+// (16-bit) store; the caller checks alignment and range. Written as PTX:
+// NVRTC split a float4 store through the output's void* into four.
+template <int DT>
+DETGEMM_INLINE void store4_from_f32(void* DETGEMM_RESTRICT p, dg_i64 i, const float (&v)[4]) {
+    if (DT == F32) {
+        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(static_cast<float*>(p) + i), "f"(v[0]), "f"(v[1]),
+                     "f"(v[2]), "f"(v[3])
+                     : "memory");
+    } else {
+        dg_u16 h[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) h[c] = DT == BF16 ? dg_f32_to_bf16_rne(v[c]) : dg_f32_to_f16_rne(v[c]);
+        asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(static_cast<dg_u16*>(p) + i),
+                     "r"((dg_u32)h[0] | ((dg_u32)h[1] << 16)), "r"((dg_u32)h[2] | ((dg_u32)h[3] << 16))
+                     : "memory");
+    }
+}
+
+// Whether four consecutive outputs of C (from a multiple of four columns)
+// are one aligned access.
+template <int DT>
+DETGEMM_INLINE bool vec_out(const void* C, dg_i64 ldc) {
+    return ((dg_u64)C % (DT == F32 ? 16 : 8)) == 0 && (ldc % 4) == 0;
+}
+
 // The Close of tile_chains for the single-kernel family: slab results fold
 // left to right into the thread's running totals (tot[e * THREADS]). For
 // FOLD_STORE the first slab's result is the total; for FOLD_ACCUMULATE the
@@ -84,6 +110,17 @@ struct FoldTotals {
 // C[i, j] (op)= sum_r A(i, r) * B(r, j) for a BM x BN tile of C.
 //   A(i, r) = A_RC ? A[i*lda + r] : A[r*lda + i]
 //   B(r, j) = B_JC ? B[r*ldb + j] : B[j*ldb + r]
+// A thread's outputs come in runs of four consecutive columns (out_col), so
+// where C and ldc allow, the output is written a run at a time, one 16-byte
+// (or 8-byte) store: a scalar store wrote every fourth word of four lines a
+// warp instruction, four times the L2 requests. That was most of a short
+// reduction's time: dW 128x4096x11008 (one 128-step chain between the
+// master's read and write) 384.6 -> 322.6 us on the H200, bf16 360.2 ->
+// 317.4 (bench/NOTES-dw.md, session 12). dW's master is read element by
+// element in the square tile, all 64 loads in flight before the first is
+// needed (16-byte loads four rows at a time, to stay within the registers,
+// made two round trips of it and lost 9 %), and a run at a time four rows
+// at a time in the narrow tile.
 template <int DTIN, int DTOUT, bool A_RC, bool B_JC, int FOLD, int BN>
 DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias,
@@ -97,14 +134,24 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
         const int tp = dg_tid();
         const int typ = out_ty(tp), txp = out_tx(tp);
         const dg_i64 ip = (dg_i64)dg_ctaid_x() * BM, jp = (dg_i64)dg_ctaid_y() * BN;
-#pragma unroll
+        const bool vec = vec_out<F32>(C, ldc);
+#pragma unroll(BN == 64 ? 4 : TM)
         for (int m = 0; m < TM; ++m) {
             const dg_i64 i = ip + out_row(typ, m);
             const float* crow = static_cast<const float*>(C) + i * ldc + jp;
 #pragma unroll
-            for (int n = 0; n < W; ++n) {
-                const int jn = out_col<BN>(txp, n);
-                close.tot[(m * W + n) * THREADS] = (i < M && jp + jn < N) ? crow[jn] : 0.0f;
+            for (int r = 0; r < W / 4; ++r) {
+                const int jn = out_col<BN>(txp, 4 * r);
+                float v[4];
+                if (BN == 64 && i < M && vec && jp + jn + 3 < N) {
+                    const float4 q = *reinterpret_cast<const float4*>(crow + jn);
+                    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+                } else {
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) v[c] = (i < M && jp + jn + c < N) ? crow[jn + c] : 0.0f;
+                }
+#pragma unroll
+                for (int c = 0; c < 4; ++c) close.tot[(m * W + 4 * r + c) * THREADS] = v[c];
             }
         }
     }
@@ -118,17 +165,28 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
     const int tye = out_ty(te), txe = out_tx(te);
     const dg_i64 ie = (dg_i64)dg_ctaid_x() * BM, je = (dg_i64)dg_ctaid_y() * BN;
     const float* tot = smem + SMEM_TILES<BN> / 4 + te;
+    const bool vec = vec_out<DTOUT>(C, ldc);
 #pragma unroll
     for (int m = 0; m < TM; ++m) {
         const dg_i64 i = ie + out_row(tye, m);
         if (i >= M) continue;
 #pragma unroll
-        for (int n = 0; n < W; ++n) {
-            const dg_i64 j = je + out_col<BN>(txe, n);
+        for (int r = 0; r < W / 4; ++r) {
+            const dg_i64 j = je + out_col<BN>(txe, 4 * r);
             if (j >= N) continue;
-            float v = tot[(m * W + n) * THREADS];
-            if (bias != nullptr) v = __fadd_rn(v, bias[j]);
-            store_from_f32<DTOUT>(C, i * ldc + j, v);
+            float v[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                v[c] = tot[(m * W + 4 * r + c) * THREADS];
+                if (bias != nullptr && j + c < N) v[c] = __fadd_rn(v[c], bias[j + c]);
+            }
+            if (vec && j + 3 < N) {
+                store4_from_f32<DTOUT>(C, i * ldc + j, v);
+            } else {
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                    if (j + c < N) store_from_f32<DTOUT>(C, i * ldc + j + c, v[c]);
+            }
         }
     }
 }
