@@ -179,22 +179,7 @@ func (c *Context) NewTiledEncoder() *TiledEncoder {
 // TensorMapSwizzle*, TensorMapL2Promotion* and TensorMapOOBFill* values.
 // The checks and errors are EncodeTiled's.
 func (e *TiledEncoder) Encode2D(dst *TensorMap, dtype TensorMapDataType, base DevicePtr, inner, outer, pitchBytes uint64, boxInner, boxOuter uint32, swizzle, l2promo, oobFill int) error {
-	if e == nil || e.ctx == nil {
-		return &ClosedError{Op: "EncodeTiled", Object: "context"}
-	}
-	if err := e.ctx.usable("EncodeTiled"); err != nil {
-		return err
-	}
-	if dst == nil {
-		return argError("EncodeTiled", "nil destination map")
-	}
-	e.dims = [3]uint64{inner, outer, 0}
-	e.strides = [2]uint64{pitchBytes, 0}
-	e.box = [3]uint32{boxInner, boxOuter, 0}
-	if err := validateTiled(dtype, 2, base, e.dims[:2], e.strides[:1], e.box[:2], e.elem[:2], TensorMapInterleaveNone, swizzle, l2promo, oobFill); err != nil {
-		return err
-	}
-	return e.ctx.encodeTiled(dst, &e.scratch, dtype, 2, base, &e.dims[0], &e.strides[0], &e.box[0], &e.elem[0], TensorMapInterleaveNone, swizzle, l2promo, oobFill)
+	return e.encode(dst, 2, dtype, base, [3]uint64{inner, outer, 0}, [2]uint64{pitchBytes, 0}, [3]uint32{boxInner, boxOuter, 0}, swizzle, l2promo, oobFill)
 }
 
 // Encode3D encodes into dst the map of a 3-D tensor at base: dims
@@ -206,6 +191,14 @@ func (e *TiledEncoder) Encode2D(dst *TensorMap, dtype TensorMapDataType, base De
 // several neighbouring 2-D boxes of one row range in one operation. The
 // checks and errors are EncodeTiled's.
 func (e *TiledEncoder) Encode3D(dst *TensorMap, dtype TensorMapDataType, base DevicePtr, dims [3]uint64, strides [2]uint64, box [3]uint32, swizzle, l2promo, oobFill int) error {
+	return e.encode(dst, 3, dtype, base, dims, strides, box, swizzle, l2promo, oobFill)
+}
+
+// encode is Encode2D and Encode3D: the first rank entries of dims and box
+// and rank-1 of strides are the map's. The arrays are copied into the
+// encoder so that their addresses, which the driver call takes, need no
+// allocation.
+func (e *TiledEncoder) encode(dst *TensorMap, rank int, dtype TensorMapDataType, base DevicePtr, dims [3]uint64, strides [2]uint64, box [3]uint32, swizzle, l2promo, oobFill int) error {
 	if e == nil || e.ctx == nil {
 		return &ClosedError{Op: "EncodeTiled", Object: "context"}
 	}
@@ -216,10 +209,10 @@ func (e *TiledEncoder) Encode3D(dst *TensorMap, dtype TensorMapDataType, base De
 		return argError("EncodeTiled", "nil destination map")
 	}
 	e.dims, e.strides, e.box = dims, strides, box
-	if err := validateTiled(dtype, 3, base, e.dims[:], e.strides[:], e.box[:], e.elem[:], TensorMapInterleaveNone, swizzle, l2promo, oobFill); err != nil {
+	if err := validateTiled(dtype, rank, base, e.dims[:rank], e.strides[:rank-1], e.box[:rank], e.elem[:rank], TensorMapInterleaveNone, swizzle, l2promo, oobFill); err != nil {
 		return err
 	}
-	return e.ctx.encodeTiled(dst, &e.scratch, dtype, 3, base, &e.dims[0], &e.strides[0], &e.box[0], &e.elem[0], TensorMapInterleaveNone, swizzle, l2promo, oobFill)
+	return e.ctx.encodeTiled(dst, &e.scratch, dtype, rank, base, &e.dims[0], &e.strides[0], &e.box[0], &e.elem[0], TensorMapInterleaveNone, swizzle, l2promo, oobFill)
 }
 
 // tensorMapEncoder resolves cuTensorMapEncodeTiled once.
