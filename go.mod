@@ -1,6 +1,6 @@
 module github.com/detgemm/detgemm
 
-go 1.26.8
+go 1.26
 
 require (
 	github.com/ebitengine/purego v0.11.3
