@@ -51,7 +51,9 @@ type ops interface {
 	mseLoss(y, t, loss *Tensor) error // loss[0] = mse, loss[1] += mse
 	mseGrad(y, t, dy *Tensor) error   // dy = (2/n)·(y − t)
 	sgd(w, v, g, work *Tensor, lr, mu float32) error
-	capture(fn func() error) (replayer, error)
+	// capture records fn as a graph, after presizing whatever workspace
+	// calls (the engine calls fn makes) need.
+	capture(calls []gemm.Call, fn func() error) (replayer, error)
 }
 
 // replayer is a captured sequence of work (a CUDA graph).

@@ -247,6 +247,6 @@ func (c *CPU) sgd(w, v, g, work *Tensor, lr, mu float32) error {
 	return nil
 }
 
-func (c *CPU) capture(func() error) (replayer, error) {
+func (c *CPU) capture([]gemm.Call, func() error) (replayer, error) {
 	return nil, fmt.Errorf("triad: %w: the cpu backend runs every operation at once", ErrNoGraphs)
 }

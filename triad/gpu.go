@@ -320,7 +320,8 @@ func (g *GPU) zero(t *Tensor) error {
 }
 
 func (g *GPU) forward(tier gemm.Tier, x, w, b, y *Tensor) error {
-	a := gemm.ForwardArgs{Tier: tier, M: x.rows, K: x.cols, N: w.cols, X: x.dev, W: w.dev, Y: y.dev, In: x.dtype, Out: y.dtype}
+	a := forwardCallOf(tier, x, w)
+	a.X, a.W, a.Y = x.dev, w.dev, y.dev
 	if b != nil {
 		a.Bias = b.dev
 	}
@@ -328,11 +329,15 @@ func (g *GPU) forward(tier gemm.Tier, x, w, b, y *Tensor) error {
 }
 
 func (g *GPU) dw(tier gemm.Tier, x, dy, dw *Tensor) error {
-	return g.eng.DW(gemm.DWArgs{Tier: tier, M: x.rows, K: x.cols, N: dy.cols, X: x.dev, DY: dy.dev, DW: dw.dev, In: x.dtype})
+	a := dwCallOf(tier, x, dy)
+	a.X, a.DY, a.DW = x.dev, dy.dev, dw.dev
+	return g.eng.DW(a)
 }
 
 func (g *GPU) dx(tier gemm.Tier, dy, w, dx *Tensor) error {
-	return g.eng.DX(gemm.DXArgs{Tier: tier, M: dy.rows, N: dy.cols, K: w.rows, DY: dy.dev, W: w.dev, DX: dx.dev, In: dy.dtype, Out: dx.dtype})
+	a := dxCallOf(tier, dy, w)
+	a.DY, a.W, a.DX = dy.dev, w.dev, dx.dev
+	return g.eng.DX(a)
 }
 
 // launch queues kernel name+"_"+dtype (or name alone for d == 0) over
@@ -406,9 +411,16 @@ type gpuGraph struct {
 	exec *cudaload.GraphExec
 }
 
-func (g *GPU) capture(fn func() error) (replayer, error) {
+// capture presizes the engine's workspace for calls, then records fn on
+// the stream. The workspace must be allocated before the capture begins:
+// an allocation while capturing would invalidate the graph, so the engine
+// refuses to grow it then.
+func (g *GPU) capture(calls []gemm.Call, fn func() error) (replayer, error) {
 	if err := g.usable("Capture"); err != nil {
 		return nil, err
+	}
+	if err := g.eng.Presize(calls...); err != nil {
+		return nil, fmt.Errorf("triad: sizing the workspace before capturing a graph: %w", err)
 	}
 	graph, err := g.stream.Capture(fn)
 	if err != nil {

@@ -295,7 +295,10 @@ type StepGraph struct {
 
 // CaptureStep records Step(x, t) without running it. The graph reads x and
 // t where they are, so refill them (Backend.Write) to train on other data.
-// The CPU backend answers ErrNoGraphs.
+// Before the capture begins it sizes the engine's workspace for every
+// product of the step (gemm.Engine.Presize), since nothing may be
+// allocated while a graph is being captured; that allocation is the only
+// one, and it is kept for later steps. The CPU backend answers ErrNoGraphs.
 func (m *MLP) CaptureStep(x, t *Tensor) (*StepGraph, error) {
 	const op = "MLP.CaptureStep"
 	if err := m.usable(op); err != nil {
@@ -304,7 +307,7 @@ func (m *MLP) CaptureStep(x, t *Tensor) (*StepGraph, error) {
 	if err := m.checkBatch(op, x, t); err != nil {
 		return nil, err
 	}
-	r, err := m.be.capture(func() error { return m.step(x, t) })
+	r, err := m.be.capture(m.stepCalls(x.rows), func() error { return m.step(x, t) })
 	if err != nil {
 		return nil, err
 	}
