@@ -44,6 +44,23 @@ func (c *Context) MemFree(p DevicePtr) error {
 	return check("cuMemFree_v2", r)
 }
 
+// MemGetInfo returns the free and total device memory of the context's
+// device, in bytes (cuMemGetInfo_v2). Free memory is what the driver could
+// hand out at this moment: other contexts and processes change it, so it
+// is a hint for sizing, not a promise that an allocation will succeed.
+func (c *Context) MemGetInfo() (free, total uint64, err error) {
+	if err := c.enter("MemGetInfo"); err != nil {
+		return 0, 0, err
+	}
+	var f, t uint64 // size_t: 64 bits on every platform the package runs on
+	r, _, _ := purego.SyscallN(c.drv.sym.cuMemGetInfo, uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t)))
+	c.exit()
+	if err := check("cuMemGetInfo_v2", Result(int32(r))); err != nil {
+		return 0, 0, err
+	}
+	return f, t, nil
+}
+
 // MemcpyHtoD copies bytes from host memory at src to dst (cuMemcpyHtoD_v2)
 // and waits until they have landed in device memory, so that work queued
 // next on any stream sees them.

@@ -29,6 +29,7 @@ type symbols struct {
 	// Memory.
 	cuMemAlloc          uintptr // cuMemAlloc_v2 (CUdeviceptr*, size_t)
 	cuMemFree           uintptr // cuMemFree_v2 (CUdeviceptr)
+	cuMemGetInfo        uintptr // cuMemGetInfo_v2 (size_t* free, size_t* total)
 	cuMemcpyHtoD        uintptr // cuMemcpyHtoD_v2 (CUdeviceptr dst, const void* src, size_t)
 	cuMemcpyDtoH        uintptr // cuMemcpyDtoH_v2 (void* dst, CUdeviceptr src, size_t)
 	cuMemcpyDtoD        uintptr // cuMemcpyDtoD_v2 (CUdeviceptr dst, CUdeviceptr src, size_t)
@@ -98,6 +99,7 @@ func (s *symbols) table() []symbol {
 
 		{[]string{"cuMemAlloc_v2"}, &s.cuMemAlloc},
 		{[]string{"cuMemFree_v2"}, &s.cuMemFree},
+		{[]string{"cuMemGetInfo_v2"}, &s.cuMemGetInfo},
 		{[]string{"cuMemcpyHtoD_v2"}, &s.cuMemcpyHtoD},
 		{[]string{"cuMemcpyDtoH_v2"}, &s.cuMemcpyDtoH},
 		{[]string{"cuMemcpyDtoD_v2"}, &s.cuMemcpyDtoD},
