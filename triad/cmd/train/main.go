@@ -9,7 +9,10 @@
 //
 // Usage:
 //
-//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--cpu] ...
+//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--cpu] [--quiet] ...
+//
+// (train -h lists every flag). A progress bar is drawn on stderr only when
+// stderr is a terminal; in a pipe or a log the output is plain lines.
 //
 // The digests printed for the f32 and typed tiers are the same on the GPU
 // and on the CPU backend; for the tensor-core tier (--tier tc) the CPU
@@ -36,28 +39,89 @@ type options struct {
 	batch, steps, epochs     int
 	seed                     uint64
 	lr, momentum             float64
-	cpu                      bool
+	cpu, quiet               bool
 	device, workers, compare int
+	// bar draws a progress bar on stderr, rewriting its line; only when
+	// stderr is a terminal, so a pipe or a log gets no carriage returns or
+	// escape codes.
+	bar bool
+}
+
+// about is the help text's description of the program.
+const about = `Usage: train [flags]
+
+train trains a small MLP (in → hidden → hidden → out, ReLU between the
+layers, mean squared error, SGD with momentum) on a synthetic regression task
+made from a seed, twice, and checks what the determinism contract promises:
+
+  - the two runs end with bit-identical weights (a SHA-256 of each);
+  - a sample's outputs are the same bits at batch 1 as inside one large batch;
+  - a training step captured once as a CUDA graph and replayed gives the bits
+    of the step run directly (GPU only).
+
+Without a usable GPU (or with --cpu) it runs on the CPU backend, which gives
+the same bits: for the tiers f32 and typed on every GPU, for the tier tc those
+of an sm_90 (Hopper) GPU.
+
+Tiers (--tier) and their activation dtypes (--dtype):
+  f32    IEEE f32 products, f32 activations (--dtype f32)
+  typed  bf16 or f16 activations upcast exactly to f32, the f32 products, one
+         rounding at the store (--dtype bf16, the default, or f16)
+  tc     tensor cores, bf16 or f16 activations, f32 accumulation
+         (--dtype bf16, the default, or f16)
+
+Exit status: 0 when every check passes, 1 when a check fails, 2 on bad flags
+or an error.
+
+Flags:
+`
+
+// parseFlags reads the command line. Help, and what was wrong with a bad
+// command line, go to errOut.
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), about)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.tier, "tier", "f32", "numerical tier: f32, typed or tc (tensor cores)")
+	fs.StringVar(&o.dtype, "dtype", "", "activation dtype: f32 (tier f32), bf16 or f16 (tiers typed and tc; default bf16)")
+	fs.IntVar(&o.in, "in", 32, "input width")
+	fs.IntVar(&o.hidden, "hidden", 64, "hidden width (two hidden layers)")
+	fs.IntVar(&o.out, "out", 8, "output width")
+	fs.IntVar(&o.batch, "batch", 256, "rows per training step")
+	fs.IntVar(&o.steps, "steps", 32, "steps per epoch (the data set has steps·batch samples)")
+	fs.IntVar(&o.epochs, "epochs", 10, "epochs")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the task, the teacher and the initial weights")
+	fs.Float64Var(&o.lr, "lr", 0.05, "learning rate")
+	fs.Float64Var(&o.momentum, "momentum", 0.9, "momentum")
+	fs.BoolVar(&o.cpu, "cpu", false, "use the CPU backend even when a GPU is present")
+	fs.BoolVar(&o.quiet, "quiet", false, "print the results only: no progress bar, no loss line per epoch")
+	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
+	fs.IntVar(&o.workers, "workers", 0, "CPU backend goroutines (0: GOMAXPROCS); never changes a bit")
+	fs.IntVar(&o.compare, "compare", 1024, "rows compared at batch 1 against the whole data set in one batch")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments %q: train takes flags only (train -h lists them)", fs.Args())
+		fmt.Fprintln(errOut, "train:", err)
+		return o, err
+	}
+	return o, nil
 }
 
 func main() {
-	var o options
-	flag.StringVar(&o.tier, "tier", "f32", "numerical tier: f32, typed or tc (tensor cores)")
-	flag.StringVar(&o.dtype, "dtype", "", "activation dtype: f32 (tier f32), bf16 or f16 (tiers typed and tc; default bf16)")
-	flag.IntVar(&o.in, "in", 32, "input width")
-	flag.IntVar(&o.hidden, "hidden", 64, "hidden width (two hidden layers)")
-	flag.IntVar(&o.out, "out", 8, "output width")
-	flag.IntVar(&o.batch, "batch", 256, "rows per training step")
-	flag.IntVar(&o.steps, "steps", 32, "steps per epoch (the data set has steps·batch samples)")
-	flag.IntVar(&o.epochs, "epochs", 10, "epochs")
-	flag.Uint64Var(&o.seed, "seed", 1, "seed of the task, the teacher and the initial weights")
-	flag.Float64Var(&o.lr, "lr", 0.05, "learning rate")
-	flag.Float64Var(&o.momentum, "momentum", 0.9, "momentum")
-	flag.BoolVar(&o.cpu, "cpu", false, "use the CPU backend even when a GPU is present")
-	flag.IntVar(&o.device, "device", 0, "CUDA device ordinal")
-	flag.IntVar(&o.workers, "workers", 0, "CPU backend goroutines (0: GOMAXPROCS); never changes a bit")
-	flag.IntVar(&o.compare, "compare", 1024, "rows compared at batch 1 against the whole data set in one batch")
-	flag.Parse()
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		os.Exit(2) // parseFlags said why
+	}
+	o.bar = !o.quiet && isTerminal(os.Stderr)
 	ok, err := run(o, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
@@ -66,6 +130,13 @@ func main() {
 	if !ok {
 		os.Exit(1)
 	}
+}
+
+// isTerminal reports whether f is a character device (a terminal) rather
+// than a pipe or a file.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // config turns the flags into a TrainConfig.
@@ -100,8 +171,8 @@ func (o options) config() (triad.TrainConfig, error) {
 	return cfg, nil
 }
 
-// backend opens the GPU unless --cpu, and falls back to the CPU with a
-// one-line reason.
+// backend opens the GPU unless --cpu, and falls back to the CPU, saying
+// why.
 func backend(o options, stdout io.Writer) (triad.Backend, string) {
 	cpu := func() (triad.Backend, string) {
 		return triad.NewCPU(o.workers), fmt.Sprintf("cpu (gemm/ref, %d workers)", workers(o.workers))
@@ -111,19 +182,23 @@ func backend(o options, stdout io.Writer) (triad.Backend, string) {
 	}
 	g, err := triad.OpenGPU(o.device)
 	if err != nil {
-		fmt.Fprintf(stdout, "no usable GPU (%s); running on the CPU backend\n", oneLine(err))
+		fmt.Fprint(stdout, fallbackNote(err))
 		return cpu()
 	}
 	dev := g.Context().Device()
 	return g, fmt.Sprintf("gpu %d (%s, %s)", dev.Ordinal(), dev.Name(), g.Engine().Arch())
 }
 
-func oneLine(err error) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
+// fallbackNote says that the CPU backend runs and why: the loader's whole
+// error, each of its lines (the candidates tried, the hint) indented on a
+// line of its own.
+func fallbackNote(err error) string {
+	var b strings.Builder
+	b.WriteString("no usable GPU; running on the CPU backend. The reason:\n")
+	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+		b.WriteString("  " + strings.TrimRight(line, " \t\r") + "\n")
 	}
-	return s
+	return b.String()
 }
 
 func run(o options, stdout, stderr io.Writer) (bool, error) {
@@ -142,7 +217,7 @@ func run(o options, stdout, stderr io.Writer) (bool, error) {
 	digests := make([]string, 2)
 	var run1 *triad.Run
 	for i := range digests {
-		r, d, err := train(be, cfg, o.epochs, i+1, stdout, stderr)
+		r, d, err := train(be, cfg, o, i+1, stdout, stderr)
 		if err != nil {
 			return false, err
 		}
@@ -190,26 +265,36 @@ func verdict(ok bool, yes, no string) string {
 	return no
 }
 
-// train runs one training run with a progress bar and a loss line per
-// epoch, and returns the run (open) and its final weights' digest.
-func train(be triad.Backend, cfg triad.TrainConfig, epochs, id int, stdout, stderr io.Writer) (*triad.Run, string, error) {
+// train runs one training run, with a progress bar when o.bar and a loss
+// line per epoch unless o.quiet, and returns the run (open) and its final
+// weights' digest.
+func train(be triad.Backend, cfg triad.TrainConfig, o options, id int, stdout, stderr io.Writer) (*triad.Run, string, error) {
 	r, err := triad.NewRun(be, cfg)
 	if err != nil {
 		return nil, "", err
 	}
+	epochs := o.epochs
 	start, total := time.Now(), epochs*cfg.Steps
 	var loss float64
 	for e := range epochs {
-		loss, err = r.Epoch(func(s int) {
-			if done := e*cfg.Steps + s + 1; done*100/total != (done-1)*100/total {
-				progress(stderr, id, done, total) // redraw when the percentage moves
+		var onStep func(int)
+		if o.bar {
+			onStep = func(s int) {
+				if done := e*cfg.Steps + s + 1; done*100/total != (done-1)*100/total {
+					progress(stderr, id, done, total) // redraw when the percentage moves
+				}
 			}
-		})
+		}
+		loss, err = r.Epoch(onStep)
 		if err != nil {
 			return nil, "", errors.Join(err, r.Close())
 		}
-		fmt.Fprintf(stderr, "\r\033[K")
-		fmt.Fprintf(stdout, "run %d  epoch %3d/%d  loss %.6g\n", id, e+1, epochs, loss)
+		if o.bar {
+			fmt.Fprintf(stderr, "\r\033[K")
+		}
+		if !o.quiet {
+			fmt.Fprintf(stdout, "run %d  epoch %3d/%d  loss %.6g\n", id, e+1, epochs, loss)
+		}
 	}
 	d, err := r.Model.Digest()
 	if err != nil {
