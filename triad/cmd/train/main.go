@@ -11,13 +11,14 @@
 //
 //	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--cpu] [--quiet] ...
 //
-// (train -h lists every flag). A progress bar is drawn on stderr only when
-// stderr is a terminal; in a pipe or a log the output is plain lines.
+// train -h says what it does and lists every flag. A progress bar is drawn
+// on stderr only when stderr is a terminal; in a pipe or a log the output is
+// plain lines, and --quiet leaves out the bar and the loss lines.
 //
 // The digests printed for the f32 and typed tiers are the same on the GPU
 // and on the CPU backend; for the tensor-core tier (--tier tc) the CPU
 // backend reproduces an sm_90 (Hopper) GPU's digests. The exit status is 1
-// when a check fails.
+// when a check fails, 2 on a bad command line or an error.
 package main
 
 import (
