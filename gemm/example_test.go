@@ -1,11 +1,122 @@
 package gemm_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm"
+	"github.com/detgemm/detgemm/gemm/ref"
 )
+
+// Y = X@W + bias in the f32 tier: buffers sized by element count, copied
+// in, the product, copied out.
+//
+// The printed values are the device's bits. The example also runs, and
+// passes, where there is no GPU: then the CPU reference (gemm/ref)
+// computes Y instead. That is no pretence: the f32 tier's plan fixes every
+// operation of every output element, and the reference implements it bit
+// for bit, so both print the same text (the GPU tests compare them on
+// every shape). On a GPU machine set DETGEMM_REQUIRE_GPU=1 to make a
+// missing GPU fail the example rather than fall back.
+func ExampleEngine_Forward() {
+	const M, K, N = 2, 3, 4
+	x := []float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6} // X[M,K], row-major
+	w := []float32{                              // W[K,N]
+		0.5, -1, 2, 0.7,
+		0.25, 0.3, -2, 1,
+		1, 0.5, 0.1, -1,
+	}
+	bias := []float32{0.125, 0, -0.5, 1} // bias[N]
+	y := make([]float32, M*N)            // Y[M,N]
+
+	ctx, err := openGPU()
+	switch {
+	case errors.Is(err, errNoGPU) && os.Getenv("DETGEMM_REQUIRE_GPU") != "1":
+		// No GPU here: the CPU reference runs the same plan, bit for bit.
+		err = ref.Forward(y, x, w, bias, M, K, N)
+	case err == nil:
+		err = forward(ctx, y, x, w, bias, M, K, N)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for r := range M {
+		fmt.Println(y[r*N : (r+1)*N])
+	}
+	// Output:
+	// [0.525 0.11000001 -0.67 0.97]
+	// [1.05 0.050000012 -0.64 1.18]
+}
+
+// forward runs Y = X@W + bias on the GPU of ctx; the README's quickstart.
+func forward(ctx *cudaload.Context, y, x, w, bias []float32, M, K, N int) error {
+	eng, err := gemm.New(ctx) // compiles (or loads cached) kernels for this GPU
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	X, err := cudaload.NewBufferFrom(ctx, x) // allocated by element count, copied in
+	if err != nil {
+		return err
+	}
+	defer X.Close()
+	W, err := cudaload.NewBufferFrom(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer W.Close()
+	B, err := cudaload.NewBufferFrom(ctx, bias)
+	if err != nil {
+		return err
+	}
+	defer B.Close()
+	Y, err := cudaload.NewBuffer[float32](ctx, M*N)
+	if err != nil {
+		return err
+	}
+	defer Y.Close()
+
+	err = eng.Forward(gemm.ForwardArgs{
+		Tier: gemm.TierF32, M: M, K: K, N: N,
+		X: X.Ptr(), W: W.Ptr(), Bias: B.Ptr(), Y: Y.Ptr(), // row-major device buffers
+		In: gemm.F32, Out: gemm.F32,
+	})
+	if err != nil {
+		return err
+	}
+	if err := eng.Synchronize(); err != nil { // Forward only enqueues
+		return err
+	}
+	return Y.CopyToHost(y)
+}
+
+// errNoGPU marks a machine without a CUDA driver or device.
+var errNoGPU = errors.New("no GPU")
+
+// openGPU returns the primary context of device 0; errNoGPU (wrapping the
+// loader's reason) where the machine has no driver or no device.
+func openGPU() (*cudaload.Context, error) {
+	drv, err := cudaload.Open()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoGPU, err)
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: %w", errNoGPU, cudaload.ErrNoDevice)
+	}
+	dev, err := drv.Device(0)
+	if err != nil {
+		return nil, err
+	}
+	return dev.PrimaryContext()
+}
 
 // Presize the workspace of a model's shapes once, before timing or before
 // capturing a CUDA graph: afterwards calls of those shapes allocate nothing.
