@@ -70,9 +70,10 @@ const (
 	// tiledBlocksPerSM is how many blocks of the tiled kernels an SM runs at
 	// once (98 KiB of shared memory, 128 registers a thread).
 	tiledBlocksPerSM = 2
-	// maxWorkspaceBytes caps the workspace a strategy may need; a shape
-	// needing more runs tiled. 512 MiB admits the split of the mid-size
-	// dW shapes (4096×1536×3072: 16 slabs of 1536×3072 partials, 302 MB).
+	// maxWorkspaceBytes caps the workspace an IEEE strategy may need; a
+	// shape needing more runs tiled. 512 MiB admits the split of the
+	// mid-size dW shapes (4096×1536×3072: 16 slabs of 1536×3072 partials,
+	// 302 MB). The tensor-core tier's cut plans are not capped (tc_slabs.go).
 	maxWorkspaceBytes = 512 << 20
 	// maxGridYZ is the launch limit of grid.y and grid.z.
 	maxGridYZ = 65535

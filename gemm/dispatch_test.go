@@ -70,7 +70,7 @@ func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
 		{fwd(256, 256, 256), StrategyTiled, 0},
 		{dw(200, 64, 64), StrategyTiled, 0},
 		{dw(90, 64, 64), StrategyStream, 0}, // short: streamed
-		// The workspace would pass 256 MiB.
+		// The workspace would pass 512 MiB (maxWorkspaceBytes).
 		{dw(1<<20, 1024, 1024), StrategyTiled, 0},
 	}
 	for _, c := range cases {

@@ -51,9 +51,18 @@
 // on an H200 (sm_90) against every kernel below, adversarial inputs
 // included. The engine runs the tier on sm_80, sm_86 and sm_89 too, but
 // there the CPU model (ref.Ampere, the published description) is not
-// verified. Two special-value rules of the model were checked on the H200:
-// signed zeros follow it; a step whose exact sum reaches 2^128 gives ±Inf on
-// the GPU where the model's round-toward-zero gives ±MaxFloat32.
+// verified. Special values are part of the model, and the GPU tests compare
+// them bit for bit like any other value: NaN, ±Inf and signed zeros in X,
+// W and the bias of Forward, and in X, dY and the master of DW, under every
+// kernel, give the model's IEEE results (a NaN operand, Inf·0 or
+// infinities of both signs give the canonical NaN; otherwise an infinite
+// addend wins); a step whose exact sum reaches 2^128 gives ±Inf on the GPU
+// and in the model alike (not IEEE's round-toward-zero ±MaxFloat32); and
+// the sign of a zero sum follows the model's IEEE rule. (On the H200:
+// TestTCNaNAndInfPropagateAsModel and TestTCDWSpecialsAsModel under every
+// kernel, TestTCModelEdgeRulesOnGPU on the kernel the dispatcher picks for
+// a small Forward. DX with special inputs runs the same kernels but has no
+// test of its own.)
 //
 // The cut (ref.TCSlabs) is a function of the reduction length and the
 // output's other dimension only: one slab unless the reduction is at least
@@ -131,6 +140,10 @@
 //     one block, so the hardware cannot double them up, or, for long
 //     reductions, runs the rows after its last whole round split-slab.
 //
+// Engine.Explain tells, without launching, which of these a call runs:
+// the kernels' entry points in order, their grids, blocks and shared
+// memory, the plan's slabs and the workspace.
+//
 // Tiled and split-slab run 128×128 output tiles, or 128×64 ones (twice
 // the blocks, three an SM) where the square grid underfills the GPU and a
 // time model of the grid's quantisation says the narrow tile gains at
@@ -146,9 +159,19 @@
 // # Workspace and CUDA graphs
 //
 // The rows and split-slab strategies keep S = ceil(R/256) f32 partials of
-// the output shape: S·rows·cols·4 bytes (WorkspaceBytes answers per call;
-// tiled and stream need none; the dispatcher never picks a strategy needing
-// more than 256 MiB). The engine owns one workspace, grown on demand and
+// the output shape, S·rows·cols·4 bytes, and the one-launch rows kernel 4
+// bytes of arrival counter per block column and row group; a tiled grid
+// whose last rows run split-slab keeps those rows' partials. Tiled
+// otherwise and stream need none. The IEEE dispatcher never picks a
+// strategy whose partials would pass 512 MiB: such shapes run tiled. The
+// tensor-core tier needs none where its plan has one slab; a cut plan
+// needs S f32 planes of the output (DW: S-1), or its tiles' running sums
+// plus, for a 16-bit output, one plane. For Forward and DX that grows with
+// M — S times the output's columns is at most 12288, so about 48 KiB an
+// output row, whole tiles for running sums — and is not capped, as no
+// other kernel could run the call; for DW it stays below 8 MiB.
+// WorkspaceBytes and Explain answer per call.
+// The engine owns one workspace, grown on demand and
 // freed by Close. Presize allocates it ahead for given shapes, so calls of
 // those shapes allocate nothing. A call needing more than is allocated
 // allocates once, outside a graph capture; while the engine's stream is

@@ -17,13 +17,14 @@ import (
 // passes, where there is no GPU: then the CPU reference (gemm/ref)
 // computes Y instead. That is no pretence: the f32 tier's plan fixes every
 // operation of every output element, and the reference implements it bit
-// for bit, so both print the same text (the GPU tests compare them on
-// every shape). On a GPU machine set DETGEMM_REQUIRE_GPU=1 to make a
+// for bit, so both print the same text (the GPU tests compare the two bit
+// for bit). On a GPU machine set DETGEMM_REQUIRE_GPU=1 to make a
 // missing GPU fail the example rather than fall back.
 func ExampleEngine_Forward() {
 	const M, K, N = 2, 3, 4
 	x := []float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6} // X[M,K], row-major
-	w := []float32{                              // W[K,N]
+	// W[K,N]
+	w := []float32{
 		0.5, -1, 2, 0.7,
 		0.25, 0.3, -2, 1,
 		1, 0.5, 0.1, -1,
