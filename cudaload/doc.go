@@ -26,17 +26,23 @@
 //     Windows);
 //  3. libcuda.so.1 by absolute path in /usr/lib/x86_64-linux-gnu,
 //     /usr/lib64, /usr/lib/aarch64-linux-gnu, /usr/local/nvidia/lib64,
-//     /usr/lib/wsl/lib (WSL2, often missing from the loader's path) and
-//     /usr/local/cuda/compat, skipping directories that do not exist.
+//     /usr/lib/wsl/lib (WSL2, often missing from the loader's path),
+//     /usr/local/cuda/compat and the versioned toolkits' compat folders
+//     /usr/local/cuda-X.Y/compat (newest first), skipping directories that
+//     do not exist.
 //
 // Bare libcuda.so is never tried: it is often the toolkit's link-time stub.
 // A candidate whose cuInit answers CUDA_ERROR_STUB_LIBRARY (34) is unloaded
 // and recorded as a stub (ErrStubLibrary), and the search goes on. A driver
 // lacking an entry point this package needs is refused with an error
 // naming the symbol and the driver version (ErrSymbolMissing). When no
-// candidate works, the error matches ErrDriverNotFound and lists every
-// candidate and its reason; it also matches each reason (ErrStubLibrary,
-// ErrNoDevice, ...).
+// candidate works, the error matches ErrDriverNotFound (the driver's own
+// sentinel: a missing NVRTC does not match it) and lists every candidate
+// and its reason, the folders skipped because they are not present, and
+// where the driver comes from; it also matches each reason
+// (ErrStubLibrary, ErrNoDevice, ...). On macOS, which CUDA no longer
+// supports, Open makes no search and says so; the error matches
+// ErrDriverNotFound too.
 //
 // Versioned entry points are bound where they exist (cuMemAlloc_v2,
 // cuStreamDestroy_v2, cuEventElapsedTime_v2 on CUDA 12.8+, ...); the

@@ -11,8 +11,11 @@ import (
 
 var (
 	// ErrDriverNotFound is matched by the error Open returns when no
-	// candidate library could be loaded and initialised. The error lists
-	// every candidate tried and why each failed.
+	// candidate library could be loaded and initialised, and on macOS,
+	// where CUDA does not exist. The error lists every candidate tried and
+	// why each failed, and the folders skipped because they are not
+	// present. It is the driver's own: a missing NVRTC or cuBLAS does not
+	// match it.
 	ErrDriverNotFound = errors.New("CUDA driver not found")
 
 	// ErrStubLibrary is matched when a candidate was the CUDA toolkit's
@@ -145,31 +148,25 @@ func (e *SymbolMissingError) Is(target error) bool { return target == ErrSymbolM
 func (e *SymbolMissingError) Unwrap() error { return e.Err }
 
 // DriverNotFoundError is Open's failure: every candidate and why it did not
-// load. It matches ErrDriverNotFound, dynlib.ErrNotFound, and each
-// candidate's own reason (ErrStubLibrary, ErrSymbolMissing, a Result such
-// as ErrNoDevice), so a caller can ask why without parsing text.
+// load, the folders skipped because they are not present, and what to do.
+// It matches ErrDriverNotFound and each candidate's own reason
+// (ErrStubLibrary, ErrSymbolMissing, a Result such as ErrNoDevice), so a
+// caller can ask why without parsing text. It never matches another
+// library's not-found sentinel (nvrtc.ErrNotFound). On macOS, where CUDA
+// does not exist, it says so and lists no candidates.
 type DriverNotFoundError struct {
 	Search *dynlib.NotFoundError
 }
 
 // Error implements the error interface.
-func (e *DriverNotFoundError) Error() string {
-	return e.Search.Error() + "\n(set " + EnvLibraryPath + " to the path of the driver library to choose one explicitly)"
-}
+func (e *DriverNotFoundError) Error() string { return e.Search.Error() }
 
 // Is matches ErrDriverNotFound.
 func (e *DriverNotFoundError) Is(target error) bool { return target == ErrDriverNotFound }
 
-// Unwrap returns the search error and every candidate's reason.
-func (e *DriverNotFoundError) Unwrap() []error {
-	out := []error{e.Search}
-	for _, a := range e.Search.Attempts {
-		if a.Err != nil {
-			out = append(out, a.Err)
-		}
-	}
-	return out
-}
+// Unwrap returns the search error, which unwraps to every candidate's
+// reason.
+func (e *DriverNotFoundError) Unwrap() []error { return []error{e.Search} }
 
 // stubError is a candidate that turned out to be the toolkit stub.
 type stubError struct{ path string }

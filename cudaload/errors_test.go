@@ -146,7 +146,9 @@ func TestSymbolTableBindsVersionedEntryPoints(t *testing.T) {
 
 func TestDriverNotFoundMatchesEachCandidatesReason(t *testing.T) {
 	err := error(&DriverNotFoundError{Search: &dynlib.NotFoundError{
-		Library: "CUDA driver (libcuda.so.1)",
+		Library:  "CUDA driver (libcuda.so.1)",
+		Sentinel: ErrDriverNotFound,
+		Hint:     driverHint("linux"),
 		Attempts: []dynlib.Attempt{
 			{Path: "libcuda.so.1", Err: &stubError{path: "libcuda.so.1"}},
 			{Path: "/usr/lib64/libcuda.so.1", Err: newError("cuInit", ErrNoDevice)},

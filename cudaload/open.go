@@ -63,9 +63,12 @@ func Open(opts ...Option) (*Driver, error) {
 		return d, nil
 	}
 
+	if err := platformError(runtime.GOOS); err != nil {
+		return nil, err
+	}
 	var loaded *Driver
-	candidates := driverCandidates(runtime.GOOS, override, defaultDriverDirs(runtime.GOOS))
-	_, err := dynlib.Open("CUDA driver ("+driverLibraryName(runtime.GOOS)+")", candidates, func(lib *dynlib.Library) error {
+	candidates, skipped := driverCandidates(runtime.GOOS, override, defaultDriverDirs(runtime.GOOS, ""))
+	_, err := dynlib.Open(driverLabel(runtime.GOOS), candidates, func(lib *dynlib.Library) error {
 		d, err := loadDriver(lib)
 		if err != nil {
 			return err
@@ -76,6 +79,9 @@ func Open(opts ...Option) (*Driver, error) {
 	if err != nil {
 		var nf *dynlib.NotFoundError
 		if errors.As(err, &nf) {
+			nf.Sentinel = ErrDriverNotFound
+			nf.Skipped = skipped
+			nf.Hint = driverHint(runtime.GOOS)
 			return nil, &DriverNotFoundError{Search: nf}
 		}
 		return nil, err

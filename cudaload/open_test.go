@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -120,4 +121,35 @@ func TestOpenRefusesToolkitStub(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestOpenErrorPrintsEachCandidateOnceAndTheSkippedFolders(t *testing.T) {
+	t.Setenv(cudaload.EnvLibraryPath, "")
+	_, err := cudaload.Open()
+	if err == nil {
+		t.Skip("a CUDA driver loaded here")
+	}
+	var nf *cudaload.DriverNotFoundError
+	require.ErrorAs(t, err, &nf)
+	msg := err.Error()
+	lines := strings.Split(msg, "\n")
+	want := 1 + len(nf.Search.Attempts) + 1 // title, one line per candidate, hint
+	if len(nf.Search.Skipped) > 0 {
+		want++
+	}
+	require.Len(t, lines, want, msg)
+	for i, a := range nf.Search.Attempts {
+		line := lines[1+i]
+		require.True(t, strings.HasPrefix(line, "  "+a.Path+": "), line)
+		require.Equal(t, 1, strings.Count(line, a.Path), "the loader's copy of the path is stripped: %s", line)
+	}
+	if runtime.GOOS == "linux" {
+		require.NotEmpty(t, nf.Search.Skipped, "some documented folder is always absent (x86_64 and aarch64 ones cannot both be)")
+		require.Contains(t, msg, "\nskipped (not present): ")
+		for _, s := range nf.Search.Skipped {
+			require.Contains(t, msg, s)
+		}
+	}
+	require.Contains(t, msg, cudaload.EnvLibraryPath)
+	require.Contains(t, msg, "install the NVIDIA driver")
 }

@@ -57,7 +57,7 @@ func resolve(lib *dynlib.Library) (functions, error) {
 	for _, r := range required {
 		p, err := lib.Lookup(r.name)
 		if err != nil {
-			return functions{}, err
+			return functions{}, ownSymbolError(err)
 		}
 		*r.dst = p
 	}
@@ -65,6 +65,16 @@ func resolve(lib *dynlib.Library) (functions, error) {
 	f.getNumSupportedArchs, _ = lib.Lookup("nvrtcGetNumSupportedArchs")
 	f.getSupportedArchs, _ = lib.Lookup("nvrtcGetSupportedArchs")
 	return f, nil
+}
+
+// ownSymbolError marks a missing symbol as NVRTC's, so it matches
+// ErrSymbolNotFound (and not the driver's sentinel).
+func ownSymbolError(err error) error {
+	var se *dynlib.SymbolError
+	if errors.As(err, &se) {
+		se.Sentinel = ErrSymbolNotFound
+	}
+	return err
 }
 
 var (
@@ -85,8 +95,18 @@ func Open(opts ...Option) (*Compiler, error) {
 	if c, ok := opened[over]; ok {
 		return c, nil
 	}
-	c, err := open(candidates(processEnv(), over))
+	env := processEnv()
+	if err := platformError(env.goos); err != nil {
+		return nil, err
+	}
+	cands, skipped := search(env, over)
+	c, err := open(cands)
 	if err != nil {
+		var nf *dynlib.NotFoundError
+		if errors.As(err, &nf) {
+			nf.Skipped = skipped
+			nf.Hint = notFoundHint(env.goos)
+		}
 		return nil, err
 	}
 	opened[over] = c
@@ -94,7 +114,7 @@ func Open(opts ...Option) (*Compiler, error) {
 }
 
 // open loads the first candidate that has every required symbol and
-// answers nvrtcVersion.
+// answers nvrtcVersion; its failure matches ErrNotFound.
 func open(cands []string) (*Compiler, error) {
 	var c *Compiler
 	_, err := dynlib.Open(libraryName, cands, func(lib *dynlib.Library) error {
@@ -110,6 +130,10 @@ func open(cands []string) (*Compiler, error) {
 		return nil
 	})
 	if err != nil {
+		var nf *dynlib.NotFoundError
+		if errors.As(err, &nf) {
+			nf.Sentinel = ErrNotFound
+		}
 		return nil, err
 	}
 	return c, nil
@@ -146,7 +170,7 @@ func (c *Compiler) SupportedArchs() ([]int, error) {
 		p    uintptr
 	}{{"nvrtcGetNumSupportedArchs", c.fn.getNumSupportedArchs}, {"nvrtcGetSupportedArchs", c.fn.getSupportedArchs}} {
 		if s.p == 0 {
-			return nil, &dynlib.SymbolError{Library: c.lib.Path, Symbol: s.name, Err: errors.New("not exported")}
+			return nil, &dynlib.SymbolError{Library: c.lib.Path, Symbol: s.name, Err: errors.New("not exported"), Sentinel: ErrSymbolNotFound}
 		}
 	}
 	var n int32

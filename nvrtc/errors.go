@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/detgemm/detgemm/internal/dynlib"
 )
 
 // Sentinels for errors.Is.
 var (
-	// ErrNotFound is matched when no candidate library could be opened.
-	ErrNotFound = dynlib.ErrNotFound
-	// ErrSymbolNotFound is matched when the library lacks a function.
-	ErrSymbolNotFound = dynlib.ErrSymbolNotFound
+	// ErrNotFound is matched when no candidate library could be opened,
+	// and on macOS, where CUDA does not exist. It is NVRTC's own: a
+	// missing CUDA driver or cuBLAS does not match it. The error lists
+	// every candidate and why it failed, the folders skipped because they
+	// are not present, and where NVRTC comes from.
+	ErrNotFound = errors.New("nvrtc: NVRTC library not found")
+	// ErrSymbolNotFound is matched when libnvrtc lacks a function (a
+	// candidate without nvrtcGetCUBIN, or SupportedArchs on a library
+	// without nvrtcGetSupportedArchs). A driver lacking a symbol does not
+	// match it.
+	ErrSymbolNotFound = errors.New("nvrtc: symbol not found in libnvrtc")
 	// ErrCompile is matched by every *CompileError.
 	ErrCompile = errors.New("nvrtc: compilation failed")
 	// ErrBuiltinsMissing is matched by a *CompileError whose log shows

@@ -15,6 +15,27 @@ const EnvLibrary = "DETGEMM_LIBNVRTC"
 // libraryName is how the library is called in a failed search's error.
 const libraryName = "NVRTC (libnvrtc)"
 
+// notFoundHint ends a failed search's error: where NVRTC comes from and
+// how to name one.
+func notFoundHint(goos string) string {
+	if goos == "windows" {
+		return "install NVRTC: the CUDA toolkit (it sets CUDA_PATH), or the Python wheel " +
+			"(pip install nvidia-cuda-nvrtc-cu12, or nvidia-cuda-nvrtc for CUDA 13); " +
+			"or set " + EnvLibrary + " to the library (a file, or the folder holding it)"
+	}
+	return "install NVRTC: the distribution's package (Debian/Ubuntu: libnvrtc12), the CUDA toolkit " +
+		"(/usr/local/cuda, or set CUDA_PATH), or the Python wheel (pip install nvidia-cuda-nvrtc-cu12, " +
+		"or nvidia-cuda-nvrtc for CUDA 13); or set " + EnvLibrary + " to the library (a file, or the folder holding it)"
+}
+
+// platformError is Open's error where CUDA does not exist (macOS), or nil.
+func platformError(goos string) error {
+	if nf := dynlib.UnsupportedOS(libraryName, ErrNotFound, goos); nf != nil {
+		return nf
+	}
+	return nil
+}
+
 // Option configures Open and Candidates.
 type Option func(*config)
 
@@ -78,10 +99,17 @@ func libraryNames(goos string) []string {
 	return []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}
 }
 
-// candidates builds the ordered search list. With an override it is only the
-// override: a user who names a library must get that one or an error, never
-// a silent fallback. A directory override is searched for every name.
+// candidates builds the ordered search list (see search).
 func candidates(env searchEnv, over string) []string {
+	c, _ := search(env, over)
+	return c
+}
+
+// search builds the ordered search list and the folders skipped because
+// they are not present. With an override it is only the override: a user
+// who names a library must get that one or an error, never a silent
+// fallback. A directory override is searched for every name.
+func search(env searchEnv, over string) (cands, skipped []string) {
 	names := libraryNames(env.goos)
 	if over != "" {
 		if fi, err := os.Stat(over); err == nil && fi.IsDir() {
@@ -89,34 +117,35 @@ func candidates(env searchEnv, over string) []string {
 			for _, n := range names {
 				out = append(out, filepath.Join(over, n))
 			}
-			return out
+			return out, nil
 		}
-		return []string{over}
+		return []string{over}, nil
 	}
-	return dynlib.Candidates(names, searchDirs(env))
+	return dynlib.Search(names, searchDirs(env))
 }
 
-// searchDirs lists the directories to try after the loader's own search, in
-// order: the toolkits named by the environment, the default toolkit, then
-// the NVIDIA Python wheels.
+// searchDirs lists the directories (and patterns) to try after the
+// loader's own search, in order: the toolkits named by the environment, the
+// default toolkit, the versioned toolkits newest first, /opt/cuda (where
+// some distributions install it), then the NVIDIA Python wheels.
 func searchDirs(env searchEnv) []string {
 	if env.goos == "windows" {
 		return windowsDirs(env)
 	}
 	var dirs []string
 	targets := targetDirs(env.goarch)
-	toolkit := func(base string) {
-		if base == "" {
-			return
-		}
+	for _, base := range dynlib.Roots(
+		env.getenv("CUDA_PATH"),
+		env.getenv("CUDA_HOME"),
+		filepath.Join(env.root, "/usr/local/cuda"),
+		filepath.Join(env.root, "/usr/local/cuda-*"),
+		filepath.Join(env.root, "/opt/cuda"),
+	) {
 		dirs = append(dirs, filepath.Join(base, "lib64"))
 		for _, t := range targets {
 			dirs = append(dirs, filepath.Join(base, "targets", t, "lib"))
 		}
 	}
-	toolkit(env.getenv("CUDA_PATH"))
-	toolkit(env.getenv("CUDA_HOME"))
-	toolkit(filepath.Join(env.root, "/usr/local/cuda"))
 	if p := env.getenv("CONDA_PREFIX"); p != "" {
 		dirs = append(dirs, filepath.Join(p, "lib"))
 	}
@@ -138,10 +167,10 @@ func searchDirs(env searchEnv) []string {
 		sitePackages = append(sitePackages, filepath.Join(env.root, p))
 	}
 	for _, sp := range sitePackages {
-		dirs = append(dirs, dynlib.GlobDirs(
+		dirs = append(dirs,
 			filepath.Join(sp, "nvidia", "cu13", "lib"),
 			filepath.Join(sp, "nvidia", "cuda_nvrtc", "lib"),
-		)...)
+		)
 	}
 	return dirs
 }

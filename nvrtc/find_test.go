@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -149,7 +150,9 @@ func TestOpenNotFoundListsEveryCandidateAndReason(t *testing.T) {
 	require.True(t, strings.HasPrefix(msg, "NVRTC (libnvrtc) not found; tried 4 candidate(s):"), msg)
 	for _, c := range joinAll(dir, libraryNames("linux")) {
 		require.Contains(t, msg, c+": ", "each candidate is listed with its reason")
+		require.NotContains(t, msg, c+": "+c, "the loader's copy of the path is stripped")
 	}
+	require.Contains(t, msg, notFoundHint(runtime.GOOS), "the error ends with where NVRTC comes from")
 }
 
 func TestOpenRejectsLibraryWithoutNVRTCSymbols(t *testing.T) {
@@ -158,6 +161,7 @@ func TestOpenRejectsLibraryWithoutNVRTCSymbols(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorIs(t, err, ErrNotFound)
 	require.Contains(t, err.Error(), "nvrtcGetErrorString")
+	require.ErrorIs(t, err, ErrSymbolNotFound, "the candidate's reason is NVRTC's own missing-symbol error")
 }
 
 func TestFailedOpenIsNotCached(t *testing.T) {
@@ -168,4 +172,83 @@ func TestFailedOpenIsNotCached(t *testing.T) {
 	_, cached := opened[path]
 	openMu.Unlock()
 	require.False(t, cached, "a library installed later must still be found")
+}
+
+func TestCandidatesVersionedToolkitsNewestFirstThenOptCuda(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root,
+		"usr/local/cuda/lib64",
+		"usr/local/cuda-12.9/lib64",
+		"usr/local/cuda-12.10/targets/x86_64-linux/lib",
+		"usr/local/cuda-13.0/lib64",
+		"opt/cuda/targets/x86_64-linux/lib",
+	)
+	env := searchEnv{goos: "linux", goarch: "amd64", root: root, getenv: fakeEnv(nil)}
+	names := libraryNames("linux")
+	want := append([]string{}, names...)
+	for _, d := range []string{
+		"usr/local/cuda/lib64",
+		"usr/local/cuda-13.0/lib64",
+		"usr/local/cuda-12.10/targets/x86_64-linux/lib",
+		"usr/local/cuda-12.9/lib64",
+		"opt/cuda/targets/x86_64-linux/lib",
+	} {
+		want = append(want, joinAll(filepath.Join(root, d), names)...)
+	}
+	got, skipped := search(env, "")
+	require.Equal(t, want, got)
+	for _, d := range []string{
+		"usr/local/cuda/targets/x86_64-linux/lib",
+		"usr/local/cuda-13.0/targets/x86_64-linux/lib",
+		"usr/local/cuda-12.10/lib64",
+		"opt/cuda/lib64",
+	} {
+		require.Contains(t, skipped, filepath.Join(root, d), "a folder not present is reported as skipped")
+	}
+	for _, d := range got[len(names):] {
+		require.NotContains(t, skipped, filepath.Dir(d))
+	}
+}
+
+func TestSearchWithNothingInstalledReportsEveryFolderAsSkipped(t *testing.T) {
+	root := t.TempDir()
+	env := searchEnv{goos: "linux", goarch: "amd64", root: root, getenv: fakeEnv(map[string]string{"VIRTUAL_ENV": "/venv"})}
+	got, skipped := search(env, "")
+	require.Equal(t, libraryNames("linux"), got)
+	for _, d := range []string{
+		"/usr/local/cuda/lib64",
+		"/usr/local/cuda-*/lib64",
+		"/opt/cuda/lib64",
+		"/usr/local/lib/python3*/dist-packages/nvidia/cu13/lib",
+	} {
+		require.Contains(t, skipped, filepath.Join(root, d))
+	}
+	require.Contains(t, skipped, "/venv/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib")
+}
+
+func TestNotFoundHintSaysWhereNVRTCComesFrom(t *testing.T) {
+	for _, tt := range []struct {
+		goos string
+		want []string
+	}{
+		{"linux", []string{EnvLibrary, "libnvrtc12", "CUDA toolkit", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc for CUDA 13"}},
+		{"windows", []string{EnvLibrary, "CUDA toolkit", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc for CUDA 13"}},
+	} {
+		t.Run(tt.goos, func(t *testing.T) {
+			h := notFoundHint(tt.goos)
+			for _, w := range tt.want {
+				require.Contains(t, h, w)
+			}
+		})
+	}
+}
+
+func TestOpenOnMacOSSaysCUDAIsNotAvailable(t *testing.T) {
+	for _, goos := range []string{"linux", "windows"} {
+		require.NoError(t, platformError(goos), goos)
+	}
+	err := platformError("darwin")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.True(t, strings.HasPrefix(err.Error(), "NVRTC (libnvrtc) not found: CUDA is not available on macOS"), err.Error())
+	require.NotContains(t, err.Error(), EnvLibrary, "no override can help on macOS")
 }

@@ -15,10 +15,18 @@ const EnvLibrary = "DETGEMM_LIBCUBLAS"
 // environment and file system (directories that do not exist are skipped).
 func Candidates() []string { return candidates(os.Getenv, "") }
 
-// candidates builds the search list. override, when not empty, replaces the
-// environment variable (WithLibraryPath); either one makes the search
-// exclusive, because a user who names a library wants that one or an error.
+// candidates is search without the skipped folders.
 func candidates(getenv func(string) string, override string) []string {
+	c, _ := search(getenv, override, "")
+	return c
+}
+
+// search builds the search list and the folders skipped because they are
+// not present; fixed system folders are taken under root ("" in
+// production). override, when not empty, replaces the environment variable
+// (WithLibraryPath); either one makes the search exclusive, because a user
+// who names a library wants that one or an error.
+func search(getenv func(string) string, override, root string) (cands, skipped []string) {
 	if override == "" {
 		override = getenv(EnvLibrary)
 	}
@@ -28,9 +36,28 @@ func candidates(getenv func(string) string, override string) []string {
 			for _, n := range libraryNames {
 				out = append(out, filepath.Join(override, n))
 			}
-			return out
+			return out, nil
 		}
-		return []string{override}
+		return []string{override}, nil
 	}
-	return dynlib.Candidates(libraryNames, searchDirs(getenv))
+	return dynlib.Search(libraryNames, searchDirs(getenv, root))
+}
+
+// notFoundHint ends a failed search's error: where cuBLAS comes from and
+// how to name one.
+func notFoundHint(goos string) string {
+	pkg := "the distribution's package (Debian/Ubuntu: libcublas12), "
+	if goos == "windows" {
+		pkg = ""
+	}
+	return "install cuBLAS: " + pkg + "the CUDA toolkit, or the Python wheel (pip install nvidia-cublas-cu12, " +
+		"or nvidia-cublas for CUDA 13); or set " + EnvLibrary + " to the library (a file, or the folder holding it)"
+}
+
+// platformError is Open's error where CUDA does not exist (macOS), or nil.
+func platformError(goos string) error {
+	if nf := dynlib.UnsupportedOS(libraryLabel, ErrNotFound, goos); nf != nil {
+		return nf
+	}
+	return nil
 }

@@ -25,16 +25,21 @@ func targetDirs() []string {
 }
 
 // searchDirs lists, in order, the toolkit directories named by the
-// environment, the default toolkit, and the Python wheels' library folders.
-func searchDirs(getenv func(string) string) []string {
+// environment, the default toolkit, the versioned toolkits newest first,
+// /opt/cuda, and the Python wheels' library folders (patterns, expanded by
+// dynlib.Search). Fixed system folders are taken under root.
+func searchDirs(getenv func(string) string, root string) []string {
 	var dirs []string
-	for _, root := range []string{getenv("CUDA_PATH"), getenv("CUDA_HOME"), "/usr/local/cuda"} {
-		if root == "" {
-			continue
-		}
-		dirs = append(dirs, filepath.Join(root, "lib64"))
+	for _, base := range dynlib.Roots(
+		getenv("CUDA_PATH"),
+		getenv("CUDA_HOME"),
+		filepath.Join(root, "/usr/local/cuda"),
+		filepath.Join(root, "/usr/local/cuda-*"),
+		filepath.Join(root, "/opt/cuda"),
+	) {
+		dirs = append(dirs, filepath.Join(base, "lib64"))
 		for _, t := range targetDirs() {
-			dirs = append(dirs, filepath.Join(root, t))
+			dirs = append(dirs, filepath.Join(base, t))
 		}
 	}
 	if p := getenv("CONDA_PREFIX"); p != "" {
@@ -51,18 +56,20 @@ func searchDirs(getenv func(string) string) []string {
 	if home := getenv("HOME"); home != "" {
 		sites = append(sites, filepath.Join(home, ".local/lib/python3*/site-packages"))
 	}
-	sites = append(sites,
+	for _, s := range []string{
 		"/usr/local/lib/python3*/dist-packages",
 		"/usr/local/lib/python3*/site-packages",
 		"/usr/lib/python3/dist-packages",
 		"/usr/lib/python3*/site-packages",
 		"/opt/conda/lib/python3*/site-packages",
-	)
+	} {
+		sites = append(sites, filepath.Join(root, s))
+	}
 	for _, s := range sites {
-		dirs = append(dirs, dynlib.GlobDirs(
+		dirs = append(dirs,
 			filepath.Join(s, "nvidia/cu13/lib"),
 			filepath.Join(s, "nvidia/cublas/lib"),
-		)...)
+		)
 	}
 	return dirs
 }

@@ -10,8 +10,9 @@ import (
 // libraryNames are the DLL names tried, newest major first.
 var libraryNames = []string{"cublas64_13.dll", "cublas64_12.dll", "cublas64_11.dll"}
 
-// searchDirs lists the toolkit's DLL folders (CUDA 13 moved them to bin\x64).
-func searchDirs(getenv func(string) string) []string {
+// searchDirs lists the toolkit's DLL folders (CUDA 13 moved them to
+// bin\x64); root is unused, as Windows has no fixed system folders here.
+func searchDirs(getenv func(string) string, root string) []string {
 	var dirs []string
 	for _, root := range []string{getenv("CUDA_PATH"), getenv("CUDA_HOME")} {
 		if root == "" {

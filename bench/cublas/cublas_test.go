@@ -115,3 +115,54 @@ func TestClosedHandleIsAnError(t *testing.T) {
 	require.ErrorIs(t, h.RowMajorGemm(1, 1, 1, 0, 0, 0, R32F, Compute32F, GemmDefault), ErrClosed)
 	require.NoError(t, h.Destroy())
 }
+
+func TestSearchVersionedToolkitsNewestFirstThenOptCuda(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Linux layout")
+	}
+	root := t.TempDir()
+	for _, d := range []string{"usr/local/cuda-12.9/lib64", "usr/local/cuda-13.0/lib64", "opt/cuda/lib64"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	got, skipped := search(fakeEnv(nil), "", root)
+	want := append([]string{}, libraryNames...)
+	for _, d := range []string{"usr/local/cuda-13.0/lib64", "usr/local/cuda-12.9/lib64", "opt/cuda/lib64"} {
+		for _, n := range libraryNames {
+			want = append(want, filepath.Join(root, d, n))
+		}
+	}
+	require.Equal(t, want, got)
+	require.Contains(t, skipped, filepath.Join(root, "usr/local/cuda/lib64"), "folders not present are reported")
+	require.NotContains(t, skipped, filepath.Join(root, "opt/cuda/lib64"))
+}
+
+func TestOpenErrorListsSkippedFoldersAndTheHint(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "libcublas.so.99")
+	_, err := Open(WithLibraryPath(missing))
+	require.ErrorIs(t, err, ErrNotFound)
+	msg := err.Error()
+	require.Contains(t, msg, notFoundHint(runtime.GOOS))
+	require.NotContains(t, msg, missing+": "+missing, "the loader's copy of the path is stripped")
+	require.NotContains(t, msg, "skipped (not present)", "an override searches no folders")
+
+	for _, tt := range []struct {
+		goos string
+		want []string
+	}{
+		{"linux", []string{EnvLibrary, "libcublas12", "CUDA toolkit", "nvidia-cublas-cu12", "nvidia-cublas for CUDA 13"}},
+		{"windows", []string{EnvLibrary, "CUDA toolkit", "nvidia-cublas-cu12"}},
+	} {
+		for _, w := range tt.want {
+			require.Contains(t, notFoundHint(tt.goos), w, tt.goos)
+		}
+	}
+}
+
+func TestOpenOnMacOSSaysCUDAIsNotAvailable(t *testing.T) {
+	for _, goos := range []string{"linux", "windows"} {
+		require.NoError(t, platformError(goos), goos)
+	}
+	err := platformError("darwin")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), "cuBLAS (libcublas) not found: CUDA is not available on macOS")
+}

@@ -10,13 +10,20 @@
 // environment variable DETGEMM_LIBCUBLAS (exclusively: an override that does
 // not load is an error, not a hint); without an override, the sonames
 // libcublas.so.13, .so.12 and .so.11 through the system loader, then the
-// CUDA_PATH and CUDA_HOME toolkits (lib64 and targets/<arch>-linux/lib),
-// /usr/local/cuda, and the nvidia-* Python wheels (nvidia/cu13/lib,
+// toolkits (lib64 and targets/<arch>-linux/lib) of CUDA_PATH, CUDA_HOME,
+// /usr/local/cuda, the versioned /usr/local/cuda-X.Y (newest first) and
+// /opt/cuda, and the nvidia-* Python wheels (nvidia/cu13/lib,
 // nvidia/cublas/lib). On Windows the names are cublas64_13.dll, _12 and _11
 // under CUDA_PATH\bin and CUDA_PATH\bin\x64. Before a candidate is opened by
 // absolute path, its sibling cuBLASLt is opened from the same directory, so
 // the dependency resolves even when that directory is not on the loader's
 // path. Candidates shows the list.
+//
+// When nothing loads, the error matches ErrNotFound (cuBLAS's own sentinel:
+// a missing driver or NVRTC does not match it) and lists every candidate
+// with its reason, the folders skipped because they are not present, and
+// where cuBLAS comes from. On macOS, which CUDA no longer supports, Open
+// makes no search and says so.
 //
 // # Row-major GEMM
 //

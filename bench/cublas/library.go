@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -13,9 +14,12 @@ import (
 )
 
 // ErrNotFound is matched (errors.Is) by the error Open returns when no
-// candidate loads; it is dynlib's sentinel, so the error also lists every
-// candidate tried and why it failed (a *dynlib.NotFoundError).
-var ErrNotFound = dynlib.ErrNotFound
+// candidate loads, and on macOS, where CUDA does not exist. It is cuBLAS's
+// own: a missing CUDA driver or NVRTC does not match it. The error (a
+// *dynlib.NotFoundError) lists every candidate tried and why it failed,
+// the folders skipped because they are not present, and where cuBLAS
+// comes from.
+var ErrNotFound = errors.New("cublas: cuBLAS library not found")
 
 // libraryLabel names the library in search errors.
 const libraryLabel = "cuBLAS (libcublas)"
@@ -49,10 +53,21 @@ var required = []string{
 func Open(opts ...Option) (*Library, error) {
 	var o options
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
-	nf := &dynlib.NotFoundError{Library: libraryLabel}
-	for _, c := range candidates(os.Getenv, o.path) {
+	if err := platformError(runtime.GOOS); err != nil {
+		return nil, err
+	}
+	cands, skipped := search(os.Getenv, o.path, "")
+	nf := &dynlib.NotFoundError{
+		Library:  libraryLabel,
+		Sentinel: ErrNotFound,
+		Skipped:  skipped,
+		Hint:     notFoundHint(runtime.GOOS),
+	}
+	for _, c := range cands {
 		preloadLt(c)
 		var lib *Library
 		dl, err := dynlib.Open(libraryLabel, []string{c}, func(dl *dynlib.Library) error {

@@ -2,7 +2,14 @@
 // candidates and resolves their symbols without panicking. It is the one place
 // where detgemm's loaders (the CUDA driver, NVRTC, cuBLAS in the bench) search
 // for a library, so every loader reports a failed search the same way: one
-// error that lists each candidate and why it did not load.
+// error that lists each candidate and why it did not load, the folders that
+// were skipped because they are not present, and what to do.
+//
+// Each loader gives its failures its own sentinel (NotFoundError.Sentinel,
+// SymbolError.Sentinel), so a program can tell a missing NVRTC from a missing
+// driver with errors.Is; this package's ErrNotFound and ErrSymbolNotFound
+// match every library's and are meant for code inside the module that
+// handles them all alike.
 package dynlib
 
 import (
@@ -13,7 +20,8 @@ import (
 	"strings"
 )
 
-// ErrNotFound is matched (errors.Is) by every *NotFoundError.
+// ErrNotFound is matched (errors.Is) by every *NotFoundError, whichever
+// library it is about.
 var ErrNotFound = errors.New("shared library not found")
 
 // ErrSymbolNotFound is matched by every *SymbolError.
@@ -27,37 +35,119 @@ type Attempt struct {
 
 // NotFoundError says that no candidate for a library could be opened.
 type NotFoundError struct {
-	Library  string    // what was searched for, e.g. "CUDA driver (libcuda)"
+	Library string // what was searched for, e.g. "CUDA driver (libcuda)"
+	// Sentinel is the loader's own not-found sentinel (e.g.
+	// nvrtc.ErrNotFound), matched by errors.Is besides ErrNotFound; nil
+	// for none.
+	Sentinel error
 	Attempts []Attempt // every candidate, in the order tried
+	// Skipped lists the folders (or folder patterns) in the search that
+	// were not present, so a reader sees where the library was looked for.
+	Skipped []string
+	// Reason, when set, says why no search was made at all (an operating
+	// system without CUDA); Attempts and Skipped are then empty.
+	Reason string
+	// Hint says what to do; it ends the message.
+	Hint string
 }
 
-// Error implements the error interface.
+// Error implements the error interface: one line per candidate with the
+// loader's reason (without the path the loader repeats at its start), a
+// line naming the skipped folders, then the hint.
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s not found; tried %d candidate(s):", e.Library, len(e.Attempts))
-	for _, a := range e.Attempts {
-		fmt.Fprintf(&b, "\n  %s: %v", a.Path, a.Err)
+	if e.Reason != "" {
+		fmt.Fprintf(&b, "%s not found: %s", e.Library, e.Reason)
+	} else {
+		fmt.Fprintf(&b, "%s not found; tried %d candidate(s):", e.Library, len(e.Attempts))
+		for _, a := range e.Attempts {
+			fmt.Fprintf(&b, "\n  %s: %s", a.Path, reason(a))
+		}
+		if len(e.Skipped) > 0 {
+			b.WriteString("\nskipped (not present): ")
+			b.WriteString(strings.Join(e.Skipped, ", "))
+		}
+	}
+	if e.Hint != "" {
+		b.WriteString("\n")
+		b.WriteString(e.Hint)
 	}
 	return b.String()
 }
 
-// Is reports ErrNotFound.
-func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+// reason is an attempt's error text without a leading copy of its path:
+// dlerror's messages start with the file name ("libcuda.so.1: cannot open
+// shared object file: ..."), which the line already shows.
+func reason(a Attempt) string {
+	if a.Err == nil {
+		return "(no reason given)"
+	}
+	return trimPathPrefix(a.Err.Error(), a.Path)
+}
+
+func trimPathPrefix(msg, path string) string {
+	if path != "" && strings.HasPrefix(msg, path+": ") {
+		return msg[len(path)+2:]
+	}
+	return msg
+}
+
+// Is reports ErrNotFound and the library's Sentinel.
+func (e *NotFoundError) Is(target error) bool {
+	return target == ErrNotFound || (e.Sentinel != nil && target == e.Sentinel)
+}
+
+// Unwrap returns every candidate's reason, so errors.Is can ask why a
+// candidate failed (a stub, a missing symbol, no device) without parsing.
+func (e *NotFoundError) Unwrap() []error {
+	out := make([]error, 0, len(e.Attempts))
+	for _, a := range e.Attempts {
+		if a.Err != nil {
+			out = append(out, a.Err)
+		}
+	}
+	return out
+}
+
+// UnsupportedOS returns the error every loader gives on an operating system
+// where CUDA does not exist, or nil where it may: NVIDIA dropped macOS
+// after CUDA 10.2, so on darwin there is no driver, NVRTC or cuBLAS to
+// find and no search is made. The error matches ErrNotFound and sentinel.
+func UnsupportedOS(library string, sentinel error, goos string) *NotFoundError {
+	if goos != "darwin" && goos != "ios" {
+		return nil
+	}
+	return &NotFoundError{
+		Library:  library,
+		Sentinel: sentinel,
+		Reason: "CUDA is not available on macOS: NVIDIA dropped macOS support after CUDA 10.2, " +
+			"so there is no driver, NVRTC or cuBLAS for it; run on Linux or Windows with an NVIDIA GPU",
+	}
+}
 
 // SymbolError says that a library lacks a symbol.
 type SymbolError struct {
 	Library string // the path the library was opened from
 	Symbol  string
 	Err     error
+	// Sentinel is the loader's own missing-symbol sentinel, matched by
+	// errors.Is besides ErrSymbolNotFound; nil for none.
+	Sentinel error
 }
 
 // Error implements the error interface.
 func (e *SymbolError) Error() string {
-	return fmt.Sprintf("symbol %s not found in %s: %v", e.Symbol, e.Library, e.Err)
+	msg := "(no reason given)"
+	if e.Err != nil {
+		msg = trimPathPrefix(e.Err.Error(), e.Library)
+	}
+	return fmt.Sprintf("symbol %s not found in %s: %s", e.Symbol, e.Library, msg)
 }
 
-// Is reports ErrSymbolNotFound.
-func (e *SymbolError) Is(target error) bool { return target == ErrSymbolNotFound }
+// Is reports ErrSymbolNotFound and the library's Sentinel.
+func (e *SymbolError) Is(target error) bool {
+	return target == ErrSymbolNotFound || (e.Sentinel != nil && target == e.Sentinel)
+}
 
 // Library is an opened shared library.
 type Library struct {
@@ -83,6 +173,7 @@ func (l *Library) Lookup(symbol string) (uintptr, error) {
 // search goes on. When nothing loads, the error is a *NotFoundError naming
 // every candidate and why it failed; a candidate rejected by check is also
 // returned wrapped in it, so callers can tell "found but unusable" apart.
+// Callers fill in the error's Sentinel, Skipped and Hint.
 func Open(library string, candidates []string, check func(*Library) error) (*Library, error) {
 	nf := &NotFoundError{Library: library}
 	for _, c := range dedupe(candidates) {
@@ -106,36 +197,102 @@ func Open(library string, candidates []string, check func(*Library) error) (*Lib
 	return nil, nf
 }
 
-// Candidates builds the search list: names as given (the system loader's own
-// search, by soname), then each name joined to each directory that exists.
-// Directories are tried in the order given; missing ones are skipped because
-// setting LD_LIBRARY_PATH from inside a process does not change dlopen's
-// search, so absolute paths are the only way to reach them.
+// Candidates is Search without the skipped folders.
 func Candidates(names []string, dirs []string) []string {
+	c, _ := Search(names, dirs)
+	return c
+}
+
+// Search builds the search list: names as given (the system loader's own
+// search, by soname), then each name joined to each folder of dirs that is
+// present, in the order given. It also returns the folders that are not
+// present, for the error message. An entry of dirs may be a pattern
+// (filepath.Match syntax): it stands for the folders it matches, newest
+// version first (see SortNewestFirst), and is skipped as written when it
+// matches none. Folders are searched by absolute path because setting
+// LD_LIBRARY_PATH from inside a process does not change dlopen's search. A
+// folder reached twice (a symlink such as /usr/local/cuda to a versioned
+// toolkit) is searched once.
+func Search(names []string, dirs []string) (candidates, skipped []string) {
 	out := append([]string(nil), names...)
-	for _, d := range dirs {
-		if d == "" {
-			continue
+	seen := map[string]bool{}
+	add := func(d string) {
+		key := d
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			key = r
 		}
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			continue
+		if seen[key] {
+			return
 		}
+		seen[key] = true
 		for _, n := range names {
 			out = append(out, filepath.Join(d, n))
 		}
 	}
-	return dedupe(out)
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if !hasMeta(d) {
+			if isDir(d) {
+				add(d)
+			} else {
+				skipped = append(skipped, d)
+			}
+			continue
+		}
+		matches := GlobNewestFirst(d)
+		if len(matches) == 0 {
+			skipped = append(skipped, d)
+		}
+		for _, m := range matches {
+			add(m)
+		}
+	}
+	return dedupe(out), dedupe(skipped)
 }
 
-// GlobDirs expands shell patterns (filepath.Glob) into the directories they
-// match, in sorted order per pattern; patterns that match nothing add nothing.
-func GlobDirs(patterns ...string) []string {
+// Roots expands each pattern into the folders it matches, newest version
+// first, and keeps a pattern that matches nothing as written (so the
+// folders built from it are reported as skipped). Plain paths pass through.
+func Roots(patterns ...string) []string {
 	var out []string
 	for _, p := range patterns {
-		m, _ := filepath.Glob(p)
-		out = append(out, m...)
+		if p == "" {
+			continue
+		}
+		if !hasMeta(p) {
+			out = append(out, p)
+			continue
+		}
+		if m := GlobNewestFirst(p); len(m) > 0 {
+			out = append(out, m...)
+		} else {
+			out = append(out, p)
+		}
 	}
 	return out
+}
+
+// GlobNewestFirst returns the folders matching pattern, newest version
+// first (SortNewestFirst).
+func GlobNewestFirst(pattern string) []string {
+	m, _ := filepath.Glob(pattern)
+	dirs := m[:0]
+	for _, p := range m {
+		if isDir(p) {
+			dirs = append(dirs, p)
+		}
+	}
+	SortNewestFirst(dirs)
+	return dirs
+}
+
+func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[`) }
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 func dedupe(in []string) []string {
