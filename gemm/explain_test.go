@@ -346,6 +346,12 @@ func TestExplainRefusesWhatTheCallRefuses(t *testing.T) {
 			require.ErrorIs(t, err, c.want)
 		})
 	}
+	for _, c := range []Call{nil, nilFwd, (*DWArgs)(nil), (*DXArgs)(nil)} {
+		_, err := e.Strategy(c)
+		require.ErrorIs(t, err, ErrNilPointer, "Strategy(%T)", c)
+		_, err = e.WorkspaceBytes(c)
+		require.ErrorIs(t, err, ErrNilPointer, "WorkspaceBytes(%T)", c)
+	}
 	// Shape only: the pointers left zero, as for Strategy.
 	x, err := e.Explain(&ForwardArgs{Tier: TierF32, M: 1, K: 8, N: 8, In: F32, Out: F32})
 	require.NoError(t, err)

@@ -113,7 +113,7 @@ func (w *workspace) release(free func(cudaload.DevicePtr) error) error {
 // plan validates c's shape and types (not its pointers) and returns the
 // dispatcher's decision for it.
 func (e *Engine) plan(c Call) (plan, error) {
-	if c == nil {
+	if nilCall(c) {
 		return plan{}, argErr("Presize", "call", ErrNilPointer, "nil Call")
 	}
 	p, err := c.build(false)
@@ -121,6 +121,22 @@ func (e *Engine) plan(c Call) (plan, error) {
 		return plan{}, err
 	}
 	return e.choose(p)
+}
+
+// nilCall reports a nil Call, or a nil *ForwardArgs, *DWArgs or *DXArgs in
+// one (whose build would dereference nil).
+func nilCall(c Call) bool {
+	switch a := c.(type) {
+	case nil:
+		return true
+	case *ForwardArgs:
+		return a == nil
+	case *DWArgs:
+		return a == nil
+	case *DXArgs:
+		return a == nil
+	}
+	return false
 }
 
 // choose is the dispatcher's decision for a validated problem.
