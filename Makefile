@@ -57,3 +57,9 @@ demo:
 
 clean:
 	rm -rf .gpu bench-results.json
+
+## generate: rebuild the embedded CUBINs (kernels/embedded, kernels/zembedded.go) with the local NVRTC
+## (Debian's libnvrtc12 or newer; see .ci/run's install_nvrtc). Run after editing kernels/cuda or kernels/flags.go.
+.PHONY: generate
+generate:
+	$(GO) generate ./kernels

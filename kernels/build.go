@@ -27,6 +27,32 @@ type Module struct {
 	Log       string     // the NVRTC log, including the ptxas report
 	Resources []Resource // parsed from Log, sorted by kernel name
 	Cached    bool       // loaded from the disk cache rather than compiled
+	Origin    Origin     // where the CUBIN came from
+}
+
+// Origin says where a module's CUBIN came from.
+type Origin int
+
+const (
+	// OriginCompiled: compiled by NVRTC in this build.
+	OriginCompiled Origin = iota
+	// OriginCache: read from the disk cache (compiled by an earlier build).
+	OriginCache
+	// OriginEmbedded: the CUBIN shipped in the binary (go generate).
+	OriginEmbedded
+)
+
+// String returns "compiled", "cache" or "embedded".
+func (o Origin) String() string {
+	switch o {
+	case OriginCompiled:
+		return "compiled"
+	case OriginCache:
+		return "cache"
+	case OriginEmbedded:
+		return "embedded"
+	}
+	return fmt.Sprintf("Origin(%d)", int(o))
 }
 
 // Resource returns the report for one kernel.
@@ -42,13 +68,22 @@ func (m *Module) Resource(kernel string) (Resource, bool) {
 // Bundle is every kernel family compiled for one architecture.
 type Bundle struct {
 	Arch         Arch
-	NVRTCVersion string             // "12.4"
+	Mode         Mode               // where the modules were asked from
+	NVRTCVersion string             // "12.4"; empty when NVRTC was not needed
 	Modules      map[string]*Module // by family
+	Embedded     int                // modules from the embedded set
 	Hits, Misses int                // cache entries used / compiled
-	Elapsed      time.Duration      // wall time of the whole build
-	CacheDir     string             // the cache used; empty when disabled
-	Warnings     []string           // cache problems; the build still succeeded
+	Rebuilt      int                // cache entries present but unusable (corrupt, unreadable), compiled again
+	// EmbeddedNVRTC is the NVRTC version that built the embedded modules
+	// (EmbeddedNVRTCVersion); empty when none was used.
+	EmbeddedNVRTC string
+	Elapsed       time.Duration // wall time of the whole build
+	CacheDir      string        // the cache used; empty when disabled or not needed
+	Warnings      []string      // cache or embedded-set problems; the build still succeeded
 }
+
+// Cold reports whether any module had to be compiled by NVRTC.
+func (b *Bundle) Cold() bool { return b.Misses > 0 }
 
 // BuildOption configures Build and NewBuilder.
 type BuildOption func(*buildConfig)
@@ -59,6 +94,8 @@ type buildConfig struct {
 	cacheSet bool // WithCache was given
 	cacheOn  bool
 	families []string // nil: every family
+	mode     Mode
+	modeSet  bool // WithMode was given
 }
 
 // WithFamilies limits the build to the named families (each must exist), so
@@ -87,7 +124,11 @@ func WithCache(enabled bool) BuildOption {
 // concurrent use.
 type Builder struct {
 	compiler *nvrtc.Compiler
-	cfg      buildConfig
+	// open finds NVRTC when a family has to be compiled and compiler is
+	// nil (package Build: nvrtc.Open), so a build served by the embedded
+	// set never looks for it.
+	open func() (*nvrtc.Compiler, error)
+	cfg  buildConfig
 }
 
 // NewBuilder returns a Builder using compiler; a WithCompiler option is
@@ -102,72 +143,140 @@ func NewBuilder(compiler *nvrtc.Compiler, opts ...BuildOption) *Builder {
 	return &Builder{compiler: compiler, cfg: cfg}
 }
 
-// Build compiles every family for arch (FamiliesFor) with the NVRTC from WithCompiler, or
-// else nvrtc.Open().
+// Build returns every family for arch (FamiliesFor), or those WithFamilies
+// names: from the embedded set where it has them (ModeAuto, the default),
+// else compiled with the NVRTC from WithCompiler, or else nvrtc.Open(),
+// which is looked for only when some family has to be compiled.
 func Build(arch Arch, opts ...BuildOption) (*Bundle, error) {
 	if err := arch.check(); err != nil {
 		return nil, err // before looking for NVRTC: the answer does not depend on it
 	}
 	b := NewBuilder(nil, opts...)
 	b.compiler = b.cfg.compiler
-	if b.compiler == nil {
+	b.open = func() (*nvrtc.Compiler, error) {
 		c, err := nvrtc.Open()
 		if err != nil {
 			return nil, fmt.Errorf("kernels: %w", err)
 		}
-		b.compiler = c
+		return c, nil
 	}
 	return b.Build(arch)
 }
 
-// Build compiles every family for arch, concurrently, each from the cache
-// when a valid entry exists. It fails only when a family cannot be
-// compiled; cache problems become Bundle.Warnings.
+// ResolveMode returns the Mode a build with opts uses: WithMode's, else
+// DETGEMM_KERNELS' (ErrBadMode when it names none).
+func ResolveMode(opts ...BuildOption) (Mode, error) {
+	var cfg buildConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return resolveMode(cfg, os.Getenv)
+}
+
+// Build returns every family for arch: from the embedded set where the
+// mode allows and the set has it, the rest compiled concurrently, each from
+// the cache when a valid entry exists. It fails only when a family cannot
+// be had; cache problems become Bundle.Warnings.
 func (b *Builder) Build(arch Arch) (*Bundle, error) {
 	start := time.Now()
 	if err := arch.check(); err != nil {
 		return nil, err
 	}
-	if b.compiler == nil {
-		return nil, errors.New("kernels: Builder has no NVRTC compiler")
+	mode, err := resolveMode(b.cfg, os.Getenv)
+	if err != nil {
+		return nil, err
 	}
+	families, err := b.familiesFor(arch)
+	if err != nil {
+		return nil, err
+	}
+	bundle := &Bundle{Arch: arch, Mode: mode, Modules: map[string]*Module{}}
+
+	need := families
+	if mode != ModeNVRTC {
+		need = nil
+		for _, f := range families {
+			m, why := loadEmbedded(f, arch)
+			if m != nil {
+				bundle.Modules[f] = m
+				bundle.Embedded++
+				continue
+			}
+			if mode == ModeEmbedded {
+				return nil, fmt.Errorf("%w: %s for %s: %s (embedded architectures: %v; set %s=auto to compile with NVRTC)",
+					ErrNotEmbedded, f, arch, why, EmbeddedArchs(), EnvKernels)
+			}
+			if why != "absent" {
+				bundle.Warnings = append(bundle.Warnings, fmt.Sprintf("embedded %s for %s: %s; compiled with NVRTC instead", f, arch, why))
+			}
+			need = append(need, f)
+		}
+		if bundle.Embedded > 0 {
+			bundle.EmbeddedNVRTC = embeddedNVRTC
+		}
+	}
+	if len(need) > 0 {
+		if err := b.compile(arch, need, bundle); err != nil {
+			return nil, err
+		}
+	}
+	bundle.Elapsed = time.Since(start)
+	return bundle, nil
+}
+
+// familiesFor is FamiliesFor(arch), or the WithFamilies list checked
+// against it.
+func (b *Builder) familiesFor(arch Arch) ([]string, error) {
+	if b.cfg.families == nil {
+		return FamiliesFor(arch), nil
+	}
+	var families []string
+	for _, f := range b.cfg.families {
+		ok, err := familyBuildsFor(f, arch)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			targets, _ := FamilyTargets(f)
+			return nil, fmt.Errorf("%w: %s is built only for %v, not %s", ErrFamilyArch, f, targets, arch)
+		}
+		if !slices.Contains(families, f) {
+			families = append(families, f)
+		}
+	}
+	return families, nil
+}
+
+// compile builds families with NVRTC, one goroutine each (NVRTC is
+// thread-safe for separate programs), through the disk cache.
+func (b *Builder) compile(arch Arch, families []string, bundle *Bundle) error {
 	if os.Getenv(envAppendFlags) != "" {
-		return nil, ErrAppendFlags
+		return ErrAppendFlags
+	}
+	if b.compiler == nil {
+		if b.open == nil {
+			return errors.New("kernels: Builder has no NVRTC compiler")
+		}
+		c, err := b.open()
+		if err != nil {
+			return err
+		}
+		b.compiler = c
 	}
 	major, minor := b.compiler.Version()
 	if err := checkNVRTCArch(b.compiler, arch); err != nil {
-		return nil, err
+		return err
 	}
-
+	bundle.NVRTCVersion = fmt.Sprintf("%d.%d", major, minor)
 	dir, warning := cacheDirFor(b.cfg, os.Getenv)
-	bundle := &Bundle{
-		Arch:         arch,
-		NVRTCVersion: fmt.Sprintf("%d.%d", major, minor),
-		Modules:      map[string]*Module{},
-		CacheDir:     dir,
-	}
+	bundle.CacheDir = dir
 	if warning != "" {
 		bundle.Warnings = append(bundle.Warnings, warning)
 	}
 	cache := diskCache{dir: dir}
 
-	families := FamiliesFor(arch)
-	if b.cfg.families != nil {
-		families = nil
-		for _, f := range b.cfg.families {
-			ok, err := familyBuildsFor(f, arch)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				targets, _ := FamilyTargets(f)
-				return nil, fmt.Errorf("%w: %s is built only for %v, not %s", ErrFamilyArch, f, targets, arch)
-			}
-			if !slices.Contains(families, f) {
-				families = append(families, f)
-			}
-		}
-	}
 	results := make([]familyResult, len(families))
 	var wg sync.WaitGroup
 	for i, f := range families {
@@ -179,7 +288,7 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 
 	for i, r := range results {
 		if r.err != nil {
-			return nil, fmt.Errorf("kernels: building %s for %s: %w", families[i], arch, r.err)
+			return fmt.Errorf("kernels: building %s for %s: %w", families[i], arch, r.err)
 		}
 		bundle.Modules[r.module.Family] = r.module
 		if r.module.Cached {
@@ -187,15 +296,18 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 		} else {
 			bundle.Misses++
 		}
+		if r.rebuilt {
+			bundle.Rebuilt++
+		}
 		bundle.Warnings = append(bundle.Warnings, r.warnings...)
 	}
-	bundle.Elapsed = time.Since(start)
-	return bundle, nil
+	return nil
 }
 
 type familyResult struct {
 	module   *Module
 	warnings []string
+	rebuilt  bool // a cache entry was there but unusable
 	err      error
 }
 
@@ -212,10 +324,12 @@ func (b *Builder) buildFamily(family string, arch Arch, nvrtcVersion string, cac
 	var res familyResult
 	cubin, log, ok, warning := cache.load(name, key)
 	if warning != "" {
+		// load warns only about an entry that exists and cannot be used.
 		res.warnings = append(res.warnings, warning)
+		res.rebuilt = true
 	}
 	if ok {
-		res.module = &Module{Family: family, CUBIN: cubin, Log: log, Resources: ParseResources(log), Cached: true}
+		res.module = &Module{Family: family, CUBIN: cubin, Log: log, Resources: ParseResources(log), Cached: true, Origin: OriginCache}
 		return res
 	}
 	out, err := b.compiler.Compile(src, family+familySuffix, flags, hdrs...)
@@ -225,7 +339,7 @@ func (b *Builder) buildFamily(family string, arch Arch, nvrtcVersion string, cac
 	if w := cache.store(name, key, out.CUBIN, out.Log); w != "" {
 		res.warnings = append(res.warnings, w)
 	}
-	res.module = &Module{Family: family, CUBIN: out.CUBIN, Log: out.Log, Resources: ParseResources(out.Log)}
+	res.module = &Module{Family: family, CUBIN: out.CUBIN, Log: out.Log, Resources: ParseResources(out.Log), Origin: OriginCompiled}
 	return res
 }
 

@@ -27,7 +27,11 @@ const envChild = "DETGEMM_KERNELS_TEST_CHILD_CACHE"
 // families take NVRTC tens of seconds per architecture).
 var cacheFamilies = []string{"triad", "util"}
 
-var small = WithFamilies(cacheFamilies...)
+// nvrtcOnly makes a build compile with NVRTC even where the embedded set
+// has the family: these tests exercise the compiler and the cache.
+var nvrtcOnly = WithMode(ModeNVRTC)
+
+var small = func(b *buildConfig) { WithFamilies(cacheFamilies...)(b); nvrtcOnly(b) }
 
 type childReport struct {
 	Hits, Misses int
@@ -74,7 +78,7 @@ func TestEveryFamilyCompilesWithoutSpillsOrStack(t *testing.T) {
 	c := nvrtctest.Compiler(t)
 	for _, arch := range archsFor(t, c) {
 		t.Run(arch.String(), func(t *testing.T) {
-			b, err := NewBuilder(c, WithCache(false)).Build(arch)
+			b, err := NewBuilder(c, WithCache(false), nvrtcOnly).Build(arch)
 			require.NoError(t, err)
 			require.Equal(t, arch, b.Arch)
 			require.Len(t, b.Modules, len(FamiliesFor(arch)))
@@ -130,6 +134,8 @@ func TestCacheSecondBuildIsAllHitsWithIdenticalBytes(t *testing.T) {
 		w := warm.Modules[fam]
 		require.True(t, w.Cached)
 		require.False(t, m.Cached)
+		require.Equal(t, OriginCache, w.Origin, fam)
+		require.Equal(t, OriginCompiled, m.Origin, fam)
 		require.Equal(t, m.CUBIN, w.CUBIN, fam)
 		require.Equal(t, m.Log, w.Log, fam)
 		require.Equal(t, m.Resources, w.Resources, fam)
@@ -170,6 +176,7 @@ func TestCacheCorruptEntryIsRebuiltAndReplaced(t *testing.T) {
 			again, err := NewBuilder(c, small, WithCacheDir(dir)).Build(arch)
 			require.NoError(t, err)
 			require.Equal(t, 1, again.Misses, "the damaged entry is rebuilt")
+			require.Equal(t, 1, again.Rebuilt, "counted as rebuilt after corruption")
 			require.Equal(t, len(cacheFamilies)-1, again.Hits)
 			require.Len(t, again.Warnings, 1)
 			require.Contains(t, again.Warnings[0], filepath.Base(victim))
@@ -183,6 +190,7 @@ func TestCacheCorruptEntryIsRebuiltAndReplaced(t *testing.T) {
 			third, err := NewBuilder(c, small, WithCacheDir(dir)).Build(arch)
 			require.NoError(t, err)
 			require.Equal(t, len(cacheFamilies), third.Hits)
+			require.Zero(t, third.Rebuilt)
 		})
 	}
 }
@@ -323,18 +331,18 @@ func TestBuildNamesArchitecturesNVRTCCannotTarget(t *testing.T) {
 }
 
 func TestBuilderWithoutCompilerFails(t *testing.T) {
-	_, err := NewBuilder(nil).Build(Arch{Major: 8})
+	_, err := NewBuilder(nil, nvrtcOnly).Build(Arch{Major: 8})
 	require.Error(t, err)
 }
 
 func TestWithFamiliesBuildsOnlyThoseAndRejectsUnknown(t *testing.T) {
 	c := nvrtctest.Compiler(t)
-	b, err := NewBuilder(c, WithCache(false), WithFamilies("util", "util")).Build(Arch{Major: 8})
+	b, err := NewBuilder(c, WithCache(false), nvrtcOnly, WithFamilies("util", "util")).Build(Arch{Major: 8})
 	require.NoError(t, err)
 	require.Len(t, b.Modules, 1)
 	require.Contains(t, b.Modules, "util")
-	_, err = NewBuilder(c, WithCache(false), WithFamilies("no_such_family")).Build(Arch{Major: 8})
+	_, err = NewBuilder(c, WithCache(false), nvrtcOnly, WithFamilies("no_such_family")).Build(Arch{Major: 8})
 	require.ErrorIs(t, err, ErrUnknownFamily)
-	_, err = NewBuilder(c, WithCache(false), WithFamilies("gemm_wgmma")).Build(Arch{Major: 9})
+	_, err = NewBuilder(c, WithCache(false), nvrtcOnly, WithFamilies("gemm_wgmma")).Build(Arch{Major: 9})
 	require.ErrorIs(t, err, ErrFamilyArch, "wgmma exists on sm_90a only")
 }

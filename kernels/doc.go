@@ -7,6 +7,20 @@
 // and returns a Bundle of modules, each with its CUBIN, the NVRTC log and
 // the ptxas resource report parsed from it.
 //
+// # Prebuilt kernels
+//
+// go generate ./kernels (kernels/internal/gencubin) compiles every family
+// with NVRTC, with the same Flags, for the architectures users have (sm_80,
+// sm_86, sm_89, sm_90a, and newer ones when the NVRTC on hand can target
+// them) and embeds the CUBINs, gzipped, in the package (EmbeddedArchs,
+// EmbeddedNVRTCVersion). zembedded.go records, per CUBIN, the SourceHash of
+// the sources and flags it was built from; a CUBIN whose hash does not match
+// this build's sources is never loaded, and a test fails until the set is
+// regenerated. Build takes a family from the embedded set when it can
+// (ModeAuto) and opens NVRTC only for the rest; DETGEMM_KERNELS=embedded or
+// nvrtc (or WithMode) forces one source. Each Module says where it came from
+// (Origin).
+//
 // # Cache
 //
 // Compiled modules are kept on disk under os.UserCacheDir()/detgemm
