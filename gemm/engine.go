@@ -3,7 +3,9 @@ package gemm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/kernels"
@@ -12,13 +14,14 @@ import (
 
 // Engine runs the triad's products on one device and one stream.
 type Engine struct {
-	ctx     *cudaload.Context
-	stream  *cudaload.Stream
-	owns    bool // the stream was created here
-	arch    kernels.Arch
-	sms     int // multiprocessors: the dispatcher's only device input
-	modules []*cudaload.Module
-	fns     functions
+	ctx    *cudaload.Context
+	stream *cudaload.Stream
+	owns   bool // the stream was created here
+	arch   kernels.Arch
+	sms    int     // multiprocessors: the dispatcher's only device input
+	mods   *loaded // the modules, maybe shared with other engines on ctx
+	report BuildReport
+	fns    functions
 
 	mu    sync.Mutex // serialises launches (args and the workspace are shared)
 	args  cudaload.Args
@@ -37,6 +40,7 @@ type Engine struct {
 	tmEnc    *cudaload.TiledEncoder
 	tmA, tmB cudaload.TensorMap
 	closed   bool
+	key      shareKey // where mods is registered
 }
 
 // Option configures New.
@@ -45,23 +49,44 @@ type Option func(*config)
 type config struct {
 	stream    *cudaload.Stream
 	buildOpts []kernels.BuildOption
+	mode      kernels.Mode
+	modeSet   bool
 }
 
 // WithStream makes the engine enqueue on s (which it does not close) instead
 // of a stream of its own.
 func WithStream(s *cudaload.Stream) Option { return func(c *config) { c.stream = s } }
 
-// WithBuildOptions passes options to kernels.Build (compiler, cache).
+// WithBuildOptions passes options to kernels.Build (compiler, cache). An
+// engine given any does not share its modules with other engines.
 func WithBuildOptions(opts ...kernels.BuildOption) Option {
 	return func(c *config) { c.buildOpts = append(c.buildOpts, opts...) }
 }
 
-// New builds (or loads from the cache) the kernels for ctx's device and
-// returns an engine. A GPU older than Ampere (sm_80) gets ErrArch.
+// WithKernels says where the kernels come from, overriding the
+// DETGEMM_KERNELS environment variable: kernels.ModeAuto (the default)
+// loads the CUBINs embedded in the binary where it has them for the device
+// and compiles with NVRTC otherwise; kernels.ModeEmbedded fails
+// (kernels.ErrNotEmbedded) rather than compile; kernels.ModeNVRTC always
+// compiles (and caches), for development.
+func WithKernels(m kernels.Mode) Option {
+	return func(c *config) { c.mode, c.modeSet = m, true }
+}
+
+// New loads the kernels for ctx's device and returns an engine. On an
+// architecture in the embedded set (kernels.EmbeddedArchs) it needs no
+// NVRTC and no cache directory; elsewhere it compiles the families it can
+// dispatch with NVRTC, in parallel, through the disk cache (WithKernels
+// chooses otherwise). Engines on one context share the loaded modules:
+// only the first loads them, the last Close unloads them. BuildReport says
+// where the kernels came from. A GPU older than Ampere (sm_80) gets ErrArch.
 func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
+	start := time.Now()
 	var cfg config
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if ctx == nil {
 		return nil, argErr("New", "ctx", ErrNilPointer, "no CUDA context")
@@ -71,50 +96,89 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("gemm.New: %s has compute capability %d.%d: %w; detgemm needs Ampere (sm_80) or newer",
 			ctx.Device().Name(), major, minor, ErrArch)
 	}
-	comp, err := nvrtc.Open()
-	if err != nil {
-		return nil, fmt.Errorf("gemm.New: the kernels are compiled at run time and NVRTC is missing: %w", err)
+	buildOpts := cfg.buildOpts
+	if cfg.modeSet {
+		buildOpts = append(slices.Clip(buildOpts), kernels.WithMode(cfg.mode))
 	}
-	nvMajor, _ := comp.Version()
-	arch := kernels.ArchFor(major, minor, nvMajor)
-	bundle, err := kernels.Build(arch, append([]kernels.BuildOption{kernels.WithCompiler(comp)}, cfg.buildOpts...)...)
+	mode, err := kernels.ResolveMode(buildOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("gemm.New: %w", err)
+	}
+	key := shareKey{ctx: ctx, mode: mode}
+	if len(cfg.buildOpts) > 0 {
+		key.private = new(byte) // options the key cannot see: never shared
+	}
+	e := &Engine{ctx: ctx, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin()),
+		tmEnc: ctx.NewTiledEncoder()}
+	perSM, err := ctx.Device().Attribute(cudaload.DevAttrMaxSharedMemoryPerMultiprocessor)
+	if err != nil {
+		return nil, fmt.Errorf("gemm.New: %w", err)
+	}
+	e.smemPerSM, e.loneShared = uint32(perSM), loneShared(perSM, ctx.Device().MaxSharedMemoryPerBlockOptin())
+
+	l, reused, err := acquire(key, func() (*loaded, error) {
+		return buildAndLoad(ctx, major, minor, mode, buildOpts, e.loneShared)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.mods, e.fns, e.arch, e.hasWG = l, l.fns, l.arch, wgArch(l.arch)
+	e.report = l.report
+	e.report.Shared = reused
+	if cfg.stream != nil {
+		e.stream = cfg.stream
+	} else {
+		if e.stream, err = ctx.NewStream(); err != nil {
+			_ = release(key, l)
+			return nil, fmt.Errorf("gemm.New: %w", err)
+		}
+		e.owns = true
+	}
+	e.key = key
+	e.report.Elapsed = time.Since(start)
+	return e, nil
+}
+
+// buildAndLoad gets the families the engine dispatches on this device
+// (engineFamilies) and loads them into ctx.
+func buildAndLoad(ctx *cudaload.Context, major, minor int, mode kernels.Mode, buildOpts []kernels.BuildOption, lone uint32) (*loaded, error) {
+	t0 := time.Now()
+	// Hopper's embedded set is sm_90a; it needs no NVRTC to choose.
+	arch := kernels.ArchFor(major, minor, 12)
+	if mode == kernels.ModeNVRTC || mode == kernels.ModeAuto && !kernels.Embedded(arch, engineFamilies(arch)...) {
+		comp, err := nvrtc.Open()
+		if err != nil {
+			return nil, fmt.Errorf("gemm.New: no prebuilt kernels for %s in this binary (embedded: %v) and NVRTC is missing: %w",
+				arch, kernels.EmbeddedArchs(), err)
+		}
+		nvMajor, _ := comp.Version()
+		arch = kernels.ArchFor(major, minor, nvMajor)
+		buildOpts = append([]kernels.BuildOption{kernels.WithCompiler(comp)}, buildOpts...)
+	}
+	buildOpts = append(slices.Clip(buildOpts), kernels.WithFamilies(engineFamilies(arch)...))
+	bundle, err := kernels.Build(arch, buildOpts...)
 	if err != nil {
 		if errors.Is(err, kernels.ErrUnsupportedArch) {
 			return nil, fmt.Errorf("gemm.New: %w: %w", ErrArch, err)
 		}
 		return nil, fmt.Errorf("gemm.New: building kernels for %s: %w", arch, err)
 	}
-	e := &Engine{ctx: ctx, arch: arch, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin()),
-		hasWG: wgArch(arch), tmEnc: ctx.NewTiledEncoder()}
-	perSM, err := ctx.Device().Attribute(cudaload.DevAttrMaxSharedMemoryPerMultiprocessor)
+	t1 := time.Now()
+	mods, fns, err := loadModules(ctx, bundle, lone)
 	if err != nil {
-		return nil, fmt.Errorf("gemm.New: %w", err)
-	}
-	e.smemPerSM, e.loneShared = uint32(perSM), loneShared(perSM, ctx.Device().MaxSharedMemoryPerBlockOptin())
-	mods, fns, err := loadModules(ctx, bundle, e.loneShared)
-	e.modules, e.fns = mods, fns
-	if err != nil {
-		_ = e.closeModules()
+		_ = closeAll(mods)
 		return nil, err
 	}
-	if cfg.stream != nil {
-		e.stream = cfg.stream
-	} else {
-		if e.stream, err = ctx.NewStream(); err != nil {
-			_ = e.closeModules()
-			return nil, fmt.Errorf("gemm.New: %w", err)
-		}
-		e.owns = true
-	}
-	return e, nil
+	rep := reportOf(bundle)
+	rep.BuildTime, rep.LoadTime = t1.Sub(t0), time.Since(t1)
+	return &loaded{mods: mods, fns: fns, arch: arch, report: rep}, nil
 }
 
-func (e *Engine) closeModules() error {
+func closeAll(mods []*cudaload.Module) error {
 	var errs []error
-	for _, m := range e.modules {
+	for _, m := range mods {
 		errs = append(errs, m.Close())
 	}
-	e.modules = nil
 	return errors.Join(errs...)
 }
 
@@ -150,7 +214,7 @@ func (e *Engine) Close() error {
 	if e.owns {
 		err = errors.Join(err, e.stream.Close())
 	}
-	return errors.Join(err, e.closeModules())
+	return errors.Join(err, release(e.key, e.mods))
 }
 
 // Forward enqueues Y = X @ W (+ bias).

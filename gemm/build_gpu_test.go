@@ -1,0 +1,119 @@
+package gemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/detgemm/detgemm/internal/nvrtctest"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/detgemm/detgemm/nvrtc"
+)
+
+// TestEngineFromEmbeddedNeedsNoNVRTC: on a shipped architecture an engine
+// forced to the embedded set starts with NVRTC pointed at a path that does
+// not exist and no usable cache directory, reports every family as
+// embedded, and computes (the bits are checked by the golden tests, which
+// run through the embedded set by default).
+func TestEngineFromEmbeddedNeedsNoNVRTC(t *testing.T) {
+	eng0, ctx := gpuEngine(t)
+	if !kernels.Embedded(eng0.Arch(), engineFamilies(eng0.Arch())...) {
+		t.Skipf("%s is not in the embedded set %v", eng0.Arch(), kernels.EmbeddedArchs())
+	}
+	t.Setenv(nvrtc.EnvLibrary, "/nonexistent/libnvrtc.so")
+	t.Setenv(kernels.EnvCacheDir, "/nonexistent/cache")
+	eng, err := New(ctx, WithKernels(kernels.ModeEmbedded), WithBuildOptions(kernels.WithCache(false)))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, eng.Close()) }()
+	rep := eng.BuildReport()
+	t.Log(rep)
+	require.Equal(t, "embedded", rep.Start())
+	require.Equal(t, len(engineFamilies(eng.Arch())), rep.Embedded)
+	require.Zero(t, rep.Compiled+rep.CacheHits)
+	require.Empty(t, rep.NVRTCVersion)
+	require.Empty(t, rep.Warnings)
+	for _, f := range rep.Families {
+		require.Equal(t, kernels.OriginEmbedded, f.Origin, f.Family)
+	}
+	r := newRand(t)
+	want, got, cols := runOp(t, eng, ctx, r, "Forward", TierF32, F32, F32, 7, 300, 33, true)
+	requireSameBits(t, want, got, cols, "Forward f32 from the embedded set")
+}
+
+// TestEmbeddedAndNVRTCEnginesGiveSameBits runs the same calls through an
+// engine on the embedded CUBINs and one compiled by the NVRTC on the
+// machine: every tier, op and dtype gives the same bits (and the IEEE
+// tiers the CPU reference's).
+func TestEmbeddedAndNVRTCEnginesGiveSameBits(t *testing.T) {
+	_, ctx := gpuEngine(t)
+	nvrtctest.Compiler(t)
+	emb, err := New(ctx, WithKernels(kernels.ModeEmbedded))
+	if err != nil {
+		t.Skipf("no embedded set for this device: %v", err)
+	}
+	defer func() { require.NoError(t, emb.Close()) }()
+	nv, err := New(ctx, WithKernels(kernels.ModeNVRTC), WithBuildOptions(kernels.WithCacheDir(t.TempDir())))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, nv.Close()) }()
+	t.Log("embedded: ", emb.BuildReport())
+	t.Log("NVRTC:    ", nv.BuildReport())
+	require.Equal(t, emb.Arch(), nv.Arch(), "both paths build for one architecture")
+	require.Positive(t, nv.BuildReport().Compiled)
+
+	type combo struct {
+		tier    Tier
+		in, out DType
+	}
+	combos := []combo{{TierTensorCore, BF16, BF16}, {TierTensorCore, F16, F32}}
+	for _, c := range ieeeCombos {
+		combos = append(combos, combo{c.tier, c.in, c.out})
+	}
+	shapes := [][3]int{{1, 4097, 5}, {7, 300, 33}, {16, 4096, 4096}, {130, 1000, 17}, {512, 768, 1024}}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	for _, op := range []string{"Forward", "DX", "DW"} {
+		for _, c := range combos {
+			if op == "DW" && c.out != F32 {
+				continue
+			}
+			for i, s := range shapes {
+				name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d", op, c.tier, c.in, c.out, s[0], s[1], s[2])
+				t.Run(name, func(t *testing.T) {
+					wantE, gotE, cols := runOp(t, emb, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
+					_, gotN, _ := runOp(t, nv, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
+					requireSameBits(t, gotN, gotE, cols, name+" embedded vs NVRTC")
+					if c.tier != TierTensorCore {
+						requireSameBits(t, wantE, gotE, cols, name)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestSecondEngineSharesTheModules: a second engine on the context loads
+// nothing; the time it takes is logged (the goal is 5 ms).
+func TestSecondEngineSharesTheModules(t *testing.T) {
+	first, ctx := gpuEngine(t)
+	t0 := time.Now()
+	second, err := New(ctx)
+	elapsed := time.Since(t0)
+	require.NoError(t, err)
+	rep := second.BuildReport()
+	require.True(t, rep.Shared)
+	require.Equal(t, "shared", rep.Start())
+	require.Same(t, first.mods, second.mods)
+	t.Logf("second engine on the context: %v (%s)", elapsed, rep)
+	require.NoError(t, second.Close())
+	require.True(t, first.mods.ready, "the first engine's modules stay loaded")
+	r := newRand(t)
+	want, got, cols := runOp(t, first, ctx, r, "DX", TierF32, BF16, F32, 5, 256, 64, false)
+	requireSameBits(t, want, got, cols, "first engine after the second closed")
+	if os.Getenv(kernels.EnvKernels) == "" && kernels.Embedded(first.Arch(), engineFamilies(first.Arch())...) {
+		require.Equal(t, "embedded", first.BuildReport().Start(), "by default a shipped architecture starts from the embedded set")
+	}
+}
