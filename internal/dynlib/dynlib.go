@@ -137,9 +137,16 @@ type SymbolError struct {
 
 // Error implements the error interface.
 func (e *SymbolError) Error() string {
-	msg := "(no reason given)"
-	if e.Err != nil {
-		msg = trimPathPrefix(e.Err.Error(), e.Library)
+	if e.Err == nil {
+		return fmt.Sprintf("symbol %s not found in %s", e.Symbol, e.Library)
+	}
+	// dlerror names the file again, by its resolved path, and the symbol.
+	msg := e.Err.Error()
+	if i := strings.Index(msg, ": "); i > 0 && filepath.Base(msg[:i]) == filepath.Base(e.Library) {
+		msg = msg[i+2:]
+	}
+	if msg == "" || msg == "undefined symbol: "+e.Symbol {
+		return fmt.Sprintf("symbol %s not found in %s", e.Symbol, e.Library)
 	}
 	return fmt.Sprintf("symbol %s not found in %s: %s", e.Symbol, e.Library, msg)
 }

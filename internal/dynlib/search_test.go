@@ -155,5 +155,14 @@ func TestSymbolErrorMatchesItsSentinelAndPrintsPathOnce(t *testing.T) {
 	require.ErrorIs(t, err, ErrSymbolNotFound)
 	require.ErrorIs(t, err, own)
 	require.NotErrorIs(t, err, errors.New("own"))
-	require.Equal(t, "symbol f not found in /l/libx.so: undefined symbol: f", err.Error())
+	require.NotErrorIs(t, &SymbolError{Library: "x", Symbol: "f"}, own, "no sentinel: only the generic one")
+	for _, tt := range []struct{ lib, dlerr, want string }{
+		{"/l/libx.so", "/l/libx.so: undefined symbol: f", "symbol f not found in /l/libx.so"},
+		{"libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6: undefined symbol: f", "symbol f not found in libc.so.6"},
+		{"libc.so.6", "something else", "symbol f not found in libc.so.6: something else"},
+		{"libc.so.6", "", "symbol f not found in libc.so.6"},
+	} {
+		require.Equal(t, tt.want, (&SymbolError{Library: tt.lib, Symbol: "f", Err: errors.New(tt.dlerr)}).Error())
+	}
+	require.Equal(t, "symbol f not found in x", (&SymbolError{Library: "x", Symbol: "f"}).Error())
 }
