@@ -5,7 +5,13 @@ GO ?= go
 PKGS := ./...
 # Packages whose tests get a binary for the GPU machine (see gpu-bin).
 GPU_TEST_PKGS := $(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... 2>/dev/null)
+# bench/ is a module of its own (bench/go.mod), so the tools' dependencies
+# (gonum's plot) stay out of the library's go.mod; ./... above does not reach it.
+BENCH_TEST_PKGS := $(shell cd bench && $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... 2>/dev/null)
 MODULE := github.com/detgemm/detgemm
+# The source revision the bench records in its JSON (binaries built here carry no VCS stamp).
+COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null)
+BENCH_LDFLAGS := -X main.buildCommit=$(COMMIT)
 
 .PHONY: all build test vet fmt-check cross gpu-bin bench demo clean
 
@@ -14,12 +20,15 @@ all: build
 build:
 	$(GO) build $(PKGS)
 
-## test: formatting, vet, then every test (GPU tests skip with a reason where no GPU is found).
+## test: formatting, vet, then every test of the library and of the bench module (GPU tests
+## skip with a reason where no GPU is found).
 test: fmt-check vet
 	$(GO) test -count=1 -timeout 45m $(PKGS)
+	cd bench && $(GO) test -count=1 -timeout 45m ./...
 
 vet:
 	$(GO) vet $(PKGS)
+	cd bench && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -34,22 +43,23 @@ cross:
 ## gpu-bin: test binaries and the bench for the GPU machine (no Go there), in .gpu/ with run.sh.
 gpu-bin:
 	@rm -rf .gpu && mkdir -p .gpu
-	@set -e; for p in $(GPU_TEST_PKGS); do \
+	@set -e; for p in $(GPU_TEST_PKGS) $(BENCH_TEST_PKGS); do \
 		rel=$${p#$(MODULE)}; rel=$${rel#/}; name=$$(echo "$$rel" | tr '/' '_'); \
+		case "$$rel" in bench|bench/*) dir=bench; pkg=.$${rel#bench} ;; *) dir=.; pkg=./$$rel ;; esac; \
 		echo "go test -c $$rel -> .gpu/$$name.test"; \
-		GOOS=linux GOARCH=amd64 $(GO) test -c -trimpath -ldflags="-s -w" -o .gpu/$$name.test ./$$rel; \
+		(cd $$dir && GOOS=linux GOARCH=amd64 $(GO) test -c -trimpath -ldflags="-s -w" -o $(CURDIR)/.gpu/$$name.test $$pkg); \
 		echo "$$rel $$name" >> .gpu/packages.txt; \
 	done
-	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/bench ./bench
+	cd bench && GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w $(BENCH_LDFLAGS)" -o $(CURDIR)/.gpu/bench .
 	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/train ./triad/cmd/train
 	@# The tree that travels to the GPU machine is capped at 64 MiB: ship the binaries gzipped.
 	cd .gpu && tar czf bin.tgz --remove-files $$(ls | grep -v -e '^packages.txt$$')
 	cp scripts/gpu-run.sh .gpu/run.sh && chmod +x .gpu/run.sh
 	@du -sh .gpu
 
-## bench: the measuring stick (needs a GPU).
+## bench: the measuring stick (needs a GPU); figures in bench-results.json. BENCH_ARGS=... adds flags.
 bench:
-	$(GO) run ./bench
+	cd bench && $(GO) run -ldflags="$(BENCH_LDFLAGS)" . --json $(CURDIR)/bench-results.json $(BENCH_ARGS)
 
 ## demo: the main job — train a small MLP deterministically (GPU, or the CPU backend without one).
 demo:

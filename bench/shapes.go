@@ -127,11 +127,16 @@ func shapeOf(m, k, n string) (Shape, string) {
 	return Shape{M: d[0], K: d[1], N: d[2]}, ""
 }
 
-// findShapesFile walks up from dir to the first directory holding go.mod and
-// returns its testdata/bench_shapes.txt when that file exists.
+// benchModule is the bench's own module path: its go.mod (bench/go.mod) is
+// passed over on the way up to the library's module root.
+const benchModule = "github.com/detgemm/detgemm/bench"
+
+// findShapesFile walks up from dir to the first directory holding a go.mod
+// other than the bench's own and returns its testdata/bench_shapes.txt when
+// that file exists.
 func findShapesFile(dir string) (string, bool) {
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) != benchModule {
 			p := filepath.Join(dir, shapesFileRel)
 			if _, err := os.Stat(p); err == nil {
 				return p, true
@@ -144,6 +149,16 @@ func findShapesFile(dir string) (string, bool) {
 		}
 		dir = parent
 	}
+}
+
+// modulePath is the path on a go.mod's module line ("" if none).
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
 }
 
 // loadShapes applies the precedence: --shapes, then --shapes-file, then the

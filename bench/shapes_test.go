@@ -87,6 +87,12 @@ func TestFindShapesFileStopsAtModuleRoot(t *testing.T) {
 	got, ok := findShapesFile(deep)
 	require.True(t, ok)
 	require.Equal(t, want, got)
+
+	// The bench's own module (bench/go.mod) is passed over.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a", "go.mod"), []byte("module "+benchModule+"\n\ngo 1.26\n"), 0o644))
+	got, ok = findShapesFile(deep)
+	require.True(t, ok, "the walk goes on past the bench's go.mod")
+	require.Equal(t, want, got)
 }
 
 func TestLoadShapesPrecedence(t *testing.T) {
