@@ -5,9 +5,12 @@
 //	go run ./bench                      # the standard shapes, every type and mode
 //	go run ./bench --quick --shapes 4096x4096x4096 --dtypes bf16
 //	go run ./bench --help               # flags and what each column means
+//	go run ./bench --from bench-results.json --format md   # a saved run as the README's tables
+//	go run ./bench --from bench-results.json --plot run.svg # a saved run drawn (no GPU needed)
 //
-// It needs an NVIDIA GPU with its driver, and cuBLAS; without them it says
-// which library was not found and exits with status 1.
+// Measuring needs an NVIDIA GPU with its driver, and cuBLAS; without them it
+// says which library was not found and exits with status 1. Rendering a
+// saved run (--from) needs neither: it loads no driver.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,6 +37,14 @@ type config struct {
 	seed       uint64
 	quick      bool
 	startup    bool
+
+	from     string   // render this saved report instead of measuring
+	format   string   // what stdout gets: table, json, md, csv
+	plotPath string   // write an SVG of the run here
+	quiet    bool     // no progress on stderr
+	commit   string   // --commit: the source revision to record
+	args     []string // the command line as recorded (commandLine)
+	explicit []string // names of the flags given on the command line
 }
 
 const usageHead = `usage: go run ./bench [flags]
@@ -47,6 +59,14 @@ rows of one shape and type are measured in turns (one measurement of each
 row per round), so drift of clocks or temperature falls on all alike.
 Forward writes its own output buffers and dX its own, so every row reads
 the same random inputs.
+
+With --from FILE it measures nothing and loads no driver: it reads a
+report that --json wrote (any schema version; fields it does not know are
+ignored) and writes it again as --format and --plot ask. --dtypes then
+picks the element types to show.
+
+Progress goes to stderr: one line rewritten in place on a terminal, a
+plain line per stage otherwise, nothing with --quiet.
 
 Flags:
 `
@@ -75,7 +95,19 @@ Columns:
   vs-cuBLAS    cuBLAS default-math median / this row's median (above 1 is
                faster than cuBLAS); "-" on cuBLAS's own rows
 
-Every figure, with min, max and each sample, goes to the --json file.
+Every figure, with min, max and each sample, goes to the --json file,
+with the run's date (UTC), GPU, driver, CUDA and cuBLAS versions, command
+line and source commit.
+
+--format md writes the README's "How fast" tables: a header naming the run
+(GPU, driver, libraries, date, commit, command), the IEEE tiers (fwd, dx,
+dw) against cuBLAS pedantic, the tensor-core tier (tc-fwd, tc-dx, tc-dw)
+against cuBLAS default, and the memory floors of the memory-bound problems;
+times in µs, TFLOP/s in brackets on compute-bound rows. --format csv writes
+one line per row, with "reference" (the cuBLAS mode the row is fairly judged
+against: pedantic for the IEEE tiers, default for the tensor-core tier) and
+"vs_reference". --plot draws, per element type, each engine row's speed
+against the same reference and every GEMM row's %roof.
 `
 
 // parseFlags reads the command line; flag.ErrHelp means usage was printed.
@@ -95,6 +127,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random inputs")
 	fs.BoolVar(&c.quick, "quick", false, "smoke test: 3 repeats of at least 0.5 ms")
 	fs.BoolVar(&c.startup, "startup", true, "time a cold kernel build (empty cache) and a warm start; false: build from the usual cache, untimed")
+	fs.StringVar(&c.from, "from", "", "render the saved report `FILE.json` (written by --json) instead of measuring; needs no GPU")
+	fs.StringVar(&c.format, "format", formatTable, "what stdout gets: table, json (the report), md (the README's tables), csv (one line per row)")
+	fs.StringVar(&c.plotPath, "plot", "", "also draw the run as an SVG `file`: speed against cuBLAS and %roof per shape and type")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr (errors still go there)")
+	fs.StringVar(&c.commit, "commit", "", "source `revision` to record in the report (default: the build's stamp, else git's HEAD)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
@@ -108,6 +145,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	fs.Visit(func(f *flag.Flag) { c.explicit = append(c.explicit, f.Name) })
+	if !slices.Contains(formats, c.format) {
+		return nil, fmt.Errorf("--format %q: want one of %s", c.format, strings.Join(formats, ", "))
+	}
+	if c.from != "" {
+		for _, name := range c.explicit {
+			if !slices.Contains(renderFlags, name) {
+				return nil, fmt.Errorf("--%s measures or records a run; with --from only %s apply", name, "--"+strings.Join(renderFlags, ", --"))
+			}
+		}
 	}
 	var err error
 	if c.dtypes, err = parseDTypes(dtypes); err != nil {
@@ -131,6 +179,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	return c, nil
 }
 
+// renderFlags are the flags that apply with --from.
+var renderFlags = []string{"from", "format", "plot", "quiet", "dtypes"}
+
 // errPrinted wraps an error that has already been shown to the user.
 type errPrinted struct{ error }
 
@@ -148,7 +199,13 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	if err := run(cfg, os.Stdout, os.Stderr); err != nil {
+	cfg.args = commandLine(os.Args)
+	if cfg.from != "" {
+		err = renderSaved(cfg, os.Stdout, os.Stderr)
+	} else {
+		err = run(cfg, os.Stdout, os.Stderr)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", oneLine(err.Error()))
 		os.Exit(1)
 	}

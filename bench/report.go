@@ -9,22 +9,31 @@ import (
 	"text/tabwriter"
 )
 
-// reportSchema names the JSON layout; bump it when a field changes meaning.
-const reportSchema = "detgemm-bench/1"
+// reportSchema names the JSON layout; bump its number when a field changes
+// meaning or one is added. Version 2 added command, commit and go_version.
+// readReport takes every version (see load.go).
+const reportSchema = schemaPrefix + "2"
 
 // Report is everything one run measured; it is written as JSON (--json).
 type Report struct {
-	Schema  string        `json:"schema"`
-	Date    string        `json:"date"` // UTC, RFC 3339
-	GPU     GPUInfo       `json:"gpu"`
-	Driver  LibraryInfo   `json:"driver"`
-	CUBLAS  LibraryInfo   `json:"cublas"`
-	Config  RunConfig     `json:"config"`
-	Inputs  string        `json:"inputs"` // how the operands were made
-	Copy    CopyBandwidth `json:"copy_bandwidth"`
-	Peaks   *Peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
-	Startup Startup       `json:"startup"`
-	Rows    []Row         `json:"rows"`
+	Schema string `json:"schema"`
+	Date   string `json:"date"` // UTC, RFC 3339
+	// Command is the bench's command line (the program as "go run ./bench"
+	// when it ran from go run's build cache); absent before version 2.
+	Command []string `json:"command,omitempty"`
+	// Commit is the source revision the bench was built from ("-dirty"
+	// appended for uncommitted changes), when it could be known.
+	Commit    string        `json:"commit,omitempty"`
+	GoVersion string        `json:"go_version,omitempty"`
+	GPU       GPUInfo       `json:"gpu"`
+	Driver    LibraryInfo   `json:"driver"`
+	CUBLAS    LibraryInfo   `json:"cublas"`
+	Config    RunConfig     `json:"config"`
+	Inputs    string        `json:"inputs"` // how the operands were made
+	Copy      CopyBandwidth `json:"copy_bandwidth"`
+	Peaks     *Peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
+	Startup   Startup       `json:"startup"`
+	Rows      []Row         `json:"rows"`
 }
 
 // GPUInfo describes the device measured.
@@ -189,18 +198,56 @@ func formatUS(us float64) string {
 	}
 }
 
-// progress writes a one-line status to w, rewriting it in place.
+// progress reports the stages of a run on stderr. On a terminal it keeps
+// one status line, rewritten in place; elsewhere (a pipe, a log file) it
+// writes each stage as a plain line, with no carriage return or escape
+// code; quiet writes nothing.
 type progress struct {
 	w     io.Writer
+	tty   bool // w is a terminal: rewrite the status line in place
+	quiet bool
 	total int
 	done  int
-	width int
+	width int // length of the status line on screen (tty only)
 }
 
-// step announces the next item.
+// newProgress reports to w, rewriting lines only when w is a terminal.
+func newProgress(w io.Writer, quiet bool) *progress {
+	return &progress{w: w, tty: isTerminal(w), quiet: quiet}
+}
+
+// isTerminal reports whether w is a character device (a terminal), by
+// os.File.Stat alone.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// note writes one line about a stage that is not counted ("measuring the
+// copy bandwidth..."), ending any status line first.
+func (p *progress) note(format string, args ...any) {
+	if p == nil || p.quiet {
+		return
+	}
+	p.clear()
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+// step announces the next counted item.
 func (p *progress) step(label string) {
+	if p == nil || p.quiet {
+		return
+	}
 	p.done++
 	s := fmt.Sprintf("[%d/%d] %s", p.done, p.total, label)
+	if !p.tty {
+		fmt.Fprintln(p.w, s)
+		return
+	}
 	pad := ""
 	if n := p.width - len(s); n > 0 {
 		pad = strings.Repeat(" ", n)
@@ -209,9 +256,19 @@ func (p *progress) step(label string) {
 	fmt.Fprintf(p.w, "\r%s%s", s, pad)
 }
 
-// finish ends the line.
-func (p *progress) finish() {
-	if p.done > 0 {
+// clear ends a status line on a terminal, so the next output starts on a
+// line of its own.
+func (p *progress) clear() {
+	if p.tty && p.width > 0 {
 		fmt.Fprintln(p.w)
+		p.width = 0
 	}
+}
+
+// finish ends the status line.
+func (p *progress) finish() {
+	if p == nil || p.quiet {
+		return
+	}
+	p.clear()
 }

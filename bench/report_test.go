@@ -90,7 +90,7 @@ func TestPrintReportTable(t *testing.T) {
 
 func TestProgressRewritesOneLine(t *testing.T) {
 	var buf bytes.Buffer
-	p := &progress{w: &buf, total: 2}
+	p := &progress{w: &buf, tty: true, total: 2}
 	p.step("4096x4096x4096 bf16 cuBLAS default")
 	p.step("1x2x3 f32 cuBLAS tf32")
 	p.finish()

@@ -75,8 +75,11 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 
 	ccMajor, ccMinor := dev.ComputeCapability()
 	rep := &Report{
-		Schema: reportSchema,
-		Date:   time.Now().UTC().Format(time.RFC3339),
+		Schema:    reportSchema,
+		Date:      time.Now().UTC().Format(time.RFC3339),
+		Command:   cfg.args,
+		Commit:    sourceCommit(cfg.commit, workingDir()),
+		GoVersion: runtime.Version(),
 		GPU: GPUInfo{
 			Name: dev.Name(), Ordinal: dev.Ordinal(), ComputeCapability: fmt.Sprintf("%d.%d", ccMajor, ccMinor),
 			SMs: dev.SMCount(), L2Bytes: dev.L2CacheSize(), MemoryBytes: dev.TotalMemory(),
@@ -91,9 +94,10 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		},
 	}
 
+	prog := newProgress(stderr, cfg.quiet)
 	var bundle *kernels.Bundle
 	if cfg.startup {
-		fmt.Fprintf(stderr, "building kernels for %s (cold, then a warm start in a fresh process)...\n", dev.Name())
+		prog.note("building kernels for %s (cold, then a warm start in a fresh process)...", dev.Name())
 		bundle, rep.Startup = measureStartup(dev)
 	} else {
 		bundle, rep.Startup = buildUntimed(dev)
@@ -132,7 +136,7 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	defer t.close()
 	mcfg := measureConfig{Repeats: cfg.repeats, MinTime: cfg.minTime, MaxLaunches: 1 << 16}
 
-	fmt.Fprintln(stderr, "measuring device-to-device copy bandwidth...")
+	prog.note("measuring device-to-device copy bandwidth...")
 	rep.Copy, err = measureCopy(ctx, t, copyBytes(int64(dev.L2CacheSize()), dev.TotalMemory()), mcfg)
 	if err != nil {
 		return err
@@ -142,7 +146,6 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		rep.Peaks = &peaks
 	}
 
-	prog := &progress{w: stderr}
 	for _, dt := range cfg.dtypes {
 		for _, b := range backends {
 			if len(selectModes(b, dt, cfg.modes)) > 0 {
@@ -159,12 +162,21 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	prog.finish()
 	fillRatios(rep.Rows)
 
-	printReport(stdout, rep)
+	// The JSON first: the figures are kept even if rendering fails.
 	if cfg.jsonPath != "" {
 		if err := writeJSON(cfg.jsonPath, rep); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "\nfigures written to %s\n", cfg.jsonPath)
+	}
+	if err := emit(cfg, rep, stdout, stderr); err != nil {
+		return err
+	}
+	if cfg.jsonPath != "" {
+		if cfg.format == formatTable {
+			fmt.Fprintf(stdout, "\nfigures written to %s\n", cfg.jsonPath)
+		} else if !cfg.quiet {
+			fmt.Fprintf(stderr, "figures written to %s\n", cfg.jsonPath)
+		}
 	}
 	return nil
 }
