@@ -197,8 +197,16 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 	need := families
 	if mode != ModeNVRTC {
 		need = nil
-		for _, f := range families {
-			m, why := loadEmbedded(f, arch)
+		// Decompressing is the whole cost of an embedded start: one
+		// goroutine a family bounds it by the largest.
+		mods, whys := make([]*Module, len(families)), make([]string, len(families))
+		var wg sync.WaitGroup
+		for i, f := range families {
+			wg.Go(func() { mods[i], whys[i] = loadEmbedded(f, arch) })
+		}
+		wg.Wait()
+		for i, f := range families {
+			m, why := mods[i], whys[i]
 			if m != nil {
 				bundle.Modules[f] = m
 				bundle.Embedded++

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
-	"embed"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -13,16 +12,10 @@ import (
 	"sync"
 )
 
-// The embedded set: every family compiled ahead of time by go generate
-// (kernels/internal/gencubin) for the architectures users have, so a
-// process on one of them needs neither NVRTC nor a cache directory.
+// The embedded set (embedfs.go, zembedded.go): every family compiled
+// ahead of time by go generate for the architectures users have.
 // Each file is gzip of: uint64 CUBIN length (little-endian), the CUBIN,
 // then the NVRTC log (which holds the ptxas resource report).
-//
-//go:generate go run ./internal/gencubin -out embedded -table zembedded.go
-//go:embed embedded
-var embeddedFS embed.FS
-
 const embeddedDir = "embedded"
 
 // EmbeddedArchs returns the architectures the embedded set was built for.

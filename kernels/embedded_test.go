@@ -20,11 +20,20 @@ import (
 // H100/H200).
 var shippedArchs = []string{"sm_80", "sm_86", "sm_89", "sm_90a"}
 
+// needEmbeddedSet skips t in a -tags detgemm_noembed build, and only there.
+func needEmbeddedSet(t testing.TB) {
+	t.Helper()
+	if noEmbed {
+		t.Skip("built with -tags detgemm_noembed: no embedded set")
+	}
+}
+
 // TestEmbeddedSetMatchesSources is the staleness check CI runs (no GPU, no
 // NVRTC): every family of every shipped architecture is in the set, built
 // from the sources and flags of this checkout. It compares source hashes,
 // not CUBIN bytes, which NVRTC does not reproduce exactly.
 func TestEmbeddedSetMatchesSources(t *testing.T) {
+	needEmbeddedSet(t)
 	const fix = "; the kernel sources or flags changed after the embedded set was built: " +
 		"run `make generate` (go generate ./kernels, needs libnvrtc) and commit kernels/embedded and kernels/zembedded.go"
 	for _, a := range shippedArchs {
@@ -54,6 +63,7 @@ func TestEmbeddedSetMatchesSources(t *testing.T) {
 // it decompresses, its checksum holds, and it is a CUDA ELF image whose
 // header names the architecture of its row; no file is left without a row.
 func TestEmbeddedSetDecodesToCUBINsForTheirArch(t *testing.T) {
+	needEmbeddedSet(t)
 	files := map[string]bool{}
 	require.NoError(t, fs.WalkDir(embeddedFS, embeddedDir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -184,6 +194,7 @@ func TestParseModeAndPrecedence(t *testing.T) {
 // are served by the embedded set, which need NVRTC (a Builder with no
 // compiler fails exactly when it would have to compile).
 func TestBuildSelectsTheSourceByArchAndMode(t *testing.T) {
+	needEmbeddedSet(t)
 	t.Setenv(EnvKernels, "")
 	noNVRTC := func() *Builder { return NewBuilder(nil, WithCache(false)) }
 	for _, tc := range []struct {
@@ -248,6 +259,7 @@ func TestBuildSelectsTheSourceByArchAndMode(t *testing.T) {
 // not check out is refused: an error in ModeEmbedded, a warning and an
 // NVRTC compile in ModeAuto.
 func TestStaleOrDamagedEmbeddedEntryIsNeverLoaded(t *testing.T) {
+	needEmbeddedSet(t)
 	t.Setenv(EnvKernels, "")
 	arch := Arch{Major: 8}
 	for _, tc := range []struct {
@@ -281,5 +293,17 @@ func TestStaleOrDamagedEmbeddedEntryIsNeverLoaded(t *testing.T) {
 			_, err = b.Build(arch)
 			require.ErrorIs(t, err, sentinel, "auto falls back to NVRTC for the refused family")
 		})
+	}
+}
+
+// BenchmarkBuildEmbedded is the CPU part of a start on a shipped
+// architecture: decompressing and checking every family of sm_90a.
+func BenchmarkBuildEmbedded(b *testing.B) {
+	needEmbeddedSet(b)
+	arch := Arch{Major: 9, Specific: true}
+	for b.Loop() {
+		if _, err := NewBuilder(nil, WithMode(ModeEmbedded)).Build(arch); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

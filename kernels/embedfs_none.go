@@ -1,0 +1,16 @@
+//go:build detgemm_noembed
+
+package kernels
+
+import "embed"
+
+// Built with -tags detgemm_noembed: no embedded set, every family is
+// compiled with NVRTC (ModeEmbedded fails with ErrNotEmbedded).
+const noEmbed = true
+
+var (
+	embeddedFS    embed.FS
+	embeddedNVRTC = ""
+	embeddedArchs []string
+	embeddedTable []embeddedRow
+)
