@@ -148,8 +148,8 @@ func buildAndLoad(ctx *cudaload.Context, major, minor int, mode kernels.Mode, bu
 	if mode == kernels.ModeNVRTC || mode == kernels.ModeAuto && !kernels.Embedded(arch, engineFamilies(arch)...) {
 		comp, err := nvrtc.Open()
 		if err != nil {
-			return nil, fmt.Errorf("gemm.New: no prebuilt kernels for %s in this binary (embedded: %v) and NVRTC is missing: %w",
-				arch, kernels.EmbeddedArchs(), err)
+			return nil, fmt.Errorf("gemm.New: kernels for %s must be compiled (this binary embeds %v; mode %s) and NVRTC is missing: %w; "+
+				"install libnvrtc (CUDA 12 or newer) or point %s at it", arch, kernels.EmbeddedArchs(), mode, err, nvrtc.EnvLibrary)
 		}
 		nvMajor, _ := comp.Version()
 		arch = kernels.ArchFor(major, minor, nvMajor)
