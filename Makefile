@@ -25,10 +25,11 @@ build:
 test: fmt-check vet
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 	cd bench && $(GO) test -count=1 -timeout 45m ./...
+	cd bench && $(GO) test -count=1 -tags noplot -run 'NoPlot|From' .
 
 vet:
 	$(GO) vet $(PKGS)
-	cd bench && $(GO) vet ./...
+	cd bench && $(GO) vet ./... && $(GO) vet -tags noplot ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -45,12 +46,13 @@ gpu-bin:
 	@rm -rf .gpu && mkdir -p .gpu
 	@set -e; for p in $(GPU_TEST_PKGS) $(BENCH_TEST_PKGS); do \
 		rel=$${p#$(MODULE)}; rel=$${rel#/}; name=$$(echo "$$rel" | tr '/' '_'); \
-		case "$$rel" in bench|bench/*) dir=bench; pkg=.$${rel#bench} ;; *) dir=.; pkg=./$$rel ;; esac; \
+		case "$$rel" in bench|bench/*) dir=bench; pkg=.$${rel#bench}; tags=noplot ;; *) dir=.; pkg=./$$rel; tags= ;; esac; \
 		echo "go test -c $$rel -> .gpu/$$name.test"; \
-		(cd $$dir && GOOS=linux GOARCH=amd64 $(GO) test -c -trimpath -ldflags="-s -w" -o $(CURDIR)/.gpu/$$name.test $$pkg); \
+		(cd $$dir && GOOS=linux GOARCH=amd64 $(GO) test -c -trimpath -tags="$$tags" -ldflags="-s -w" -o $(CURDIR)/.gpu/$$name.test $$pkg); \
 		echo "$$rel $$name" >> .gpu/packages.txt; \
 	done
-	cd bench && GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w $(BENCH_LDFLAGS)" -o $(CURDIR)/.gpu/bench .
+	@# The bench's plot (gonum and its fonts) stays here: -tags noplot; draw the JSON that comes back.
+	cd bench && GOOS=linux GOARCH=amd64 $(GO) build -trimpath -tags=noplot -ldflags="-s -w $(BENCH_LDFLAGS)" -o $(CURDIR)/.gpu/bench .
 	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags="-s -w" -o .gpu/train ./triad/cmd/train
 	@# The tree that travels to the GPU machine is capped at 64 MiB: ship the binaries gzipped.
 	cd .gpu && tar czf bin.tgz --remove-files $$(ls | grep -v -e '^packages.txt$$')

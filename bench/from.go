@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 )
+
+// errNoPlot says what to do instead when the binary was built without the
+// plot (-tags noplot).
+var errNoPlot = errors.New("--plot: this bench was built without plotting (-tags noplot); draw the saved JSON elsewhere with go run ./bench --from FILE.json --plot OUT.svg")
 
 // renderSaved writes a saved report (cfg.from) as cfg.format on stdout and
 // as an SVG to cfg.plotPath. It loads no driver, so it runs anywhere.

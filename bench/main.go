@@ -150,6 +150,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if !slices.Contains(formats, c.format) {
 		return nil, fmt.Errorf("--format %q: want one of %s", c.format, strings.Join(formats, ", "))
 	}
+	if c.plotPath != "" && !plotBuilt {
+		return nil, errNoPlot
+	}
 	if c.from != "" {
 		for _, name := range c.explicit {
 			if !slices.Contains(renderFlags, name) {

@@ -1,3 +1,8 @@
+//go:build !noplot
+
+// The plot pulls in gonum's plot and its fonts; binaries built with -tags
+// noplot (make gpu-bin's, which travel to the GPU machine) leave it out.
+
 package main
 
 import (
@@ -16,14 +21,42 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
+// plotBuilt says whether --plot can draw (not in a -tags noplot build).
+const plotBuilt = true
+
 // engineModes are the engine's rows, in the order the plot draws them.
 var engineModes = []string{modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW}
 
-// plotSeries is one bar series of a panel: a name for the legend and a
-// value per shape (0: not measured).
+// plotSeries is one bar series of a panel: a name for the legend, the
+// mode it shows (which fixes its colour) and a value per shape (0: not
+// measured).
 type plotSeries struct {
 	name   string
+	mode   string
 	values []float64
+}
+
+// modeColors gives each mode one colour in every panel: cuBLAS in greys
+// and blues, the engine's IEEE tier in greens, its tensor-core tier in
+// oranges and reds.
+var modeColors = map[string]color.RGBA{
+	modeDefault:  {0x1f, 0x4e, 0x9a, 0xff},
+	modePedantic: {0x6b, 0x9b, 0xd1, 0xff},
+	modeTF32:     {0x9a, 0x9a, 0x9a, 0xff},
+	modeFwd:      {0x1b, 0x7f, 0x3b, 0xff},
+	modeDX:       {0x4f, 0xb0, 0x5e, 0xff},
+	modeDW:       {0xa6, 0xd8, 0x96, 0xff},
+	modeTCFwd:    {0xc0, 0x39, 0x2b, 0xff},
+	modeTCDX:     {0xe6, 0x7e, 0x22, 0xff},
+	modeTCDW:     {0xf5, 0xc0, 0x6f, 0xff},
+}
+
+// colorOf is a mode's colour; modes not in the table get plotutil's.
+func colorOf(mode string, i int) color.Color {
+	if c, ok := modeColors[mode]; ok {
+		return c
+	}
+	return plotutil.Color(i)
 }
 
 // Panel sizes of the SVG.
@@ -48,6 +81,32 @@ func writePlot(path string, rep *Report) error {
 
 // drawPlot is writePlot to a writer.
 func drawPlot(w io.Writer, rep *Report) error {
+	panels, err := plotPanels(rep)
+	if err != nil {
+		return err
+	}
+	c := vgsvg.NewWith(vgsvg.UseWH(plotWidth, plotPanelHeight*vg.Length(len(panels))))
+	drawPanels(draw.New(c), panels)
+	_, err = c.WriteTo(w)
+	return err
+}
+
+// drawPanels stacks the panels on dc, their data areas aligned.
+func drawPanels(dc draw.Canvas, panels []*plot.Plot) {
+	grid := make([][]*plot.Plot, len(panels))
+	for i, p := range panels {
+		grid[i] = []*plot.Plot{p}
+	}
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Centimeter / 2, PadBottom: vg.Centimeter / 4,
+		PadLeft: vg.Centimeter / 4, PadRight: vg.Centimeter / 2, PadY: vg.Centimeter / 2}
+	canvases := plot.Align(grid, tiles, dc)
+	for i, p := range panels {
+		p.Draw(canvases[i][0])
+	}
+}
+
+// plotPanels builds the panels of the plot, two per element type.
+func plotPanels(rep *Report) ([]*plot.Plot, error) {
 	ix := indexRows(rep.Rows)
 	var dtypes []DType
 	for _, pk := range ix.problems {
@@ -70,7 +129,7 @@ func drawPlot(w io.Writer, rep *Report) error {
 
 		var speed []plotSeries
 		for _, m := range engineModes {
-			ser := plotSeries{name: fmt.Sprintf("%s vs cuBLAS %s", m, fairReference(m)), values: make([]float64, len(shapes))}
+			ser := plotSeries{name: fmt.Sprintf("%s vs cuBLAS %s", m, fairReference(m)), mode: m, values: make([]float64, len(shapes))}
 			any := false
 			for i, s := range shapes {
 				pk := problemKey{s, dt}
@@ -87,7 +146,7 @@ func drawPlot(w io.Writer, rep *Report) error {
 			p, err := barPanel(fmt.Sprintf("%s: cuBLAS time / detgemm time (above 1: detgemm faster); IEEE tiers vs cuBLAS pedantic, tensor-core tier vs cuBLAS default", dt),
 				"cuBLAS ÷ detgemm", names, speed, 1, "cuBLAS (= 1)")
 			if err != nil {
-				return err
+				return nil, err
 			}
 			panels = append(panels, p)
 		}
@@ -104,7 +163,7 @@ func drawPlot(w io.Writer, rep *Report) error {
 					continue
 				}
 				if ser == nil {
-					ser = &plotSeries{name: r.Backend + " " + m, values: make([]float64, len(shapes))}
+					ser = &plotSeries{name: r.Backend + " " + m, mode: m, values: make([]float64, len(shapes))}
 				}
 				if r.Error == "" {
 					ser.values[i] = 100 * r.Roofline.Fraction
@@ -118,29 +177,17 @@ func drawPlot(w io.Writer, rep *Report) error {
 			p, err := barPanel(fmt.Sprintf("%s: fraction of the roofline (floor = max(bytes / measured copy bandwidth, FLOPs / datasheet peak))", dt),
 				"% of roofline", names, roof, 100, "roofline (100%)")
 			if err != nil {
-				return err
+				return nil, err
 			}
 			panels = append(panels, p)
 		}
 	}
 	if len(panels) == 0 {
-		return fmt.Errorf("nothing to plot: the report has no measured rows")
+		return nil, fmt.Errorf("nothing to plot: the report has no measured rows")
 	}
-	panels[0].Title.Text = fmt.Sprintf("detgemm bench: %s, %s, commit %s\n%s", rep.GPU.Name, mdDate(rep.Date), orUnknown(rep.Commit), panels[0].Title.Text)
-
-	c := vgsvg.NewWith(vgsvg.UseWH(plotWidth, plotPanelHeight*vg.Length(len(panels))))
-	grid := make([][]*plot.Plot, len(panels))
-	for i, p := range panels {
-		grid[i] = []*plot.Plot{p}
-	}
-	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Centimeter / 2, PadBottom: vg.Centimeter / 4,
-		PadLeft: vg.Centimeter / 4, PadRight: vg.Centimeter / 2, PadY: vg.Centimeter / 2}
-	canvases := plot.Align(grid, tiles, draw.New(c))
-	for i, p := range panels {
-		p.Draw(canvases[i][0])
-	}
-	_, err := c.WriteTo(w)
-	return err
+	panels[0].Title.Text = fmt.Sprintf("detgemm bench: %s, %s, commit %s (no bar: not measured, or failed)\n%s",
+		rep.GPU.Name, mdDate(rep.Date), orUnknown(rep.Commit), panels[0].Title.Text)
+	return panels, nil
 }
 
 // orUnknown is s, or "unknown" when empty.
@@ -163,6 +210,8 @@ func barPanel(title, ylabel string, names []string, series []plotSeries, ref flo
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 
+	// One unit of x per shape, the bars of a shape filling 80 % of it.
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
 	group := (plotWidth - 3*vg.Centimeter) / vg.Length(max(len(names), 1)) * 0.8
 	bw := group / vg.Length(len(series))
 	top := ref
@@ -172,7 +221,7 @@ func barPanel(title, ylabel string, names []string, series []plotSeries, ref flo
 			return nil, fmt.Errorf("plot %q: %w", s.name, err)
 		}
 		b.LineStyle.Width = 0
-		b.Color = plotutil.Color(i)
+		b.Color = colorOf(s.mode, i)
 		b.Offset = (vg.Length(i) - vg.Length(len(series)-1)/2) * bw
 		p.Add(b)
 		p.Legend.Add(s.name, b)

@@ -60,6 +60,15 @@ if [ "${GPU_BENCH:-1}" != 0 ]; then
   summary+=("bench: rc=$rc (table in bench.txt, figures in bench.json)")
   [ $rc -ne 0 ] && status=1
   cat "$out/bench.txt"; tail -5 "$out/bench.err"
+  if [ -s "$out/bench.json" ]; then
+    # The README's tables from the saved figures (what `go run ./bench
+    # --from bench.json --format md` gives anywhere). The plot is drawn
+    # where the JSON comes back: this binary is built without it.
+    ( cd "$out" && "$root/.gpu/bench" --from bench.json --format md --quiet > bench.md )
+    rc=$?
+    summary+=("bench render: rc=$rc (README tables in bench.md)")
+    [ $rc -ne 0 ] && status=1
+  fi
 fi
 
 echo
