@@ -93,6 +93,7 @@ func TestRunQuickOnGPU(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bench.json")
 	c, err := parseFlags([]string{"--quick", "--shapes", "64x48x80,512x512x512", "--json", path}, io.Discard)
 	require.NoError(t, err)
+	c.args = []string{"bench", "--quick"}
 	var out, errb bytes.Buffer
 	err = run(c, &out, &errb)
 	if errors.Is(err, cublas.ErrNotFound) {
@@ -124,4 +125,22 @@ func TestRunQuickOnGPU(t *testing.T) {
 		require.GreaterOrEqual(t, r.Launches, 1)
 	}
 	require.Contains(t, errb.String(), "[6/6]", "progress counts problems: 2 shapes × 3 types, each measured in turns")
+	require.NotContains(t, errb.String(), "\r", "stderr is no terminal here: plain lines")
+
+	// The saved run carries its provenance and renders without the GPU.
+	require.Equal(t, reportSchema, rep.Schema)
+	require.Equal(t, []string{"bench", "--quick"}, rep.Command)
+	require.NotEmpty(t, rep.GoVersion)
+	require.NotEmpty(t, rep.Driver.Release, "the NVIDIA driver release, for the README header")
+	for _, format := range []string{formatMD, formatCSV} {
+		var buf bytes.Buffer
+		require.NoError(t, renderReport(&buf, &rep, format, "bench --from x.json"))
+		require.Contains(t, buf.String(), "512")
+	}
+	var md bytes.Buffer
+	require.NoError(t, writeMarkdown(&md, &rep, "bench --from x.json --format md"))
+	require.Contains(t, md.String(), "| M×K×N | dtype | cuBLAS pedantic | detgemm fwd |")
+	require.Contains(t, md.String(), "| M×K×N | dtype | cuBLAS default | detgemm tc-fwd |")
+	require.Contains(t, md.String(), rep.GPU.Name)
+	t.Log("\n" + md.String())
 }

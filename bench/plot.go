@@ -190,14 +190,6 @@ func plotPanels(rep *Report) ([]*plot.Plot, error) {
 	return panels, nil
 }
 
-// orUnknown is s, or "unknown" when empty.
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
 // barPanel draws grouped bars, one group per name, one bar per series, a
 // dashed reference line at ref, and a legend above the bars (the y range is
 // stretched to leave it room).

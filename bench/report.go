@@ -127,6 +127,9 @@ func writeJSON(path string, rep *Report) error {
 func printReport(w io.Writer, rep *Report) {
 	g := rep.GPU
 	fmt.Fprintf(w, "detgemm bench  %s\n", rep.Date)
+	if len(rep.Command) > 0 || rep.Commit != "" {
+		fmt.Fprintf(w, "run      %s (commit %s)\n", shellJoin(rep.Command), orUnknown(rep.Commit))
+	}
 	fmt.Fprintf(w, "gpu      %s (device %d, CC %s, %d SMs, L2 %.0f MiB, %.0f GiB)\n",
 		g.Name, g.Ordinal, g.ComputeCapability, g.SMs, float64(g.L2Bytes)/(1<<20), float64(g.MemoryBytes)/(1<<30))
 	fmt.Fprintf(w, "driver   CUDA %s", rep.Driver.Version)
