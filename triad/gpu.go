@@ -9,7 +9,6 @@ import (
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm"
 	"github.com/detgemm/detgemm/kernels"
-	"github.com/detgemm/detgemm/nvrtc"
 )
 
 // triadFamily is the kernel family of the elementwise operations.
@@ -86,7 +85,7 @@ func OpenGPU(ordinal int, opts ...GPUOption) (*GPU, error) {
 	return g, nil
 }
 
-// NewGPU builds (or loads from the kernel cache) the engine's and the
+// NewGPU loads (from the embedded set, or builds and caches) the engine's and the
 // triad's kernels for ctx's device and returns a backend with a stream of
 // its own. ctx stays the caller's.
 func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
@@ -106,15 +105,9 @@ func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
 	if g.eng, err = gemm.New(ctx, gemm.WithStream(g.stream), gemm.WithBuildOptions(cfg.build...)); err != nil {
 		return fail(fmt.Errorf("triad.NewGPU: %w", err))
 	}
-	// The same build as gemm.New's: the architecture from the device and
-	// the NVRTC version; a warm kernel cache makes this a read.
-	comp, err := nvrtc.Open()
-	if err != nil {
-		return fail(fmt.Errorf("triad.NewGPU: NVRTC: %w", err))
-	}
-	major, minor := ctx.Device().ComputeCapability()
-	nvMajor, _ := comp.Version()
-	bundle, err := kernels.Build(kernels.ArchFor(major, minor, nvMajor), append([]kernels.BuildOption{kernels.WithCompiler(comp)}, cfg.build...)...)
+	// The triad family for the engine's architecture: from the embedded set
+	// where it has it (no NVRTC), else compiled as gemm.New's kernels are.
+	bundle, err := kernels.Build(g.eng.Arch(), append([]kernels.BuildOption{kernels.WithFamilies(triadFamily)}, cfg.build...)...)
 	if err != nil {
 		return fail(fmt.Errorf("triad.NewGPU: building kernels: %w", err))
 	}
