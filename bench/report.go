@@ -10,7 +10,9 @@ import (
 )
 
 // reportSchema names the JSON layout; bump its number when a field changes
-// meaning or one is added. Version 2 added command, commit and go_version.
+// meaning or one is added. Version 2 added command, commit, go_version and
+// startup's embedded_* figures; its startup cold build and warm start are
+// NVRTC's (version 1 predates the embedded kernel set).
 // readReport takes every version (see load.go).
 const reportSchema = schemaPrefix + "2"
 
@@ -185,6 +187,12 @@ func printStartup(w io.Writer, st *Startup) {
 			ws.TotalMS, st.WarmMethod, ws.DriverMS, ws.ContextMS, ws.BuildMS, ws.Hits, ws.LoadMS)
 	} else if st.WarmError != "" {
 		fmt.Fprintf(w, "; warm start not measured: %s", st.WarmError)
+	}
+	switch {
+	case st.EmbeddedError != "":
+		fmt.Fprintf(w, "; embedded set: %s", st.EmbeddedError)
+	case st.EmbeddedModules > 0:
+		fmt.Fprintf(w, "; from the embedded set %.1f ms (%d modules, in-process)", st.EmbeddedBuildMS, st.EmbeddedModules)
 	}
 	fmt.Fprintln(w)
 }

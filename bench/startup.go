@@ -28,6 +28,13 @@ type Startup struct {
 	ColdMisses  int     `json:"cold_misses,omitempty"`
 	BuildError  string  `json:"build_error,omitempty"`
 
+	// EmbeddedBuildMS is kernels.Build from the embedded set alone (no
+	// NVRTC, no cache), in the bench's process; EmbeddedModules counts what
+	// it loaded from there. EmbeddedError says why it could not.
+	EmbeddedBuildMS float64 `json:"embedded_build_ms,omitempty"`
+	EmbeddedModules int     `json:"embedded_modules,omitempty"`
+	EmbeddedError   string  `json:"embedded_error,omitempty"`
+
 	Skipped bool `json:"skipped,omitempty"` // --startup=false: built from the usual cache, untimed
 
 	Warm       *WarmStart `json:"warm_start,omitempty"`
@@ -66,14 +73,31 @@ func coldBuild(ccMajor, ccMinor int, cacheDir string, st *Startup) (*kernels.Bun
 	arch := kernels.ArchFor(ccMajor, ccMinor, nvMajor)
 	st.Arch = arch.String()
 	t0 := time.Now()
-	b, err := kernels.Build(arch, kernels.WithCompiler(c), kernels.WithCacheDir(cacheDir), kernels.WithCache(true))
+	// ModeNVRTC: the cold figure is NVRTC compiling every family, which the
+	// embedded kernel set would otherwise skip (embeddedBuild times that).
+	b, err := kernels.Build(arch, kernels.WithCompiler(c), kernels.WithCacheDir(cacheDir), kernels.WithCache(true),
+		kernels.WithMode(kernels.ModeNVRTC))
 	if err != nil {
 		return nil, err
 	}
 	st.ColdBuildMS = ms(time.Since(t0))
 	st.ColdMisses = b.Misses
 	st.Families = len(b.Modules)
+	embeddedBuild(arch, st)
 	return b, nil
+}
+
+// embeddedBuild times Build from the embedded kernel set alone (no NVRTC,
+// no cache), in this process.
+func embeddedBuild(arch kernels.Arch, st *Startup) {
+	t0 := time.Now()
+	b, err := kernels.Build(arch, kernels.WithMode(kernels.ModeEmbedded), kernels.WithCache(false))
+	if err != nil {
+		st.EmbeddedError = oneLine(err.Error())
+		return
+	}
+	st.EmbeddedBuildMS = ms(time.Since(t0))
+	st.EmbeddedModules = b.Embedded
 }
 
 // warmStartChild runs the bench binary again as a probe, with the cache
@@ -150,7 +174,8 @@ func warmStart(device int) (*WarmStart, error) {
 	}
 	nvMajor, _ := c.Version()
 	ccMajor, ccMinor := dev.ComputeCapability()
-	b, err := kernels.Build(kernels.ArchFor(ccMajor, ccMinor, nvMajor), kernels.WithCompiler(c), kernels.WithCache(true))
+	b, err := kernels.Build(kernels.ArchFor(ccMajor, ccMinor, nvMajor), kernels.WithCompiler(c), kernels.WithCache(true),
+		kernels.WithMode(kernels.ModeNVRTC))
 	if err != nil {
 		return nil, err
 	}
