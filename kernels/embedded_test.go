@@ -26,6 +26,9 @@ func needEmbeddedSet(t testing.TB) {
 	if noEmbed {
 		t.Skip("built with -tags detgemm_noembed: no embedded set")
 	}
+	if embeddedSubset {
+		t.Skip("built with -tags detgemm_only_sm90a: only part of the embedded set")
+	}
 }
 
 // TestEmbeddedSetMatchesSources is the staleness check CI runs (no GPU, no

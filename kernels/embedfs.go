@@ -1,4 +1,4 @@
-//go:build !detgemm_noembed
+//go:build !detgemm_noembed && !detgemm_only_sm90a
 
 package kernels
 
@@ -16,3 +16,7 @@ var embeddedFS embed.FS
 
 // noEmbed is true in a build without the set (tests skip what needs it).
 const noEmbed = false
+
+// embeddedSubset is true in a build that embeds only some architectures
+// (embedfs_sm90a.go).
+const embeddedSubset = false

@@ -8,6 +8,8 @@ import "embed"
 // compiled with NVRTC (ModeEmbedded fails with ErrNotEmbedded).
 const noEmbed = true
 
+const embeddedSubset = false
+
 var (
 	embeddedFS    embed.FS
 	embeddedNVRTC = ""

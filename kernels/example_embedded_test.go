@@ -1,4 +1,4 @@
-//go:build !detgemm_noembed
+//go:build !detgemm_noembed && !detgemm_only_sm90a
 
 package kernels_test
 
