@@ -111,7 +111,7 @@ func TestSecondEngineSharesTheModules(t *testing.T) {
 	require.NoError(t, second.Close())
 	require.True(t, first.mods.ready, "the first engine's modules stay loaded")
 	r := newRand(t)
-	want, got, cols := runOp(t, first, ctx, r, "DX", TierF32, BF16, F32, 5, 256, 64, false)
+	want, got, cols := runOp(t, first, ctx, r, "DX", TierTyped, BF16, F32, 5, 256, 64, false)
 	requireSameBits(t, want, got, cols, "first engine after the second closed")
 	if os.Getenv(kernels.EnvKernels) == "" && kernels.Embedded(first.Arch(), engineFamilies(first.Arch())...) {
 		require.Equal(t, "embedded", first.BuildReport().Start(), "by default a shipped architecture starts from the embedded set")
