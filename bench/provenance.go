@@ -81,23 +81,27 @@ func gitCommit(dir string) string {
 }
 
 // commandLine is args as recorded in the report, with the program name
-// made readable: go run builds into a temporary directory, so that one is
-// written as "go run ./bench".
+// made readable: go run's build directory, or make gpu-bin's .gpu/bench,
+// is written as "go run ./bench".
 func commandLine(args []string) []string {
 	if len(args) == 0 {
 		return nil
 	}
 	out := append([]string(nil), args...)
-	if isGoRunBinary(out[0]) {
+	// The bench built by go run, or by make gpu-bin for a machine without Go
+	// (.gpu/bench): the same program, named as a reader would run it.
+	if isGoRunBinary(out[0]) || filepath.Base(out[0]) == "bench" {
 		out = append([]string{"go", "run", "./bench"}, out[1:]...)
 	}
 	return out
 }
 
-// isGoRunBinary reports whether prog lives in go run's build directory.
+// isGoRunBinary reports whether prog lives in go run's build directory:
+// a temporary go-buildNNN/.../exe, or (Go 1.24 and later, which cache
+// go run's binaries) the build cache's go-build/xx/<hash>-d.
 func isGoRunBinary(prog string) bool {
 	dir := filepath.ToSlash(filepath.Dir(prog))
-	return strings.Contains(dir, "/go-build") && strings.HasSuffix(dir, "/exe")
+	return strings.Contains(dir, "/go-build") && (strings.HasSuffix(dir, "/exe") || strings.HasSuffix(dir, "-d"))
 }
 
 // shellJoin writes a command line that a POSIX shell reads back as args:

@@ -235,7 +235,9 @@ func TestIsTerminal(t *testing.T) {
 
 func TestCommandLine(t *testing.T) {
 	require.Equal(t, []string{"go", "run", "./bench", "--quick"}, commandLine([]string{"/tmp/go-build123/b001/exe/bench", "--quick"}))
-	require.Equal(t, []string{".gpu/bench", "--json", "x"}, commandLine([]string{".gpu/bench", "--json", "x"}))
+	require.Equal(t, []string{"go", "run", "./bench", "--quick"}, commandLine([]string{"/root/.cache/go-build/46/46f7-d/bench", "--quick"}))
+	require.Equal(t, []string{"go", "run", "./bench", "--json", "x"}, commandLine([]string{".gpu/bench", "--json", "x"}))
+	require.Equal(t, []string{"./mybench", "--json", "x"}, commandLine([]string{"./mybench", "--json", "x"}))
 	require.Equal(t, `.gpu/bench --json 'a b' 'it'\''s' ''`, shellJoin([]string{".gpu/bench", "--json", "a b", "it's", ""}))
 }
 
