@@ -82,3 +82,14 @@ clean:
 .PHONY: generate
 generate:
 	$(GO) generate ./kernels
+
+## readme-bench: the README's performance tables, rendered from a saved bench run (never copied by hand):
+##   make readme-bench BENCH_JSON=docs/bench/RUN.json
+.PHONY: readme-bench
+readme-bench:
+	@test -n "$(BENCH_JSON)" || { echo "usage: make readme-bench BENCH_JSON=docs/bench/RUN.json"; exit 2; }
+	$(GO) run ./bench --from $(BENCH_JSON) --format md --quiet > .bench-tables.md
+	awk 'FNR==NR { t = t $$0 "\n"; next } \
+		/<!-- BEGIN bench tables -->/ { print; printf "%s", t; skip = 1; next } \
+		/<!-- END bench tables -->/ { skip = 0 } !skip' .bench-tables.md README.md > README.md.new
+	mv README.md.new README.md && rm -f .bench-tables.md
