@@ -1,0 +1,190 @@
+package triad
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/detgemm/detgemm/gemm"
+	"github.com/detgemm/detgemm/gemm/ref"
+)
+
+// triadSentinels are the errors triad's calls refuse with.
+var triadSentinels = []error{ErrNilTensor, ErrShape, ErrDType, ErrBackend, ErrConfig, ErrNoGraphs, ErrClosed, gemm.ErrTier}
+
+func triadTyped(err error) bool {
+	for _, s := range triadSentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// fuzzSmall bounds the elements FuzzTriadCPU allocates.
+const fuzzSmall = 1024
+
+// Known overflows, found by FuzzTriadCPU and reported to triad's owner:
+// with these inputs the calls panic instead of refusing. The target keeps
+// away from them until they are fixed; then drop the guards.
+//   - Tensor.View(row0, rows) with row0+rows overflowing int (View(MaxInt, 1)).
+//   - CPU.Alloc admits up to 2^60 elements and make panics above what Go
+//     can allocate (Alloc(F32, 1<<30, 1<<30)).
+//   - NewTask(seed, in, hidden, out, rows) multiplies its sizes unchecked
+//     (NewTask(1, 1<<62, 3, 1, 1)).
+const triadOverflowsFixed = false
+
+// FuzzTriadCPU drives the CPU backend's shape-taking entry points with
+// fuzzed sizes, dtypes and tiers: Alloc, Tensor.View, NewLinear,
+// Linear.SetParams, Linear.Forward and NewTask. Nothing may panic; a
+// refusal matches one of triad's sentinels (or gemm.ErrTier); small valid
+// shapes are accepted, and an f32 Linear's Forward gives ref.Forward's bits.
+func FuzzTriadCPU(f *testing.F) {
+	type seed struct {
+		dtype, tier     uint8
+		rows, cols      int64
+		row0, vrows     int64
+		in, out, xr, xc int64
+		dw, db          int8
+		hidden          int64
+		data            uint64
+	}
+	const big = math.MaxInt64
+	for _, s := range []seed{
+		{1, 1, 4, 3, 1, 2, 3, 5, 2, 3, 0, 0, 4, 1},
+		{2, 2, 4, 3, 0, 4, 16, 8, 3, 16, 0, 0, 4, 2},
+		{3, 3, 1, 1, 0, 1, 16, 16, 1, 16, 0, 0, 1, 3},
+		{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4},
+		{9, 9, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 5},
+		{1, 2, 4, 3, 4, 1, 3, 5, 2, 3, 0, 0, 4, 6},  // view past the end; f32 in the typed tier
+		{2, 1, 4, 3, 3, 2, 3, 5, 2, 4, 1, -1, 4, 7}, // mismatched x; bad SetParams lengths
+		{1, 1, big, big, big, big, big, big, big, big, 0, 0, big, 8},
+		{1, 1, 1 << 31, 1 << 31, 1 << 31, 1, 1 << 31, 1, 1, 1, 0, 0, 1 << 31, 9},
+		{1, 1, 1 << 62, 2, 0, 1, 1 << 62, 2, 1, 1, 0, 0, 2, 10},
+	} {
+		f.Add(s.dtype, s.tier, s.rows, s.cols, s.row0, s.vrows, s.in, s.out, s.xr, s.xc, s.dw, s.db, s.hidden, s.data)
+	}
+	f.Fuzz(func(t *testing.T, dtype, tier uint8, rows, cols, row0, vrows, in, out, xr, xc int64, dw, db int8, hidden int64, data uint64) {
+		cpu := NewCPU(1 + int(data%3))
+		d := DType(dtype)
+		small := func(a, b int64) bool { return a > 0 && b > 0 && a <= fuzzSmall && b <= fuzzSmall && a*b <= fuzzSmall }
+		typed := func(what string, err error) {
+			t.Helper()
+			if err != nil && !triadTyped(err) {
+				t.Fatalf("%s: untyped error %v", what, err)
+			}
+		}
+
+		// Alloc and View.
+		admitted := rows > 0 && cols > 0 && rows <= (1<<62)/cols/4
+		if small(rows, cols) || !admitted || triadOverflowsFixed {
+			x, err := cpu.Alloc(d, int(rows), int(cols))
+			typed("Alloc", err)
+			if (err == nil) != (d.Valid() && admitted) {
+				t.Fatalf("Alloc(%v, %d, %d): %v", d, rows, cols, err)
+			}
+			if err == nil && small(rows, cols) {
+				if overflow := vrows > 0 && row0 > math.MaxInt64-vrows; !overflow || triadOverflowsFixed {
+					v, err := x.View(int(row0), int(vrows))
+					typed("View", err)
+					ok := row0 >= 0 && vrows > 0 && row0+vrows <= rows
+					if (err == nil) != ok {
+						t.Fatalf("View(%d, %d) of %d rows: %v", row0, vrows, rows, err)
+					}
+					if err == nil && (v.Rows() != int(vrows) || v.Cols() != int(cols) || v.DType() != d) {
+						t.Fatalf("View(%d, %d): %d×%d %v", row0, vrows, v.Rows(), v.Cols(), v.DType())
+					}
+				}
+				if err := x.Free(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+
+		// A layer, its parameters and a forward pass.
+		cfg := LinearConfig{In: int(in), Out: int(out), Tier: gemm.Tier(tier), DType: d}
+		func() {
+			if !small(in, out) && in > 0 && out > 0 {
+				return
+			}
+			l, err := NewLinear(cpu, cfg)
+			typed("NewLinear", err)
+			if err != nil {
+				return
+			}
+			defer l.Close()
+			w := fuzzValues(int(in*out)+int(dw), data)
+			b := fuzzValues(int(out)+int(db), data+1)
+			err = l.SetParams(w, b)
+			typed("SetParams", err)
+			if (err == nil) != (dw == 0 && db == 0) {
+				t.Fatalf("SetParams with %d and %d extra values: %v", dw, db, err)
+			}
+			if !small(xr, xc) || !small(xr, out) {
+				return
+			}
+			x, err := cpu.Alloc(d, int(xr), int(xc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			xv := fuzzValues(int(xr*xc), data+2)
+			if err := cpu.Write(x, xv); err != nil {
+				t.Fatal(err)
+			}
+			y, err := cpu.Alloc(d, int(xr), int(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = l.Forward(x, y)
+			typed("Forward", err)
+			if (err == nil) != (xc == in) {
+				t.Fatalf("Forward of %d×%d into a %d→%d layer: %v", xr, xc, in, out, err)
+			}
+			if err != nil || d != F32 || dw != 0 || db != 0 {
+				return
+			}
+			got, err := cpu.Read(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float32, xr*out)
+			if err := ref.Forward(want, xv, w, b, int(xr), int(in), int(out)); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("y[%d] = %v, ref.Forward gives %v", i, got[i], want[i])
+				}
+			}
+		}()
+
+		// NewTask with the layer's sizes and a hidden width.
+		if (small(in, hidden) && small(hidden, out) && small(xr, in) && small(xr, out) && small(xr, hidden)) ||
+			in <= 0 || hidden <= 0 || out <= 0 || xr <= 0 || triadOverflowsFixed {
+			task, err := NewTask(data, int(in), int(hidden), int(out), int(xr))
+			typed("NewTask", err)
+			if (err == nil) != (in > 0 && hidden > 0 && out > 0 && xr > 0) {
+				t.Fatalf("NewTask(%d, %d, %d, %d): %v", in, hidden, out, xr, err)
+			}
+			if err == nil && (len(task.X) != int(xr*in) || len(task.Y) != int(xr*out)) {
+				t.Fatalf("NewTask: %d and %d values", len(task.X), len(task.Y))
+			}
+		}
+	})
+}
+
+// fuzzValues is n deterministic values in [-1, 1) (none when n <= 0).
+func fuzzValues(n int, seed uint64) []float32 {
+	if n <= 0 {
+		return nil
+	}
+	v := make([]float32, n)
+	s := seed | 1
+	for i := range v {
+		s ^= s << 13
+		s ^= s >> 7
+		s ^= s << 17
+		v[i] = float32(int32(s>>32)) / (1 << 31)
+	}
+	return v
+}
