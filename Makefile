@@ -16,19 +16,33 @@ BENCH_LDFLAGS := -X main.buildCommit=$(COMMIT)
 # CUBINs, which keeps the travelling tree under its 64 MiB cap.
 GPU_TAGS ?= detgemm_only_sm90a
 
-.PHONY: all build test vet fmt-check cross gpu-bin bench demo clean
+.PHONY: all build test vet fmt-check fuzz cross gpu-bin bench demo clean
 
 all: build
 
 build:
 	$(GO) build $(PKGS)
 
-## test: formatting, vet, then every test of the library and of the bench module (GPU tests
-## skip with a reason where no GPU is found).
+## test: formatting, vet, every test of the library and of the bench module (GPU tests
+## skip with a reason where no GPU is found), then each fuzz target briefly.
 test: fmt-check vet
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 	cd bench && $(GO) test -count=1 -timeout 45m ./...
 	cd bench && $(GO) test -count=1 -tags noplot -run 'NoPlot|From' .
+	$(MAKE) --no-print-directory fuzz
+
+# Every public entry that takes shapes, sizes or bytes has a fuzz target;
+# `make fuzz FUZZTIME=10m` searches longer. Go fuzzes one target a run.
+FUZZTIME ?= 5s
+FUZZ_TARGETS := ./gemm:FuzzCall ./gemm/ref:FuzzRef ./cudaload:FuzzArgs \
+	./cudaload:FuzzLaunchConfigValidate ./cudaload:FuzzEncodeTiled ./triad:FuzzTriadCPU
+## fuzz: run each fuzz target for FUZZTIME (the bench's in its own module).
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} $${t#*:} ($(FUZZTIME))"; \
+		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 > /tmp/detgemm-fuzz.log 2>&1 || { cat /tmp/detgemm-fuzz.log; exit 1; }; \
+	done
+	cd bench && $(GO) test . -run '^$$' -fuzz '^FuzzParseReport$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 > /tmp/detgemm-fuzz.log 2>&1 || { cat /tmp/detgemm-fuzz.log; exit 1; }
 
 vet:
 	$(GO) vet $(PKGS)

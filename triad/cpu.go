@@ -29,13 +29,21 @@ func NewCPU(workers int) *CPU { return &CPU{opts: ref.Options{Workers: workers}}
 // Name is "cpu".
 func (c *CPU) Name() string { return "cpu" }
 
-// Alloc returns a zeroed tensor.
+// MaxHostTensorBytes caps one tensor of the CPU backend, which holds it in
+// Go memory: a larger request is refused with ErrShape instead of failing
+// inside the runtime's allocator.
+const MaxHostTensorBytes = 1 << 34
+
+// Alloc returns a zeroed tensor (at most MaxHostTensorBytes).
 func (c *CPU) Alloc(d DType, rows, cols int) (*Tensor, error) {
 	if c.closed {
 		return nil, argErr("Alloc", "backend", ErrClosed, "the cpu backend is closed")
 	}
 	if err := checkAlloc(d, rows, cols); err != nil {
 		return nil, err
+	}
+	if rows > MaxHostTensorBytes/cols/d.Size() {
+		return nil, argErr("Alloc", "shape", ErrShape, "%d×%d %v is more than the CPU backend's %d bytes a tensor", rows, cols, d, MaxHostTensorBytes)
 	}
 	t := &Tensor{be: c, dtype: d, rows: rows, cols: cols}
 	if d == F32 {

@@ -16,10 +16,22 @@ type Task struct {
 	Y             []float32 // [Rows, Out]
 }
 
-// NewTask draws rows samples of the teacher made from seed.
+// MaxTaskElements caps each buffer NewTask makes (its weights, inputs,
+// hidden activations and targets), 1 GiB of f32 each.
+const MaxTaskElements = 1 << 28
+
+// NewTask draws rows samples of the teacher made from seed. Sizes that make
+// a buffer of more than MaxTaskElements values are refused with ErrShape.
 func NewTask(seed uint64, in, hidden, out, rows int) (*Task, error) {
 	if in <= 0 || hidden <= 0 || out <= 0 || rows <= 0 {
 		return nil, argErr("NewTask", "sizes", ErrShape, "in %d, hidden %d, out %d, rows %d must be positive", in, hidden, out, rows)
+	}
+	// Every buffer the task makes, checked before any is allocated (the
+	// products can overflow int).
+	for _, p := range [][2]int{{in, hidden}, {hidden, out}, {rows, in}, {rows, hidden}, {rows, out}} {
+		if p[0] > MaxTaskElements/p[1] {
+			return nil, argErr("NewTask", "sizes", ErrShape, "in %d, hidden %d, out %d, rows %d make a buffer of more than %d values", in, hidden, out, rows, MaxTaskElements)
+		}
 	}
 	r := rand.New(rand.NewPCG(seed, 0x7eac4e5))
 	uniform := func(n int, scale float32) []float32 {

@@ -56,8 +56,9 @@ func (t *Tensor) View(row0, rows int) (*Tensor, error) {
 	if t.freed {
 		return nil, argErr(op, "t", ErrClosed, "tensor was freed")
 	}
-	if row0 < 0 || rows <= 0 || row0+rows > t.rows {
-		return nil, argErr(op, "rows", ErrShape, "[%d, %d) is not a non-empty range of the %d rows", row0, row0+rows, t.rows)
+	// Compared without row0+rows, which can overflow.
+	if row0 < 0 || rows <= 0 || rows > t.rows || row0 > t.rows-rows {
+		return nil, argErr(op, "rows", ErrShape, "%d rows from row %d is not a non-empty range of the %d rows", rows, row0, t.rows)
 	}
 	v := *t
 	v.view, v.rows = true, rows
