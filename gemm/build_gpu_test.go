@@ -117,3 +117,69 @@ func TestSecondEngineSharesTheModules(t *testing.T) {
 		require.Equal(t, "embedded", first.BuildReport().Start(), "by default a shipped architecture starts from the embedded set")
 	}
 }
+
+// TestEmbeddedVariantsGiveSameBits: on a driver that loads the cuda13
+// variant (CUDA 13, R580+), an engine's embedded modules are that
+// variant's by default, and engines forced to the base variant (NVRTC 12)
+// and to cuda13 (NVRTC 13) give the same bits on every tier, op and dtype.
+func TestEmbeddedVariantsGiveSameBits(t *testing.T) {
+	eng0, ctx := gpuEngine(t)
+	driver := ctx.Driver().Version()
+	arch := eng0.Arch()
+	cudaOpts := []kernels.BuildOption{kernels.WithDriverVersion(driver), kernels.WithEmbeddedVariant("cuda13"),
+		kernels.WithFamilies(engineFamilies(arch)...)}
+	if !kernels.EmbeddedFor(arch, cudaOpts...) {
+		t.Skipf("no cuda13 variant for %s with driver %d (variants %v)", arch, driver, kernels.EmbeddedVariants())
+	}
+	if os.Getenv(kernels.EnvKernels) == "" && os.Getenv(kernels.EnvEmbeddedVariant) == "" {
+		rep := eng0.BuildReport()
+		t.Log("default: ", rep)
+		require.Equal(t, "cuda13", rep.EmbeddedVariant, "the newest variant the driver loads is the default")
+		require.Equal(t, driver, rep.DriverVersion)
+		require.Contains(t, rep.String(), "variant cuda13")
+	}
+	if !kernels.EmbeddedFor(arch, kernels.WithEmbeddedVariant("base"), kernels.WithFamilies(engineFamilies(arch)...)) {
+		t.Skipf("this binary embeds no base variant for %s (built with -tags detgemm_only_sm90a? build the test without it)", arch)
+	}
+	base, err := New(ctx, WithKernels(kernels.ModeEmbedded), WithBuildOptions(kernels.WithEmbeddedVariant("base")))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, base.Close()) }()
+	c13, err := New(ctx, WithKernels(kernels.ModeEmbedded), WithBuildOptions(kernels.WithEmbeddedVariant("cuda13")))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c13.Close()) }()
+	t.Log("base:   ", base.BuildReport())
+	t.Log("cuda13: ", c13.BuildReport())
+	require.Equal(t, "base", base.BuildReport().EmbeddedVariant)
+	require.Equal(t, "cuda13", c13.BuildReport().EmbeddedVariant)
+	require.Empty(t, c13.BuildReport().Warnings)
+
+	type combo struct {
+		tier    Tier
+		in, out DType
+	}
+	combos := []combo{{TierTensorCore, BF16, BF16}, {TierTensorCore, BF16, F32}, {TierTensorCore, F16, F32}}
+	for _, c := range ieeeCombos {
+		combos = append(combos, combo{c.tier, c.in, c.out})
+	}
+	shapes := [][3]int{{1, 4097, 5}, {7, 300, 33}, {16, 4096, 4096}, {130, 1000, 17}, {512, 768, 1024}, {128, 4096, 1100}}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	for _, op := range []string{"Forward", "DX", "DW"} {
+		for _, c := range combos {
+			if op == "DW" && c.out != F32 {
+				continue
+			}
+			for i, s := range shapes {
+				name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d", op, c.tier, c.in, c.out, s[0], s[1], s[2])
+				t.Run(name, func(t *testing.T) {
+					wantB, gotB, cols := runOp(t, base, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
+					_, got13, _ := runOp(t, c13, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
+					requireSameBits(t, gotB, got13, cols, name+" base vs cuda13")
+					if c.tier != TierTensorCore {
+						requireSameBits(t, wantB, gotB, cols, name)
+					}
+				})
+			}
+		}
+	}
+}

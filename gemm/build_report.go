@@ -26,12 +26,17 @@ type BuildReport struct {
 	// unreadable, compiled again and replaced.
 	Embedded, CacheHits, Compiled, Rebuilt int
 	NVRTCVersion                           string // the NVRTC that compiled or cached; empty when none was needed
-	EmbeddedNVRTC                          string // the NVRTC that built the embedded set; empty when unused
-	CacheDir                               string // the cache used; empty when disabled or not needed
-	Warnings                               []string
-	BuildTime                              time.Duration // getting the CUBINs (decompress, read the cache, compile)
-	LoadTime                               time.Duration // loading them into the context and resolving functions
-	Elapsed                                time.Duration // the whole of New
+	EmbeddedNVRTC                          string // the NVRTC that built the embedded modules; empty when unused
+	// EmbeddedVariant is the embedded set's variant the modules came from:
+	// "base" (NVRTC 12, any driver) or "cuda13" (NVRTC 13, CUDA 13
+	// drivers); empty when unused.
+	EmbeddedVariant string
+	DriverVersion   int    // cuDriverGetVersion, which chose the variant
+	CacheDir        string // the cache used; empty when disabled or not needed
+	Warnings        []string
+	BuildTime       time.Duration // getting the CUBINs (decompress, read the cache, compile)
+	LoadTime        time.Duration // loading them into the context and resolving functions
+	Elapsed         time.Duration // the whole of New
 }
 
 // FamilyOrigin is one kernel family and where its CUBIN came from.
@@ -64,7 +69,11 @@ func (r BuildReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernels %s for %s (mode %s): %d embedded", r.Start(), r.Arch, r.Mode, r.Embedded)
 	if r.EmbeddedNVRTC != "" {
-		fmt.Fprintf(&b, " (NVRTC %s)", r.EmbeddedNVRTC)
+		fmt.Fprintf(&b, " (NVRTC %s", r.EmbeddedNVRTC)
+		if r.EmbeddedVariant != "" {
+			fmt.Fprintf(&b, ", variant %s", r.EmbeddedVariant)
+		}
+		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, ", %d cached, %d compiled", r.CacheHits, r.Compiled)
 	if r.NVRTCVersion != "" {
@@ -95,6 +104,7 @@ func reportOf(b *kernels.Bundle) BuildReport {
 		Arch: b.Arch, Mode: b.Mode,
 		Embedded: b.Embedded, CacheHits: b.Hits, Compiled: b.Misses, Rebuilt: b.Rebuilt,
 		NVRTCVersion: b.NVRTCVersion, EmbeddedNVRTC: b.EmbeddedNVRTC, CacheDir: b.CacheDir,
+		EmbeddedVariant: b.EmbeddedVariant, DriverVersion: b.DriverVersion,
 		Warnings: slices.Clone(b.Warnings),
 	}
 	for fam, m := range b.Modules {

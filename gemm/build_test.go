@@ -56,7 +56,7 @@ func TestBuildReportSummarisesTheBundle(t *testing.T) {
 			"gemm_fold": {Family: "gemm_fold", Origin: kernels.OriginEmbedded},
 			"gemm_simt": {Family: "gemm_simt", Origin: kernels.OriginCache},
 		},
-		Embedded: 1, Hits: 1, Misses: 1, Rebuilt: 1, NVRTCVersion: "13.0", EmbeddedNVRTC: "12.4",
+		Embedded: 1, Hits: 1, Misses: 1, Rebuilt: 1, NVRTCVersion: "13.0", EmbeddedNVRTC: "12.4", EmbeddedVariant: "base", DriverVersion: 12040,
 		Warnings: []string{"cache: x: corrupt cache entry: checksum mismatch; rebuilt and replaced"},
 	}
 	r := reportOf(b)
@@ -67,6 +67,8 @@ func TestBuildReportSummarisesTheBundle(t *testing.T) {
 	require.Equal(t, 1, r.CacheHits)
 	require.Equal(t, 1, r.Compiled)
 	require.Equal(t, 1, r.Rebuilt)
+	require.Equal(t, "base", r.EmbeddedVariant)
+	require.Equal(t, 12040, r.DriverVersion)
 	require.True(t, r.Cold())
 	require.Equal(t, b.Warnings, r.Warnings)
 	b.Warnings[0] = "changed"
@@ -84,7 +86,7 @@ func TestBuildReportSummarisesTheBundle(t *testing.T) {
 		require.Equal(t, tc.want, tc.r.Start())
 	}
 	s := r.String()
-	for _, want := range []string{"kernels cold for sm_86 (mode auto)", "1 embedded (NVRTC 12.4)", "1 cached", "1 compiled (NVRTC 13.0)",
+	for _, want := range []string{"kernels cold for sm_86 (mode auto)", "1 embedded (NVRTC 12.4, variant base)", "1 cached", "1 compiled (NVRTC 13.0)",
 		"1 corrupt cache entries rebuilt", "1 warnings"} {
 		require.Contains(t, s, want)
 	}

@@ -143,9 +143,13 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 // (engineFamilies) and loads them into ctx.
 func buildAndLoad(ctx *cudaload.Context, major, minor int, mode kernels.Mode, buildOpts []kernels.BuildOption, lone uint32) (*loaded, error) {
 	t0 := time.Now()
-	// Hopper's embedded set is sm_90a; it needs no NVRTC to choose.
+	// Hopper's embedded set is sm_90a; it needs no NVRTC to choose. The
+	// driver's version picks the embedded variant (the caller's options
+	// come after, so they may override it).
 	arch := kernels.ArchFor(major, minor, 12)
-	if mode == kernels.ModeNVRTC || mode == kernels.ModeAuto && !kernels.Embedded(arch, engineFamilies(arch)...) {
+	buildOpts = append([]kernels.BuildOption{kernels.WithDriverVersion(ctx.Driver().Version())}, buildOpts...)
+	embedded := kernels.EmbeddedFor(arch, append(slices.Clip(buildOpts), kernels.WithFamilies(engineFamilies(arch)...))...)
+	if mode == kernels.ModeNVRTC || mode == kernels.ModeAuto && !embedded {
 		comp, err := nvrtc.Open()
 		if err != nil {
 			return nil, fmt.Errorf("gemm.New: kernels for %s must be compiled (this binary embeds %v; mode %s) and NVRTC is missing: %w; "+

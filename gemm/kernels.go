@@ -209,6 +209,15 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 			return nil, fmt.Errorf("gemm.New: kernel family %s missing from the build", family)
 		}
 		mod, err := ctx.LoadModule(m.CUBIN)
+		// A driver may refuse an embedded CUBIN (a variant newer than it
+		// really loads): the bundle falls back to an older variant, then
+		// NVRTC (ModeAuto), or says what to do (ModeEmbedded).
+		for err != nil && m.Origin == kernels.OriginEmbedded {
+			if m, err = bundle.Fallback(family, err); err != nil {
+				return nil, fmt.Errorf("gemm.New: loading %s: %w", family, err)
+			}
+			mod, err = ctx.LoadModule(m.CUBIN)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("gemm.New: loading %s: %w", family, err)
 		}

@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -28,6 +29,11 @@ type Module struct {
 	Resources []Resource // parsed from Log, sorted by kernel name
 	Cached    bool       // loaded from the disk cache rather than compiled
 	Origin    Origin     // where the CUBIN came from
+	// Variant is the embedded variant ("base", "cuda13") of an
+	// OriginEmbedded module; empty otherwise.
+	Variant string
+	// NVRTC is the NVRTC version that built the CUBIN ("13.0").
+	NVRTC string
 }
 
 // Origin says where a module's CUBIN came from.
@@ -75,11 +81,21 @@ type Bundle struct {
 	Hits, Misses int                // cache entries used / compiled
 	Rebuilt      int                // cache entries present but unusable (corrupt, unreadable), compiled again
 	// EmbeddedNVRTC is the NVRTC version that built the embedded modules
-	// (EmbeddedNVRTCVersion); empty when none was used.
+	// ("13.0"; several, newest first, if variants were mixed); empty when
+	// none was used.
 	EmbeddedNVRTC string
+	// EmbeddedVariant is the variant the embedded modules came from
+	// ("cuda13"; "base+cuda13" if mixed); empty when none was used.
+	EmbeddedVariant string
+	// DriverVersion is the driver version the variant was chosen for
+	// (WithDriverVersion); 0 unknown.
+	DriverVersion int
 	Elapsed       time.Duration // wall time of the whole build
 	CacheDir      string        // the cache used; empty when disabled or not needed
 	Warnings      []string      // cache or embedded-set problems; the build still succeeded
+
+	builder *Builder // for Fallback
+	sel     selector
 }
 
 // Cold reports whether any module had to be compiled by NVRTC.
@@ -96,6 +112,10 @@ type buildConfig struct {
 	families []string // nil: every family
 	mode     Mode
 	modeSet  bool // WithMode was given
+	driver   int  // WithDriverVersion
+	// variant: WithEmbeddedVariant's; variantSet: it was given.
+	variant    string
+	variantSet bool
 }
 
 // WithFamilies limits the build to the named families (each must exist), so
@@ -192,7 +212,11 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	bundle := &Bundle{Arch: arch, Mode: mode, Modules: map[string]*Module{}}
+	sel, err := resolveSelector(b.cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	bundle := &Bundle{Arch: arch, Mode: mode, Modules: map[string]*Module{}, DriverVersion: b.cfg.driver, builder: b, sel: sel}
 
 	need := families
 	if mode != ModeNVRTC {
@@ -200,13 +224,17 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 		// Decompressing is the whole cost of an embedded start: one
 		// goroutine a family bounds it by the largest.
 		mods, whys := make([]*Module, len(families)), make([]string, len(families))
+		quiet, warns := make([]bool, len(families)), make([]string, len(families))
 		var wg sync.WaitGroup
 		for i, f := range families {
-			wg.Go(func() { mods[i], whys[i] = loadEmbedded(f, arch) })
+			wg.Go(func() { mods[i], whys[i], quiet[i], warns[i] = loadEmbedded(f, arch, sel, math.MaxInt) })
 		}
 		wg.Wait()
 		for i, f := range families {
 			m, why := mods[i], whys[i]
+			if warns[i] != "" {
+				bundle.Warnings = append(bundle.Warnings, warns[i])
+			}
 			if m != nil {
 				bundle.Modules[f] = m
 				bundle.Embedded++
@@ -216,14 +244,12 @@ func (b *Builder) Build(arch Arch) (*Bundle, error) {
 				return nil, fmt.Errorf("%w: %s for %s: %s (embedded architectures: %v; set %s=auto to compile with NVRTC)",
 					ErrNotEmbedded, f, arch, why, EmbeddedArchs(), EnvKernels)
 			}
-			if why != "absent" {
+			if !quiet[i] {
 				bundle.Warnings = append(bundle.Warnings, fmt.Sprintf("embedded %s for %s: %s; compiled with NVRTC instead", f, arch, why))
 			}
 			need = append(need, f)
 		}
-		if bundle.Embedded > 0 {
-			bundle.EmbeddedNVRTC = embeddedNVRTC
-		}
+		bundle.summariseEmbedded()
 	}
 	if len(need) > 0 {
 		if err := b.compile(arch, need, bundle); err != nil {
@@ -337,7 +363,7 @@ func (b *Builder) buildFamily(family string, arch Arch, nvrtcVersion string, cac
 		res.rebuilt = true
 	}
 	if ok {
-		res.module = &Module{Family: family, CUBIN: cubin, Log: log, Resources: ParseResources(log), Cached: true, Origin: OriginCache}
+		res.module = &Module{Family: family, CUBIN: cubin, Log: log, Resources: ParseResources(log), Cached: true, Origin: OriginCache, NVRTC: nvrtcVersion}
 		return res
 	}
 	out, err := b.compiler.Compile(src, family+familySuffix, flags, hdrs...)
@@ -347,7 +373,7 @@ func (b *Builder) buildFamily(family string, arch Arch, nvrtcVersion string, cac
 	if w := cache.store(name, key, out.CUBIN, out.Log); w != "" {
 		res.warnings = append(res.warnings, w)
 	}
-	res.module = &Module{Family: family, CUBIN: out.CUBIN, Log: out.Log, Resources: ParseResources(out.Log), Origin: OriginCompiled}
+	res.module = &Module{Family: family, CUBIN: out.CUBIN, Log: out.Log, Resources: ParseResources(out.Log), Origin: OriginCompiled, NVRTC: nvrtcVersion}
 	return res
 }
 

@@ -13,7 +13,13 @@
 // with NVRTC, with the same Flags, for the architectures users have (sm_80,
 // sm_86, sm_89, sm_90a, and newer ones when the NVRTC on hand can target
 // them) and embeds the CUBINs, gzipped, in the package (EmbeddedArchs,
-// EmbeddedNVRTCVersion). zembedded.go records, per CUBIN, the SourceHash of
+// EmbeddedVariants). The set holds variants: base (NVRTC 12, loads on every
+// supported driver) and cuda13 (NVRTC 13, for drivers reporting CUDA 13 or
+// newer; faster tensor-core code on Hopper); Build takes the newest the
+// driver can load (WithDriverVersion; DETGEMM_EMBEDDED_VARIANT forces one),
+// and Bundle.Fallback steps back to an older variant, then NVRTC, when the
+// driver refuses a CUBIN. zembedded.go, generated from the files' gzip
+// headers (embedded/README.md), records, per CUBIN, the SourceHash of
 // the sources and flags it was built from; a CUBIN whose hash does not match
 // this build's sources is never loaded, and a test fails until the set is
 // regenerated. Build takes a family from the embedded set when it can

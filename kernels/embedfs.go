@@ -4,13 +4,18 @@ package kernels
 
 import "embed"
 
-// embeddedFS holds the CUBINs go generate built (kernels/internal/gencubin)
-// for the architectures users have, so a process on one of them needs
-// neither NVRTC nor a cache directory. The build tag detgemm_noembed leaves
-// them out (embedfs_none.go): a binary about 8 MB smaller that always
-// compiles with NVRTC.
+// embeddedFS holds the CUBINs gencubin built for the architectures users
+// have (embedded/README.md), so a process on one of them needs neither
+// NVRTC nor a cache directory. The build tag detgemm_noembed leaves them
+// out (embedfs_none.go): a binary that always compiles with NVRTC.
 //
-//go:generate go run ./internal/gencubin -out embedded -table zembedded.go
+// go generate rebuilds the base variant with the local NVRTC (12.x) and
+// regenerates zembedded.go from every file under embedded/. The cuda13
+// variant needs NVRTC 13; on a machine with it, from this directory:
+//
+//	go run ./internal/gencubin -variant cuda13
+//
+//go:generate go run ./internal/gencubin -variant base -out embedded -table zembedded.go
 //go:embed embedded
 var embeddedFS embed.FS
 

@@ -12,7 +12,5 @@ const embeddedSubset = false
 
 var (
 	embeddedFS    embed.FS
-	embeddedNVRTC = ""
-	embeddedArchs []string
 	embeddedTable []embeddedRow
 )

@@ -7,12 +7,13 @@ import (
 	"slices"
 )
 
-// Built with -tags detgemm_only_sm90a: only Hopper's CUBINs are embedded
-// (about 2.7 MB instead of 7.6), for a program that runs on H100/H200
-// alone; other architectures compile with NVRTC as if nothing were
-// embedded for them.
+// Built with -tags detgemm_only_sm90a: only Hopper's cuda13 CUBINs are
+// embedded (about 2.7 MB), for a program that runs on H100/H200 with a
+// CUDA 13 driver (R580+) alone, such as make gpu-bin's test binaries;
+// with an older driver, and on other architectures, kernels compile with
+// NVRTC as if nothing were embedded.
 //
-//go:embed embedded/sm_90a
+//go:embed embedded/sm_90a+cuda13
 var embeddedFS embed.FS
 
 const noEmbed = false
@@ -22,7 +23,5 @@ const noEmbed = false
 const embeddedSubset = true
 
 func init() {
-	const only = "sm_90a"
-	embeddedArchs = slices.DeleteFunc(embeddedArchs, func(a string) bool { return a != only })
-	embeddedTable = slices.DeleteFunc(embeddedTable, func(r embeddedRow) bool { return r.arch != only })
+	embeddedTable = slices.DeleteFunc(embeddedTable, func(r embeddedRow) bool { return r.arch != "sm_90a" || r.variant != "cuda13" })
 }

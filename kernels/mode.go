@@ -86,6 +86,11 @@ func resolveMode(cfg buildConfig, getenv func(string) string) (Mode, error) {
 
 // embeddedRow describes one CUBIN of the embedded set (zembedded.go).
 type embeddedRow struct {
-	family, arch, sourceHash, cubinSHA256 string
-	size, packed                          int
+	family, arch string
+	// variant is "base" (NVRTC 12.x, old CUDA ELF ABI) or a newer build
+	// ("cuda13"); minDriver the cuDriverGetVersion it needs, 0 for base.
+	variant, nvrtc          string
+	minDriver               int
+	sourceHash, cubinSHA256 string
+	size, packed            int
 }

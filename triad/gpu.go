@@ -107,7 +107,9 @@ func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
 	}
 	// The triad family for the engine's architecture: from the embedded set
 	// where it has it (no NVRTC), else compiled as gemm.New's kernels are.
-	bundle, err := kernels.Build(g.eng.Arch(), append([]kernels.BuildOption{kernels.WithFamilies(triadFamily)}, cfg.build...)...)
+	// The driver version picks the same embedded variant as the engine's.
+	bundle, err := kernels.Build(g.eng.Arch(), append([]kernels.BuildOption{kernels.WithFamilies(triadFamily),
+		kernels.WithDriverVersion(ctx.Driver().Version())}, cfg.build...)...)
 	if err != nil {
 		return fail(fmt.Errorf("triad.NewGPU: building kernels: %w", err))
 	}

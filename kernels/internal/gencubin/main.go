@@ -1,78 +1,127 @@
-// Command gencubin compiles every kernel family with NVRTC for the
-// architectures detgemm ships prebuilt, and writes the embedded set:
-// kernels/embedded/<arch>/<family>.gz and kernels/zembedded.go, the table
-// recording, per CUBIN, the hash of the sources and flags it was built
-// from. It is run by go generate in package kernels:
+// Command gencubin writes kernels' embedded CUBIN set: the files
+// kernels/embedded/<dir>/<family>.gz (dir is the architecture for the base
+// variant, <arch>+<variant> for the others) and kernels/zembedded.go, the
+// table generated from the metadata in the files' gzip headers.
 //
-//	go generate ./kernels
+// Build one variant with the NVRTC on hand (its major version must be the
+// variant's: 12 for base, 13 for cuda13); only that variant's directories
+// of the architectures built are replaced, then the table is regenerated
+// from every file present:
+//
+//	go generate ./kernels                                   # base, NVRTC 12.x
+//	go run ./kernels/internal/gencubin -variant cuda13     # cuda13, NVRTC 13.x (from kernels/)
+//
+// Other modes need no NVRTC:
+//
+//	-retable                     regenerate zembedded.go from the files
+//	-retable -drop-stale         ... after removing files built from other sources
+//	-import DIR -variant cuda13  copy a set built elsewhere (DIR/<dir>/<family>.gz),
+//	                             checking its metadata and source hashes
+//	-import DIR -legacy-table T  the same for files written before the header
+//	                             carried metadata, described by their old table T
 //
 // The CUBINs are built with exactly the flags of kernels.Flags (the
 // production build) and no cache, so every entry is compiled here.
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
-	"go/format"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/detgemm/detgemm/kernels"
+	"github.com/detgemm/detgemm/kernels/internal/embedset"
 	"github.com/detgemm/detgemm/nvrtc"
 )
 
 func main() {
-	out := flag.String("out", "embedded", "directory of the compressed CUBINs (replaced)")
+	out := flag.String("out", "embedded", "directory of the compressed CUBINs")
 	table := flag.String("table", "zembedded.go", "generated Go file recording the set")
-	archList := flag.String("archs", "sm_80,sm_86,sm_89,sm_90a,sm_100a,sm_120",
-		"architectures to build; those the NVRTC on hand cannot target are left out with a note")
+	variant := flag.String("variant", embedset.Base, "variant to build or import: base (NVRTC 12.x) or cuda13 (NVRTC 13.x)")
+	archList := flag.String("archs", "", "architectures to build or import (default: the variant's)")
 	parallel := flag.Int("archs-parallel", 2, "architectures compiled at once (each compiles its families concurrently)")
+	retable := flag.Bool("retable", false, "only regenerate the table from the files under -out (no NVRTC)")
+	dropStale := flag.Bool("drop-stale", false, "with -retable: remove files built from sources or flags other than this checkout's")
+	importDir := flag.String("import", "", "copy the variant's files from this directory (built elsewhere) instead of compiling")
+	legacy := flag.String("legacy-table", "", "with -import: the old zembedded.go describing files without header metadata")
 	flag.Parse()
-	if err := run(*out, *table, *archList, *parallel); err != nil {
+	var err error
+	switch {
+	case *retable:
+		err = writeTable(*out, *table, *dropStale)
+	case *importDir != "":
+		err = importSet(*importDir, *legacy, *out, *table, *variant, *archList)
+	default:
+		err = build(*out, *table, *variant, *archList, *parallel)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gencubin:", err)
 		os.Exit(1)
 	}
 }
 
-type entry struct {
-	family, arch, sourceHash, cubinSum string
-	size, packed                       int
-	data                               []byte
+// archsFor parses the -archs list, defaulting to the variant's.
+func archsFor(v embedset.Variant, list string) ([]kernels.Arch, error) {
+	names := v.Archs
+	if list != "" {
+		names = strings.Split(list, ",")
+	}
+	var archs []kernels.Arch
+	for _, name := range names {
+		a, err := kernels.ParseArch(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		archs = append(archs, a)
+	}
+	return archs, nil
 }
 
-func run(out, table, archList string, parallel int) error {
+type file struct {
+	meta embedset.Meta
+	data []byte
+}
+
+func build(out, table, variant, archList string, parallel int) error {
+	v, err := embedset.LookupVariant(variant)
+	if err != nil {
+		return err
+	}
+	wanted, err := archsFor(v, archList)
+	if err != nil {
+		return err
+	}
 	c, err := nvrtc.Open()
 	if err != nil {
 		return err
 	}
 	major, minor := c.Version()
+	if major != v.NVRTCMajor {
+		return fmt.Errorf("variant %s is built by NVRTC %d.x; this is NVRTC %d.%d (set %s, or pick the variant of this NVRTC)",
+			v.Name, v.NVRTCMajor, major, minor, nvrtc.EnvLibrary)
+	}
 	supported, _ := c.SupportedArchs()
 	var archs []kernels.Arch
-	for _, name := range strings.Split(archList, ",") {
-		a, err := kernels.ParseArch(name)
-		if err != nil {
-			return err
-		}
-		if len(supported) > 0 && !slices.Contains(supported, a.Major*10+a.Minor) || a.Specific && major < 12 {
+	for _, a := range wanted {
+		if len(supported) > 0 && !slices.Contains(supported, a.Major*10+a.Minor) {
 			fmt.Fprintf(os.Stderr, "gencubin: NVRTC %d.%d cannot target %s; left out\n", major, minor, a)
 			continue
 		}
 		archs = append(archs, a)
 	}
 	if len(archs) == 0 {
-		return fmt.Errorf("NVRTC %d.%d can target none of %s", major, minor, archList)
+		return fmt.Errorf("NVRTC %d.%d can target none of %v", major, minor, wanted)
 	}
-
-	results := make([][]entry, len(archs))
+	nv := fmt.Sprintf("%d.%d", major, minor)
+	results := make([][]file, len(archs))
 	errs := make([]error, len(archs))
 	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
@@ -81,61 +130,30 @@ func run(out, table, archList string, parallel int) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			t0 := time.Now()
-			results[i], errs[i] = buildArch(c, a)
+			results[i], errs[i] = buildArch(c, a, v.Name, nv)
 			fmt.Fprintf(os.Stderr, "gencubin: %s: %d families in %v\n", a, len(results[i]), time.Since(t0).Round(time.Millisecond))
 		})
 	}
 	wg.Wait()
-	var all []entry
-	for i := range archs {
-		if errs[i] != nil {
-			return errs[i]
-		}
-		all = append(all, results[i]...)
-	}
-
-	// Write the new set beside the old one, then swap, so a failed run
-	// leaves the committed set whole.
-	tmp := out + ".new"
-	if err := os.RemoveAll(tmp); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	total := 0
-	for _, e := range all {
-		p := filepath.Join(tmp, e.arch, e.family+".gz")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	for i, a := range archs {
+		if err := replaceDir(out, embedset.Dir(a.String(), v.Name), results[i]); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, e.data, 0o644); err != nil {
-			return err
-		}
-		total += e.packed
 	}
-	src, err := format.Source(tableSource(fmt.Sprintf("%d.%d", major, minor), archs, all))
-	if err != nil {
-		return fmt.Errorf("formatting %s: %w", table, err)
-	}
-	if err := os.RemoveAll(out); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	if err := os.WriteFile(table, src, 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "gencubin: %d CUBINs for %d architectures, %d bytes compressed\n", len(all), len(archs), total)
-	return nil
+	return writeTable(out, table, false)
 }
 
 // buildArch compiles every family of arch (concurrently, inside Build) and
-// packs each module: uint64 CUBIN length, CUBIN, NVRTC log, gzipped.
-func buildArch(c *nvrtc.Compiler, arch kernels.Arch) ([]entry, error) {
+// packs each module with its metadata.
+func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv string) ([]file, error) {
 	b, err := kernels.NewBuilder(c, kernels.WithMode(kernels.ModeNVRTC), kernels.WithCache(false)).Build(arch)
 	if err != nil {
 		return nil, err
 	}
-	var out []entry
+	var out []file
 	for _, fam := range kernels.FamiliesFor(arch) {
 		m, ok := b.Modules[fam]
 		if !ok {
@@ -145,50 +163,181 @@ func buildArch(c *nvrtc.Compiler, arch kernels.Arch) ([]entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		var raw bytes.Buffer
-		_ = binary.Write(&raw, binary.LittleEndian, uint64(len(m.CUBIN)))
-		raw.Write(m.CUBIN)
-		raw.WriteString(m.Log)
-		var z bytes.Buffer
-		w, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
+		meta, err := embedset.NewMeta(fam, arch.String(), variant, nv, h, m.CUBIN)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := w.Write(raw.Bytes()); err != nil {
+		data, err := embedset.Pack(meta, m.CUBIN, m.Log)
+		if err != nil {
 			return nil, err
 		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(m.CUBIN)
-		out = append(out, entry{family: fam, arch: arch.String(), sourceHash: h, cubinSum: hex.EncodeToString(sum[:]),
-			size: len(m.CUBIN), packed: z.Len(), data: z.Bytes()})
+		out = append(out, file{meta, data})
 	}
 	return out, nil
 }
 
-func tableSource(nvrtcVersion string, archs []kernels.Arch, all []entry) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "// Code generated by kernels/internal/gencubin; DO NOT EDIT.\n\n")
-	fmt.Fprintf(&b, "//go:build !detgemm_noembed\n\n")
-	fmt.Fprintf(&b, "package kernels\n\n")
-	fmt.Fprintf(&b, "// embeddedNVRTC is the NVRTC version that compiled the embedded set.\n")
-	fmt.Fprintf(&b, "const embeddedNVRTC = %q\n\n", nvrtcVersion)
-	fmt.Fprintf(&b, "// embeddedArchs are the architectures the set was built for.\n")
-	fmt.Fprintf(&b, "var embeddedArchs = []string{")
-	for i, a := range archs {
-		if i > 0 {
-			b.WriteString(", ")
+// replaceDir writes files as out/dir, beside the old directory and then
+// swapped in, so a failed run leaves the committed set whole.
+func replaceDir(out, dir string, files []file) error {
+	final := filepath.Join(out, dir)
+	tmp := final + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(tmp, f.meta.Family+".gz"), f.data, 0o644); err != nil {
+			return err
 		}
-		fmt.Fprintf(&b, "%q", a.String())
 	}
-	fmt.Fprintf(&b, "}\n\n")
-	fmt.Fprintf(&b, "// embeddedTable has one row per CUBIN in embedded/<arch>/<family>.gz.\n")
-	fmt.Fprintf(&b, "var embeddedTable = []embeddedRow{\n")
-	for _, e := range all {
-		fmt.Fprintf(&b, "\t{family: %q, arch: %q, sourceHash: %q, cubinSHA256: %q, size: %d, packed: %d},\n",
-			e.family, e.arch, e.sourceHash, e.cubinSum, e.size, e.packed)
+	if err := os.RemoveAll(final); err != nil {
+		return err
 	}
-	fmt.Fprintf(&b, "}\n")
-	return b.Bytes()
+	return os.Rename(tmp, final)
+}
+
+// importSet copies one variant of a set built on another machine: from
+// DIR/<dir>/ or DIR/<arch>/ per architecture. Every family of each
+// architecture must be there, built from this checkout's sources.
+func importSet(dir, legacyTable, out, table, variant, archList string) error {
+	v, err := embedset.LookupVariant(variant)
+	if err != nil {
+		return err
+	}
+	archs, err := archsFor(v, archList)
+	if err != nil {
+		return err
+	}
+	var legacy map[string]embedset.Meta
+	if legacyTable != "" {
+		if legacy, err = readLegacyTable(legacyTable, v); err != nil {
+			return err
+		}
+	}
+	for _, a := range archs {
+		src := filepath.Join(dir, embedset.Dir(a.String(), v.Name))
+		if _, err := os.Stat(src); err != nil {
+			src = filepath.Join(dir, a.String())
+		}
+		var files []file
+		for _, fam := range kernels.FamiliesFor(a) {
+			data, err := os.ReadFile(filepath.Join(src, fam+".gz"))
+			if err != nil {
+				return err
+			}
+			var lm *embedset.Meta
+			if legacy != nil {
+				m, ok := legacy[fam+"/"+a.String()]
+				if !ok {
+					return fmt.Errorf("%s: no row for %s/%s", legacyTable, a, fam)
+				}
+				lm = &m
+			}
+			m, cubin, log, err := embedset.Unpack(data, lm)
+			if err != nil {
+				return fmt.Errorf("%s/%s.gz: %w", src, fam, err)
+			}
+			if m.Family != fam || m.Arch != a.String() || m.Variant != v.Name {
+				return fmt.Errorf("%s/%s.gz holds %s for %s, variant %s", src, fam, m.Family, m.Arch, m.Variant)
+			}
+			if err := m.Check(); err != nil {
+				return err
+			}
+			h, err := kernels.SourceHash(fam, a)
+			if err != nil {
+				return err
+			}
+			if h != m.SourceHash {
+				return fmt.Errorf("%s/%s.gz was built from other kernel sources or flags than this checkout's; rebuild it", src, fam)
+			}
+			if data, err = embedset.Pack(m, cubin, log); err != nil {
+				return err
+			}
+			files = append(files, file{m, data})
+		}
+		if err := replaceDir(out, embedset.Dir(a.String(), v.Name), files); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "gencubin: imported %s variant %s: %d families\n", a, v.Name, len(files))
+	}
+	return writeTable(out, table, false)
+}
+
+var (
+	legacyRow   = regexp.MustCompile(`\{family: "([^"]+)", arch: "([^"]+)", sourceHash: "([0-9a-f]{64})", cubinSHA256: "([0-9a-f]{64})", size: (\d+), packed: \d+\}`)
+	legacyNVRTC = regexp.MustCompile(`const embeddedNVRTC = "([0-9.]+)"`)
+)
+
+// readLegacyTable parses a zembedded.go of the format before variants.
+func readLegacyTable(name string, v embedset.Variant) (map[string]embedset.Meta, error) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	nv := legacyNVRTC.FindSubmatch(src)
+	if nv == nil {
+		return nil, fmt.Errorf("%s: no embeddedNVRTC constant", name)
+	}
+	out := map[string]embedset.Meta{}
+	for _, m := range legacyRow.FindAllSubmatch(src, -1) {
+		size, _ := strconv.Atoi(string(m[5]))
+		out[string(m[1])+"/"+string(m[2])] = embedset.Meta{Family: string(m[1]), Arch: string(m[2]), Variant: v.Name,
+			NVRTC: string(nv[1]), MinDriver: v.MinDriver, SourceHash: string(m[3]), CUBINSHA256: string(m[4]), Size: size}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no rows", name)
+	}
+	return out, nil
+}
+
+// writeTable regenerates the table from the files under out, reporting
+// (or, with drop, removing) the directories holding files built from other
+// sources: a variant's directory is kept whole or not at all.
+func writeTable(out, table string, drop bool) error {
+	es, err := embedset.ReadSet(os.DirFS(out))
+	if err != nil {
+		return err
+	}
+	stale := map[string]bool{}
+	for _, e := range es {
+		a, err := kernels.ParseArch(e.Arch)
+		if err != nil {
+			return err
+		}
+		if h, err := kernels.SourceHash(e.Family, a); err != nil || h != e.SourceHash {
+			stale[embedset.Dir(e.Arch, e.Variant)] = true
+		}
+	}
+	for dir := range stale {
+		p := filepath.Join(out, dir)
+		if !drop {
+			fmt.Fprintf(os.Stderr, "gencubin: warning: %s is stale (built from other kernel sources or flags); "+
+				"rebuild that variant, or run -retable -drop-stale to remove it\n", p)
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "gencubin: removed stale %s\n", p)
+	}
+	var kept []embedset.Entry
+	total := 0
+	for _, e := range es {
+		if drop && stale[embedset.Dir(e.Arch, e.Variant)] {
+			continue
+		}
+		kept = append(kept, e)
+		total += e.Packed
+	}
+	src, err := embedset.TableSource(kept)
+	if err != nil {
+		return fmt.Errorf("formatting %s: %w", table, err)
+	}
+	if err := os.WriteFile(table, src, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gencubin: %s: %d CUBINs, %d bytes compressed\n", table, len(kept), total)
+	return nil
 }
