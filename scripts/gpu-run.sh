@@ -10,8 +10,14 @@ set -u
 export DETGEMM_REQUIRE_GPU=1
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-# make gpu-bin ships the binaries gzipped (the travelling tree is capped).
+# make gpu-bin ships the binaries xz-compressed (the travelling tree is capped);
+# without an xz program, Python's lzma unpacks them.
 if [ -f .gpu/bin.tgz ]; then tar xzf .gpu/bin.tgz -C .gpu && rm -f .gpu/bin.tgz; fi
+if [ -f .gpu/bin.txz ]; then
+	{ tar xJf .gpu/bin.txz -C .gpu 2>/dev/null ||
+		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .gpu/bin.txz .gpu; } &&
+		rm -f .gpu/bin.txz
+fi
 out=${OUT:-$root/.gpu/out}
 mkdir -p "$out"
 summary=()
