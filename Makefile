@@ -76,8 +76,9 @@ gpu-bin:
 	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -tags=$(GPU_TAGS) -ldflags="-s -w" -o .gpu/train ./triad/cmd/train
 	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -tags=$(GPU_TAGS) -ldflags="-s -w" -o .gpu/coldstart ./kernels/internal/coldstart
 	@# The tree that travels to the GPU machine is capped at 64 MiB: ship the binaries xz-compressed
-	@# (its window spans binaries, so the embedded CUBINs every one of them holds are stored about once).
-	cd .gpu && tar cf - $$(ls | grep -v -e '^packages.txt$$') | xz -6 -T2 > bin.txz && rm -f $$(ls | grep -v -e '^packages.txt$$' -e '^bin.txz$$')
+	@# in one stream with a 256 MiB window (one thread: blocks of a threaded xz would not see each other),
+	@# so the embedded CUBINs that every binary holds are stored about once.
+	cd .gpu && tar cf - $$(ls | grep -v -e '^packages.txt$$') | xz -T1 --lzma2=preset=6,dict=256MiB > bin.txz && rm -f $$(ls | grep -v -e '^packages.txt$$' -e '^bin.txz$$')
 	cp scripts/gpu-run.sh .gpu/run.sh && chmod +x .gpu/run.sh
 	@du -sh .gpu
 

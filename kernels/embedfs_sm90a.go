@@ -7,13 +7,13 @@ import (
 	"slices"
 )
 
-// Built with -tags detgemm_only_sm90a: only Hopper's cuda13 CUBINs are
-// embedded (about 2.7 MB), for a program that runs on H100/H200 with a
-// CUDA 13 driver (R580+) alone, such as make gpu-bin's test binaries;
-// with an older driver, and on other architectures, kernels compile with
-// NVRTC as if nothing were embedded.
+// Built with -tags detgemm_only_sm90a: only Hopper's CUBINs are embedded,
+// both variants (about 5.5 MB), for a program that runs on H100/H200
+// alone, such as make gpu-bin's test binaries (which compare the variants'
+// bits); on other architectures kernels compile with NVRTC as if nothing
+// were embedded.
 //
-//go:embed embedded/sm_90a+cuda13
+//go:embed embedded/sm_90a embedded/sm_90a+cuda13
 var embeddedFS embed.FS
 
 const noEmbed = false
@@ -23,5 +23,5 @@ const noEmbed = false
 const embeddedSubset = true
 
 func init() {
-	embeddedTable = slices.DeleteFunc(embeddedTable, func(r embeddedRow) bool { return r.arch != "sm_90a" || r.variant != "cuda13" })
+	embeddedTable = slices.DeleteFunc(embeddedTable, func(r embeddedRow) bool { return r.arch != "sm_90a" })
 }
