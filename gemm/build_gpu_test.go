@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/internal/nvrtctest"
 	"github.com/detgemm/detgemm/kernels"
 	"github.com/detgemm/detgemm/nvrtc"
@@ -64,15 +65,24 @@ func TestEmbeddedAndNVRTCEnginesGiveSameBits(t *testing.T) {
 	require.Equal(t, emb.Arch(), nv.Arch(), "both paths build for one architecture")
 	require.Positive(t, nv.BuildReport().Compiled)
 
-	type combo struct {
-		tier    Tier
-		in, out DType
-	}
-	combos := []combo{{TierTensorCore, BF16, BF16}, {TierTensorCore, F16, F32}}
+	requireEnginesAgree(t, ctx, emb, nv, "embedded vs NVRTC", []engineCombo{{TierTensorCore, BF16, BF16}, {TierTensorCore, F16, F32}},
+		[][3]int{{1, 4097, 5}, {7, 300, 33}, {16, 4096, 4096}, {130, 1000, 17}, {512, 768, 1024}})
+}
+
+// engineCombo is a tier with its input and output types.
+type engineCombo struct {
+	tier    Tier
+	in, out DType
+}
+
+// requireEnginesAgree runs every op of every combo (and of every IEEE
+// combo) on each shape through a and b with the same inputs: the bits must
+// be equal, and the IEEE tiers' equal to the CPU reference's.
+func requireEnginesAgree(t *testing.T, ctx *cudaload.Context, a, b *Engine, label string, combos []engineCombo, shapes [][3]int) {
+	t.Helper()
 	for _, c := range ieeeCombos {
-		combos = append(combos, combo{c.tier, c.in, c.out})
+		combos = append(combos, engineCombo{c.tier, c.in, c.out})
 	}
-	shapes := [][3]int{{1, 4097, 5}, {7, 300, 33}, {16, 4096, 4096}, {130, 1000, 17}, {512, 768, 1024}}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	for _, op := range []string{"Forward", "DX", "DW"} {
@@ -83,11 +93,11 @@ func TestEmbeddedAndNVRTCEnginesGiveSameBits(t *testing.T) {
 			for i, s := range shapes {
 				name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d", op, c.tier, c.in, c.out, s[0], s[1], s[2])
 				t.Run(name, func(t *testing.T) {
-					wantE, gotE, cols := runOp(t, emb, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
-					_, gotN, _ := runOp(t, nv, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
-					requireSameBits(t, gotN, gotE, cols, name+" embedded vs NVRTC")
+					wantA, gotA, cols := runOp(t, a, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
+					_, gotB, _ := runOp(t, b, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
+					requireSameBits(t, gotA, gotB, cols, name+" "+label)
 					if c.tier != TierTensorCore {
-						requireSameBits(t, wantE, gotE, cols, name)
+						requireSameBits(t, wantA, gotA, cols, name)
 					}
 				})
 			}
@@ -153,33 +163,7 @@ func TestEmbeddedVariantsGiveSameBits(t *testing.T) {
 	require.Equal(t, "cuda13", c13.BuildReport().EmbeddedVariant)
 	require.Empty(t, c13.BuildReport().Warnings)
 
-	type combo struct {
-		tier    Tier
-		in, out DType
-	}
-	combos := []combo{{TierTensorCore, BF16, BF16}, {TierTensorCore, BF16, F32}, {TierTensorCore, F16, F32}}
-	for _, c := range ieeeCombos {
-		combos = append(combos, combo{c.tier, c.in, c.out})
-	}
-	shapes := [][3]int{{1, 4097, 5}, {7, 300, 33}, {16, 4096, 4096}, {130, 1000, 17}, {512, 768, 1024}, {128, 4096, 1100}}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	for _, op := range []string{"Forward", "DX", "DW"} {
-		for _, c := range combos {
-			if op == "DW" && c.out != F32 {
-				continue
-			}
-			for i, s := range shapes {
-				name := fmt.Sprintf("%s/%v/%v-%v/%dx%dx%d", op, c.tier, c.in, c.out, s[0], s[1], s[2])
-				t.Run(name, func(t *testing.T) {
-					wantB, gotB, cols := runOp(t, base, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
-					_, got13, _ := runOp(t, c13, ctx, rand.New(rand.NewPCG(seed, uint64(i))), op, c.tier, c.in, c.out, s[0], s[1], s[2], i%2 == 0)
-					requireSameBits(t, gotB, got13, cols, name+" base vs cuda13")
-					if c.tier != TierTensorCore {
-						requireSameBits(t, wantB, gotB, cols, name)
-					}
-				})
-			}
-		}
-	}
+	requireEnginesAgree(t, ctx, base, c13, "base vs cuda13",
+		[]engineCombo{{TierTensorCore, BF16, BF16}, {TierTensorCore, BF16, F32}, {TierTensorCore, F16, F32}},
+		[][3]int{{1, 4097, 5}, {7, 300, 33}, {16, 4096, 4096}, {130, 1000, 17}, {512, 768, 1024}, {128, 4096, 1100}})
 }
