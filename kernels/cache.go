@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,14 +54,30 @@ var errCorrupt = errors.New("corrupt cache entry")
 // to the same bytes.
 func cacheKey(family, source string, hdrs []nvrtc.Header, flags []string, arch Arch, nvrtcVersion string) [32]byte {
 	h := sha256.New()
-	field := func(s string) {
+	field := lengthPrefixed(h)
+	field("detgemm kernels cache")
+	field(fmt.Sprint(cacheFormat))
+	compileInputs(field, family, source, hdrs, flags, arch)
+	field(nvrtcVersion)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// lengthPrefixed returns a writer of fields into h, each preceded by its
+// length, so that no two different inputs encode to the same bytes.
+func lengthPrefixed(h hash.Hash) func(string) {
+	return func(s string) {
 		var n [8]byte
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	field("detgemm kernels cache")
-	field(fmt.Sprint(cacheFormat))
+}
+
+// compileInputs writes what a compile of family for arch reads, except the
+// compiler: the cache key and SourceHash both hash it.
+func compileInputs(field func(string), family, source string, hdrs []nvrtc.Header, flags []string, arch Arch) {
 	field(family)
 	field(source)
 	field(fmt.Sprint(len(hdrs)))
@@ -73,10 +90,6 @@ func cacheKey(family, source string, hdrs []nvrtc.Header, flags []string, arch A
 		field(f)
 	}
 	field(arch.String())
-	field(nvrtcVersion)
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
 }
 
 // entryName is the file name of an entry: readable prefix, then the key.

@@ -2,9 +2,7 @@ package kernels
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 )
 
 // SourceHash returns the hex SHA-256 of everything that goes into
@@ -19,26 +17,8 @@ func SourceHash(family string, arch Arch) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	field := func(s string) {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
+	field := lengthPrefixed(h)
 	field("detgemm kernels source")
-	field(family)
-	field(src)
-	hdrs := headers()
-	field(fmt.Sprint(len(hdrs)))
-	for _, hd := range hdrs {
-		field(hd.Name)
-		field(hd.Source)
-	}
-	flags := Flags(arch)
-	field(fmt.Sprint(len(flags)))
-	for _, f := range flags {
-		field(f)
-	}
-	field(arch.String())
+	compileInputs(field, family, src, headers(), Flags(arch), arch)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
