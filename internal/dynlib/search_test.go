@@ -79,17 +79,6 @@ func TestRootsExpandNewestFirstAndKeepUnmatchedPatterns(t *testing.T) {
 	}, got)
 }
 
-func TestNotFoundErrorPrintsEachPathOnce(t *testing.T) {
-	dir := t.TempDir()
-	fake := filepath.Join(dir, "libfake.so.1")
-	require.NoError(t, os.WriteFile(fake, []byte("not an ELF file"), 0o644))
-	_, err := Open("fake library", []string{"libdetgemm-does-not-exist.so.7", fake}, nil)
-	require.Error(t, err)
-	for _, p := range []string{"libdetgemm-does-not-exist.so.7", fake} {
-		require.Equal(t, 1, strings.Count(err.Error(), p), "%q printed once in:\n%v", p, err)
-	}
-}
-
 func TestNotFoundErrorLayout(t *testing.T) {
 	err := &NotFoundError{
 		Library: "X (libx)",
