@@ -37,14 +37,14 @@ func skipTCOffHopper(t *testing.T, gpu *GPU, tc tierCase) {
 
 func TestGPUTrainingGivesTheCPUDigests(t *testing.T) {
 	gpu := gpuBackend(t)
-	golden := readGolden(t)
+	file := readGolden(t)
 	for _, tc := range tierCases {
 		t.Run(tc.String(), func(t *testing.T) {
 			skipTCOffHopper(t, gpu, tc)
 			want := trainDigest(t, NewCPU(0), shortConfig(tc), shortEpochs)
 			got := trainDigest(t, gpu, shortConfig(tc), shortEpochs)
 			require.Equal(t, want, got, "GPU vs CPU backend")
-			require.Equal(t, golden[goldenKey(tc)], got, "GPU vs golden file")
+			require.NoError(t, file.Check(goldenKey(tc), got), "GPU vs golden file")
 		})
 	}
 }

@@ -1,15 +1,12 @@
 package triad
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/detgemm/detgemm/internal/golden"
 	"github.com/stretchr/testify/require"
 )
 
@@ -51,24 +48,17 @@ func goldenKey(tc tierCase) string {
 	return fmt.Sprintf("train %v %dx%dx%dx%d batch=%d steps=%d epochs=%d seed=%d", tc, c.In, c.Hidden, c.Hidden, c.Out, c.Batch, c.Steps, shortEpochs, c.Seed)
 }
 
-func readGolden(t *testing.T) map[string]string {
+// goldenHeader is triad.txt's comment block, written back by -update.
+var goldenHeader = []string{
+	"Digests of short triad training runs on the CPU backend (go test ./triad -update).",
+	"Each line: the run, then the SHA-256 of the final f32 weights and biases and the bits of the last loss and the loss sum.",
+}
+
+func readGolden(t *testing.T) *golden.File {
 	t.Helper()
-	f, err := os.Open(goldenPath)
+	g, err := golden.Read(goldenPath, golden.Colon)
 	require.NoError(t, err, "run go test ./triad -run TestTrainingDigestMatchesGolden -update to create it")
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, ": ")
-		require.True(t, ok, "bad golden line %q", line)
-		out[k] = v
-	}
-	require.NoError(t, sc.Err())
-	return out
+	return g
 }
 
 func TestTrainingDigestIsStableRunToRun(t *testing.T) {
@@ -82,25 +72,15 @@ func TestTrainingDigestIsStableRunToRun(t *testing.T) {
 }
 
 func TestTrainingDigestMatchesGolden(t *testing.T) {
-	got := map[string]string{}
+	var got []golden.Entry
 	for _, tc := range tierCases {
-		got[goldenKey(tc)] = trainDigest(t, NewCPU(0), shortConfig(tc), shortEpochs)
+		got = append(got, golden.Entry{Key: goldenKey(tc), Digest: trainDigest(t, NewCPU(0), shortConfig(tc), shortEpochs)})
 	}
 	if *update {
-		var b strings.Builder
-		b.WriteString("# Digests of short triad training runs on the CPU backend (go test ./triad -update).\n")
-		b.WriteString("# Each line: the run, then the SHA-256 of the final f32 weights and biases and the bits of the last loss and the loss sum.\n")
-		for _, tc := range tierCases {
-			fmt.Fprintf(&b, "%s: %s\n", goldenKey(tc), got[goldenKey(tc)])
-		}
-		require.NoError(t, os.MkdirAll(filepath.Dir(goldenPath), 0o755))
-		require.NoError(t, os.WriteFile(goldenPath, []byte(b.String()), 0o644))
+		require.NoError(t, golden.Write(goldenPath, golden.Colon, goldenHeader, got))
 		return
 	}
-	want := readGolden(t)
-	for _, tc := range tierCases {
-		require.Equal(t, want[goldenKey(tc)], got[goldenKey(tc)], goldenKey(tc))
-	}
+	require.NoError(t, readGolden(t).Compare(got))
 }
 
 func TestMLPRowsAreBatchInvariant(t *testing.T) {
