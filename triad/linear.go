@@ -43,21 +43,25 @@ type Linear struct {
 	closed bool
 }
 
-// checkTier enforces the tier/dtype pairs.
+// checkTier asks the engine's rule (gemm.Tier.Accepts) whether the tier
+// runs activations of type d: the products read and write d, so the triad
+// refuses exactly what the engine would. The refusal is the triad's *Error
+// with the engine's reason, matching ErrDType, or gemm.ErrTier for a value
+// that is not a tier.
 func checkTier(op string, tier gemm.Tier, d DType) error {
-	switch tier {
-	case gemm.TierF32:
-		if d != F32 {
-			return argErr(op, "DType", ErrDType, "TierF32 runs f32 activations, not %v", d)
-		}
-	case gemm.TierTyped, gemm.TierTensorCore:
-		if !d.Half() {
-			return argErr(op, "DType", ErrDType, "%v runs bf16 or f16 activations, not %v", tier, d)
-		}
-	default:
-		return argErr(op, "Tier", gemm.ErrTier, "%v is not a tier", tier)
+	err := tier.Accepts(d, d)
+	if err == nil {
+		return nil
 	}
-	return nil
+	reason := err.Error()
+	var ae *gemm.ArgError
+	if errors.As(err, &ae) {
+		reason = ae.Reason
+	}
+	if errors.Is(err, gemm.ErrTier) {
+		return argErr(op, "Tier", gemm.ErrTier, "%s", reason)
+	}
+	return argErr(op, "DType", ErrDType, "%s", reason)
 }
 
 // NewLinear allocates a layer on be with W, b, the gradients and the
