@@ -47,3 +47,24 @@ func ExampleLinear() {
 	// db = [1 1]
 	// b  = [0 -1]
 }
+
+// ExampleTensor_View takes rows 1 and 2 of a 3×2 tensor without copying,
+// and walks the values Read returns row by row with the view's shape.
+func ExampleTensor_View() {
+	be := triad.NewCPU(0)
+	defer be.Close()
+	t, _ := be.Alloc(triad.F32, 3, 2)
+	_ = be.Write(t, []float32{1, 2, 3, 4, 5, 6})
+	v, err := t.View(1, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	values, _ := be.Read(v)
+	for r := range v.Rows() {
+		fmt.Println(values[r*v.Cols() : (r+1)*v.Cols()])
+	}
+	// Output:
+	// [3 4]
+	// [5 6]
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -28,26 +29,45 @@ const (
 // MLP.Loss asks; so a training step is a sequence of launches only, and it
 // can be captured in a CUDA graph.
 type GPU struct {
-	ctx     *cudaload.Context
-	ownsCtx bool
-	stream  *cudaload.Stream
-	eng     *gemm.Engine
-	mod     *cudaload.Module
-	fns     map[string]*cudaload.Function
-	args    cudaload.Args
-	live    map[*Tensor]struct{}
-	closed  bool
+	ctx        *cudaload.Context
+	ownsCtx    bool
+	stream     *cudaload.Stream
+	ownsStream bool
+	eng        *gemm.Engine
+	ownsEng    bool
+	mod        *cudaload.Module
+	fns        map[string]*cudaload.Function
+	args       cudaload.Args
+	live       map[*Tensor]struct{}
+	closed     bool
 }
 
-// GPUOption configures NewGPU.
+// GPUOption configures NewGPU and OpenGPU.
 type GPUOption func(*gpuConfig)
 
-type gpuConfig struct{ build []kernels.BuildOption }
+type gpuConfig struct {
+	eng     *gemm.Engine
+	engSet  bool // WithEngine was given (maybe with nil)
+	engOpts []gemm.Option
+}
 
-// WithKernelBuild passes options (compiler, cache) to kernels.Build, for the
-// engine's kernels and the triad's alike.
-func WithKernelBuild(opts ...kernels.BuildOption) GPUOption {
-	return func(c *gpuConfig) { c.build = append(c.build, opts...) }
+// WithEngine runs the products on e, the caller's engine, instead of an
+// engine NewGPU makes with gemm.New. e must run on the context NewGPU is
+// given (OpenGPU: the device's primary context). The backend queues
+// everything on e's stream, so the triad's kernels and the products stay in
+// order; Close leaves e and its stream open. Several backends, or a backend
+// and the caller's own calls, may share one engine: the engine serialises
+// its launches.
+func WithEngine(e *gemm.Engine) GPUOption {
+	return func(c *gpuConfig) { c.eng, c.engSet = e, true }
+}
+
+// WithEngineOptions passes options to gemm.New when NewGPU makes the engine:
+// gemm.WithKernels, gemm.WithBuildOptions. The engine always runs on the
+// backend's stream (a gemm.WithStream here is overridden). It cannot be
+// combined with WithEngine (ErrConfig): that engine is already made.
+func WithEngineOptions(opts ...gemm.Option) GPUOption {
+	return func(c *gpuConfig) { c.engOpts = append(c.engOpts, opts...) }
 }
 
 // OpenGPU loads the CUDA driver, takes the primary context of device
@@ -85,49 +105,82 @@ func OpenGPU(ordinal int, opts ...GPUOption) (*GPU, error) {
 	return g, nil
 }
 
-// NewGPU loads (from the embedded set, or builds and caches) the engine's and the
-// triad's kernels for ctx's device and returns a backend with a stream of
-// its own. ctx stays the caller's.
+// NewGPU returns a backend on ctx (which stays the caller's). The products
+// run on a gemm engine: by default one made here with gemm.New on a stream
+// of the backend's own (WithEngineOptions configures it), or the caller's
+// (WithEngine). The triad's kernel family is then taken the way the engine
+// took its kernels: for the engine's architecture, in its kernels mode
+// (BuildReport.Mode), from the embedded set where it has the family, else
+// compiled by NVRTC through the engine's cache directory.
 func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
 	var cfg gpuConfig
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
-	if ctx == nil {
+	switch {
+	case cfg.engSet && cfg.eng == nil:
+		return nil, argErr("NewGPU", "WithEngine", ErrConfig, "nil engine")
+	case cfg.engSet && len(cfg.engOpts) > 0:
+		return nil, argErr("NewGPU", "WithEngineOptions", ErrConfig, "engine options given with WithEngine's engine, which is already made")
+	case ctx == nil:
 		return nil, argErr("NewGPU", "ctx", ErrConfig, "no CUDA context")
 	}
 	g := &GPU{ctx: ctx, fns: map[string]*cudaload.Function{}, live: map[*Tensor]struct{}{}}
-	var err error
-	if g.stream, err = ctx.NewStream(); err != nil {
-		return nil, fmt.Errorf("triad.NewGPU: %w", err)
+	fail := func(err error) (*GPU, error) {
+		return nil, errors.Join(fmt.Errorf("triad.NewGPU: %w", err), g.release())
 	}
-	fail := func(err error) (*GPU, error) { return nil, errors.Join(err, g.release()) }
-	if g.eng, err = gemm.New(ctx, gemm.WithStream(g.stream), gemm.WithBuildOptions(cfg.build...)); err != nil {
-		return fail(fmt.Errorf("triad.NewGPU: %w", err))
+	if cfg.eng != nil {
+		g.eng, g.stream = cfg.eng, cfg.eng.Stream()
+	} else {
+		var err error
+		if g.stream, err = ctx.NewStream(); err != nil {
+			return nil, fmt.Errorf("triad.NewGPU: %w", err)
+		}
+		g.ownsStream = true
+		// The backend's stream last: the products must queue where the
+		// triad's kernels do.
+		if g.eng, err = gemm.New(ctx, append(slices.Clip(cfg.engOpts), gemm.WithStream(g.stream))...); err != nil {
+			return fail(err)
+		}
+		g.ownsEng = true
 	}
-	// The triad family for the engine's architecture: from the embedded set
-	// where it has it (no NVRTC), else compiled as gemm.New's kernels are.
-	// The driver version picks the same embedded variant as the engine's.
-	bundle, err := kernels.Build(g.eng.Arch(), append([]kernels.BuildOption{kernels.WithFamilies(triadFamily),
-		kernels.WithDriverVersion(ctx.Driver().Version())}, cfg.build...)...)
+	if err := g.loadKernels(); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// loadKernels loads the triad family the way the engine got its kernels:
+// its architecture, its mode and cache directory, and the driver version
+// that picks the embedded variant.
+func (g *GPU) loadKernels() error {
+	rep := g.eng.BuildReport()
+	opts := []kernels.BuildOption{kernels.WithFamilies(triadFamily), kernels.WithMode(rep.Mode),
+		kernels.WithDriverVersion(g.ctx.Driver().Version())}
+	if rep.CacheDir != "" {
+		opts = append(opts, kernels.WithCacheDir(rep.CacheDir))
+	}
+	bundle, err := kernels.Build(g.eng.Arch(), opts...)
 	if err != nil {
-		return fail(fmt.Errorf("triad.NewGPU: building kernels: %w", err))
+		return fmt.Errorf("building kernels: %w", err)
 	}
 	m, ok := bundle.Modules[triadFamily]
 	if !ok {
-		return fail(fmt.Errorf("triad.NewGPU: kernel family %s missing from the build", triadFamily))
+		return fmt.Errorf("kernel family %s missing from the build", triadFamily)
 	}
-	if g.mod, err = ctx.LoadModule(m.CUBIN); err != nil {
-		return fail(fmt.Errorf("triad.NewGPU: loading %s: %w", triadFamily, err))
+	if g.mod, err = g.ctx.LoadModule(m.CUBIN); err != nil {
+		return fmt.Errorf("loading %s: %w", triadFamily, err)
 	}
 	for _, name := range gpuKernelNames() {
 		fn, err := g.mod.Function(name)
 		if err != nil {
-			return fail(fmt.Errorf("triad.NewGPU: %w", err))
+			return err
 		}
 		g.fns[name] = fn
 	}
-	return g, nil
+	return nil
 }
 
 func gpuKernelNames() []string {
@@ -263,8 +316,9 @@ func (g *GPU) Synchronize() error {
 	return g.stream.Synchronize()
 }
 
-// Close waits for queued work, frees every tensor, and releases the engine,
-// the module, the stream and (for OpenGPU) the context. It is idempotent.
+// Close waits for queued work, frees every tensor, and releases the module,
+// the engine and stream it made (not WithEngine's) and (for OpenGPU) the
+// context. It is idempotent.
 func (g *GPU) Close() error {
 	if g.closed {
 		return nil
@@ -281,13 +335,15 @@ func (g *GPU) release() error {
 		err = errors.Join(err, g.ctx.MemFree(t.dev))
 	}
 	clear(g.live)
-	if g.eng != nil {
+	if g.ownsEng {
 		err = errors.Join(err, g.eng.Close())
 	}
 	if g.mod != nil {
 		err = errors.Join(err, g.mod.Close())
 	}
-	err = errors.Join(err, g.stream.Close())
+	if g.ownsStream {
+		err = errors.Join(err, g.stream.Close())
+	}
 	if g.ownsCtx {
 		err = errors.Join(err, g.ctx.Close())
 	}

@@ -110,7 +110,10 @@ func (l *Linear) B() *Tensor { return l.b }
 // DW is the f32 weight gradient [In, Out], accumulated by Backward.
 func (l *Linear) DW() *Tensor { return l.dw }
 
-// DB is the f32 bias gradient [1, Out], accumulated by Backward.
+// DB is the f32 bias gradient [1, Out]: Backward adds each batch's column
+// sums of dy by the bias-gradient plan (package doc), Step clears it. Read
+// it (Backend.Read) to inspect or log the gradient between Backward and
+// Step, as ExampleLinear does.
 func (l *Linear) DB() *Tensor { return l.db }
 
 // Work is the weight the products read: the 16-bit working copy in the

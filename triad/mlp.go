@@ -105,9 +105,6 @@ func heUniform(seed uint64, i, in, out int) []float32 {
 	return w
 }
 
-// Layers are the network's layers, input first.
-func (m *MLP) Layers() []*Linear { return m.layers }
-
 // Config is the network's configuration.
 func (m *MLP) Config() MLPConfig { return m.cfg }
 

@@ -37,7 +37,8 @@ func (t *Tensor) DType() DType { return t.dtype }
 // Rows is the number of rows.
 func (t *Tensor) Rows() int { return t.rows }
 
-// Cols is the number of columns.
+// Cols is the number of columns: the length of one row of the row-major
+// values Read returns (see ExampleTensor_View).
 func (t *Tensor) Cols() int { return t.cols }
 
 // Len is Rows·Cols.
