@@ -8,19 +8,19 @@ import (
 	"github.com/detgemm/detgemm/cudaload"
 )
 
-// DType is an element type of A, B and C.
-type DType string
+// dtype is an element type of A, B and C.
+type dtype string
 
 // The element types the bench sweeps.
 const (
-	BF16 DType = "bf16"
-	F16  DType = "f16"
-	F32  DType = "f32"
+	bf16 dtype = "bf16"
+	f16  dtype = "f16"
+	f32  dtype = "f32"
 )
 
 // Size is the element size in bytes.
-func (d DType) Size() int {
-	if d == F32 {
+func (d dtype) Size() int {
+	if d == f32 {
 		return 4
 	}
 	return 2
@@ -53,12 +53,12 @@ const (
 var allModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}
 
 // parseDTypes reads --dtypes.
-func parseDTypes(list string) ([]DType, error) {
-	var out []DType
+func parseDTypes(list string) ([]dtype, error) {
+	var out []dtype
 	for _, f := range strings.Split(list, ",") {
-		d := DType(strings.ToLower(strings.TrimSpace(f)))
+		d := dtype(strings.ToLower(strings.TrimSpace(f)))
 		switch d {
-		case BF16, F16, F32:
+		case bf16, f16, f32:
 			out = append(out, d)
 		default:
 			return nil, fmt.Errorf("--dtypes: unknown type %q (want bf16, f16, f32)", f)
@@ -80,43 +80,43 @@ func parseModes(list string) ([]string, error) {
 	return out, nil
 }
 
-// Problem is one row of the sweep: a shape, an element type and a backend's
+// problem is one row of the sweep: a shape, an element type and a backend's
 // math mode.
-type Problem struct {
-	Shape Shape
-	DType DType
+type problem struct {
+	Shape shape
+	DType dtype
 	Mode  string
 }
 
-// InputSet is one set of device buffers for a problem, row-major, in the
+// inputSet is one set of device buffers for a problem, row-major, in the
 // problem's element type: the inputs A[M,K], B[K,N] and C[M,N] (random;
 // forward reads A and B, dX reads C as dY and B as W, dW reads A and C),
 // and two outputs, Y[M,N] (forward) and D[M,K] (dX), so that no backend
 // writes what another one reads: rows measured in turns all see the same
 // random inputs. The harness rotates over several sets so that the L2
 // cache cannot hold the operands between launches.
-type InputSet struct {
+type inputSet struct {
 	A, B, C cudaload.DevicePtr
 	Y, D    cudaload.DevicePtr
 }
 
-// Backend is one GEMM implementation under measurement: cuBLAS now, the
+// backend is one GEMM implementation under measurement: cuBLAS now, the
 // engine's tiers later, all printed in one table.
-type Backend interface {
+type backend interface {
 	// Name labels the backend's rows ("cuBLAS").
 	Name() string
 	// Modes lists the math modes the backend offers for an element type,
 	// in table order.
-	Modes(dt DType) []string
+	Modes(dt dtype) []string
 	// Prepare readies the backend for one problem on these input sets; the
-	// Runner it returns enqueues launches on stream.
-	Prepare(ctx *cudaload.Context, stream *cudaload.Stream, p Problem, sets []InputSet) (Runner, error)
+	// runner it returns enqueues launches on stream.
+	Prepare(ctx *cudaload.Context, stream *cudaload.Stream, p problem, sets []inputSet) (runner, error)
 	// Close releases what the backend holds.
 	Close() error
 }
 
-// Runner launches one prepared problem.
-type Runner interface {
+// runner launches one prepared problem.
+type runner interface {
 	// Launch enqueues one GEMM on input set i (0 <= i < len(sets)), without
 	// waiting for it.
 	Launch(i int) error

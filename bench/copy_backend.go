@@ -26,7 +26,7 @@ const (
 // output written once): one cuMemcpyDtoDAsync of half of them, on buffers
 // of its own, rotated like the inputs. It is the floor for a
 // bandwidth-bound GEMM of that size. The large copy behind the roofline
-// (Report.Copy, 256 MiB or more) hides the start and the drain of a
+// (report.Copy, 256 MiB or more) hides the start and the drain of a
 // launch; a GEMM that reads 33 MB pays them, and so does this copy.
 // Mode read is the other floor: a GEMV reads almost all its bytes and
 // writes few, and memory may serve pure reads faster than a copy's mix, so
@@ -40,13 +40,13 @@ type copyBackend struct {
 	overlap bool
 }
 
-// Name implements Backend.
+// Name implements backend.
 func (*copyBackend) Name() string { return "copy" }
 
-// Modes implements Backend: every type, both floors.
-func (*copyBackend) Modes(DType) []string { return []string{modeCopy, modeRead} }
+// Modes implements backend: every type, both floors.
+func (*copyBackend) Modes(dtype) []string { return []string{modeCopy, modeRead} }
 
-// Close implements Backend.
+// Close implements backend.
 func (*copyBackend) Close() error { return nil }
 
 // useUtil takes the read kernel from the loaded util module, for a device
@@ -63,14 +63,14 @@ func (b *copyBackend) useUtil(m *cudaload.Module, sms, major int) error {
 // copyHalf is the size of the copy standing for problem s in type dt: half
 // of gemmBytes (a copy reads and writes each byte it moves), at least 256
 // bytes, a multiple of 256.
-func copyHalf(s Shape, dt DType) uint64 {
+func copyHalf(s shape, dt dtype) uint64 {
 	return max(uint64(gemmBytes(s, dt)/2+255)&^255, 256)
 }
 
-// Prepare implements Backend: a source and a destination buffer per input
+// Prepare implements backend: a source and a destination buffer per input
 // set (copy: half the bytes each; read: all of them, and a word a warp),
 // the sources filled so the floors read written memory.
-func (b *copyBackend) Prepare(ctx *cudaload.Context, stream *cudaload.Stream, p Problem, sets []InputSet) (Runner, error) {
+func (b *copyBackend) Prepare(ctx *cudaload.Context, stream *cudaload.Stream, p problem, sets []inputSet) (runner, error) {
 	r := &copyRunner{ctx: ctx, s: stream}
 	switch p.Mode {
 	case modeCopy:
@@ -121,7 +121,7 @@ type copyRunner struct {
 	args            cudaload.Args
 }
 
-// Launch implements Runner.
+// Launch implements runner.
 func (r *copyRunner) Launch(i int) error {
 	if r.fn == nil {
 		return r.s.MemcpyDtoDAsync(r.dst[i], r.src[i], r.bytes)
@@ -135,7 +135,7 @@ func (r *copyRunner) Launch(i int) error {
 	}, &r.args)
 }
 
-// Close implements Runner.
+// Close implements runner.
 func (r *copyRunner) Close() error {
 	var errs []error
 	for _, p := range append(r.src, r.dst...) {

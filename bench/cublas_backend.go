@@ -42,13 +42,13 @@ func newCublasBackend(stream *cudaload.Stream, opts ...cublas.Option) (*cublasBa
 	return &cublasBackend{lib: lib, h: h, version: v}, nil
 }
 
-// Name implements Backend.
+// Name implements backend.
 func (b *cublasBackend) Name() string { return referenceBackend }
 
-// Modes implements Backend: default and pedantic for every type, and tf32
+// Modes implements backend: default and pedantic for every type, and tf32
 // as an extra f32 row (TF32 tensor cores, not an IEEE f32 result).
-func (b *cublasBackend) Modes(dt DType) []string {
-	if dt == F32 {
+func (b *cublasBackend) Modes(dt dtype) []string {
+	if dt == f32 {
 		return []string{modeDefault, modePedantic, modeTF32}
 	}
 	return []string{modeDefault, modePedantic}
@@ -66,14 +66,14 @@ func (b *cublasBackend) VersionString() string {
 // cublasConfig maps a problem to cuBLAS's element type, math mode and
 // compute type. Outputs are in the input type; every mode accumulates in
 // f32.
-func cublasConfig(p Problem) (cublas.DataType, cublas.MathMode, cublas.ComputeType, error) {
+func cublasConfig(p problem) (cublas.DataType, cublas.MathMode, cublas.ComputeType, error) {
 	var dt cublas.DataType
 	switch p.DType {
-	case BF16:
+	case bf16:
 		dt = cublas.R16BF
-	case F16:
+	case f16:
 		dt = cublas.R16F
-	case F32:
+	case f32:
 		dt = cublas.R32F
 	default:
 		return 0, 0, 0, fmt.Errorf("cuBLAS: no element type %q", p.DType)
@@ -83,14 +83,14 @@ func cublasConfig(p Problem) (cublas.DataType, cublas.MathMode, cublas.ComputeTy
 		return dt, cublas.DefaultMath, cublas.Compute32F, nil
 	case p.Mode == modePedantic:
 		return dt, cublas.PedanticMath, cublas.Compute32FPedantic, nil
-	case p.Mode == modeTF32 && p.DType == F32:
+	case p.Mode == modeTF32 && p.DType == f32:
 		return dt, cublas.TF32TensorOpMath, cublas.Compute32FFastTF32, nil
 	}
 	return 0, 0, 0, fmt.Errorf("cuBLAS: no mode %q for %s", p.Mode, p.DType)
 }
 
-// Prepare implements Backend.
-func (b *cublasBackend) Prepare(_ *cudaload.Context, _ *cudaload.Stream, p Problem, sets []InputSet) (Runner, error) {
+// Prepare implements backend.
+func (b *cublasBackend) Prepare(_ *cudaload.Context, _ *cudaload.Stream, p problem, sets []inputSet) (runner, error) {
 	dt, math, compute, err := cublasConfig(p)
 	if err != nil {
 		return nil, err
@@ -101,19 +101,19 @@ func (b *cublasBackend) Prepare(_ *cudaload.Context, _ *cudaload.Stream, p Probl
 	return &cublasRunner{b: b, shape: p.Shape, sets: sets, dt: dt, math: math, compute: compute}, nil
 }
 
-// Close implements Backend.
+// Close implements backend.
 func (b *cublasBackend) Close() error { return b.h.Destroy() }
 
 type cublasRunner struct {
 	b       *cublasBackend
-	shape   Shape
-	sets    []InputSet
+	shape   shape
+	sets    []inputSet
 	dt      cublas.DataType
 	math    cublas.MathMode
 	compute cublas.ComputeType
 }
 
-// Launch implements Runner.
+// Launch implements runner.
 func (r *cublasRunner) Launch(i int) error {
 	b := r.b
 	if !b.mathSet || b.math != r.math {
@@ -127,5 +127,5 @@ func (r *cublasRunner) Launch(i int) error {
 		uintptr(s.A), uintptr(s.B), uintptr(s.Y), r.dt, r.compute, cublas.GemmDefault)
 }
 
-// Close implements Runner; the handle belongs to the backend.
+// Close implements runner; the handle belongs to the backend.
 func (r *cublasRunner) Close() error { return nil }

@@ -25,35 +25,35 @@ func newEngineBackend(ctx *cudaload.Context, stream *cudaload.Stream) (*engineBa
 	return &engineBackend{eng: eng}, nil
 }
 
-// Name implements Backend.
+// Name implements backend.
 func (b *engineBackend) Name() string { return "detgemm" }
 
-// Modes implements Backend.
-func (b *engineBackend) Modes(d DType) []string {
-	if d == F32 {
+// Modes implements backend.
+func (b *engineBackend) Modes(d dtype) []string {
+	if d == f32 {
 		return []string{modeFwd, modeDX, modeDW}
 	}
 	return []string{modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW}
 }
 
-// Close implements Backend.
+// Close implements backend.
 func (b *engineBackend) Close() error { return b.eng.Close() }
 
-func engineDType(d DType) (gemm.DType, gemm.Tier) {
+func engineDType(d dtype) (gemm.DType, gemm.Tier) {
 	switch d {
-	case BF16:
+	case bf16:
 		return gemm.BF16, gemm.TierTyped
-	case F16:
+	case f16:
 		return gemm.F16, gemm.TierTyped
 	}
 	return gemm.F32, gemm.TierF32
 }
 
-// Prepare implements Backend and presizes the engine's workspace for the
+// Prepare implements backend and presizes the engine's workspace for the
 // problem. Forward reads A and B and writes C. DX reads
 // C as dY[M,N] and B as W[K,N] and writes A as dX[M,K]. DW reads A as X and
 // C as dY and accumulates into one f32 [K,N] buffer made here.
-func (b *engineBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p Problem, sets []InputSet) (Runner, error) {
+func (b *engineBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p problem, sets []inputSet) (runner, error) {
 	d, tier := engineDType(p.DType)
 	mode := p.Mode
 	if op, ok := strings.CutPrefix(mode, "tc-"); ok {
@@ -104,14 +104,14 @@ type engineRunner struct {
 	b     *engineBackend
 	ctx   *cudaload.Context
 	mode  string
-	sets  []InputSet
+	sets  []inputSet
 	fwd   gemm.ForwardArgs
 	dx    gemm.DXArgs
 	dw    gemm.DWArgs
 	dwBuf cudaload.DevicePtr
 }
 
-// Launch implements Runner.
+// Launch implements runner.
 func (r *engineRunner) Launch(i int) error {
 	s := r.sets[i]
 	switch r.mode {
@@ -127,7 +127,7 @@ func (r *engineRunner) Launch(i int) error {
 	}
 }
 
-// Close implements Runner.
+// Close implements runner.
 func (r *engineRunner) Close() error {
 	if r.dwBuf != 0 {
 		err := r.ctx.MemFree(r.dwBuf)

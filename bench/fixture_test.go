@@ -25,11 +25,11 @@ const fixtureNote = "TEST FIXTURE: made-up figures in the shape of a real run, n
 // is its roofline floor over a fixed, invented fraction, so the figures
 // hang together (TFLOP/s, %roof and ratios agree with the times) without
 // being anyone's measurement.
-func fixtureReport() *Report {
+func fixtureReport() *report {
 	const copyBW = 4.0e12
-	peaks := Peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}
-	shapes := []Shape{{1, 4096, 4096}, {2048, 768, 3072}, {4096, 4096, 4096}}
-	dtypes := []DType{BF16, F32}
+	peaks := peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}
+	shapes := []shape{{1, 4096, 4096}, {2048, 768, 3072}, {4096, 4096, 4096}}
+	dtypes := []dtype{bf16, f32}
 	// Invented fractions of the roofline, per mode.
 	frac := map[string]float64{
 		modeDefault: 0.80, modePedantic: 0.55, modeTF32: 0.60,
@@ -37,59 +37,59 @@ func fixtureReport() *Report {
 		modeTCFwd: 0.72, modeTCDX: 0.70, modeTCDW: 0.50,
 		modeCopy: 0.90, modeRead: 0.95,
 	}
-	modes := func(dt DType) [][2]string { // backend, mode
+	modes := func(dt dtype) [][2]string { // backend, mode
 		out := [][2]string{{referenceBackend, modeDefault}, {referenceBackend, modePedantic}}
-		if dt == F32 {
+		if dt == f32 {
 			out = append(out, [2]string{referenceBackend, modeTF32})
 		}
 		out = append(out, [2]string{"detgemm", modeFwd}, [2]string{"detgemm", modeDX}, [2]string{"detgemm", modeDW})
-		if dt != F32 {
+		if dt != f32 {
 			out = append(out, [2]string{"detgemm", modeTCFwd}, [2]string{"detgemm", modeTCDX}, [2]string{"detgemm", modeTCDW})
 		}
 		return append(out, [2]string{"copy", modeCopy}, [2]string{"copy", modeRead})
 	}
-	var rows []Row
+	var rows []row
 	for _, s := range shapes {
 		for _, dt := range dtypes {
 			for _, bm := range modes(dt) {
-				r := Row{Shape: s, DType: dt, Backend: bm[0], Mode: bm[1], Launches: 8, Sets: 4, SetBytes: setBytes(s, dt)}
+				r := row{Shape: s, DType: dt, Backend: bm[0], Mode: bm[1], Launches: 8, Sets: 4, SetBytes: setBytes(s, dt)}
 				if s.M == 1 && bm[1] == modeTF32 {
 					r.Error = "fixture: a made-up failure, to show how one renders"
 					rows = append(rows, r)
 					continue
 				}
 				peak, name := peaks.peakFor(dt, r.Mode)
-				floor := roofline(s, dt, 1, copyBW, peak, name).FloorUS
+				floor := rooflineOf(s, dt, 1, copyBW, peak, name).FloorUS
 				if r.Mode == modePedantic {
 					// Pedantic cuBLAS runs FMAs on CUDA cores whatever the type.
-					floor = roofline(s, dt, 1, copyBW, peaks.F32, "f32 FMA").FloorUS
+					floor = rooflineOf(s, dt, 1, copyBW, peaks.F32, "f32 FMA").FloorUS
 				}
 				t := floor / frac[r.Mode]
 				r.MedianUS, r.MinUS, r.MaxUS = t, 0.99*t, 1.02*t
 				r.SamplesUS = []float64{0.99 * t, t, 1.02 * t}
 				r.TFLOPS = tflops(s, t)
 				r.PeakName, r.PeakTFLOPS = name, peak
-				r.Roofline = roofline(s, dt, t, copyBW, peak, name)
+				r.Roofline = rooflineOf(s, dt, t, copyBW, peak, name)
 				rows = append(rows, r)
 			}
 		}
 	}
 	fillRatios(rows)
-	return &Report{
+	return &report{
 		Schema: schemaPrefix + "1",
 		Date:   "2026-11-20T12:00:00Z",
-		GPU: GPUInfo{Name: "NVIDIA H200 (" + fixtureNote + ")", ComputeCapability: "9.0", SMs: 132,
+		GPU: gpuInfo{Name: "NVIDIA H200 (" + fixtureNote + ")", ComputeCapability: "9.0", SMs: 132,
 			L2Bytes: 60 << 20, MemoryBytes: 141 << 30},
-		Driver: LibraryInfo{Version: "13.0", Code: 13000, Release: "580.159", Path: "libcuda.so.1",
+		Driver: libraryInfo{Version: "13.0", Code: 13000, Release: "580.159", Path: "libcuda.so.1",
 			Comment: "CUDA driver API version (cuDriverGetVersion)"},
-		CUBLAS: LibraryInfo{Version: "13.1.0", Code: 130100, Path: "libcublas.so.13"},
-		Config: RunConfig{Shapes: shapes, ShapesSource: fixtureNote, DTypes: dtypes,
+		CUBLAS: libraryInfo{Version: "13.1.0", Code: 130100, Path: "libcublas.so.13"},
+		Config: runConfig{Shapes: shapes, ShapesSource: fixtureNote, DTypes: dtypes,
 			Modes:   []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead},
 			Repeats: 15, MinTimeUS: 2000, Seed: 1, MemoryBudget: 35 << 30},
 		Inputs:  fixtureNote,
-		Copy:    CopyBandwidth{Bytes: 960 << 20, BytesPerSec: copyBW, TimeUS: Stats{Median: 503.3, Min: 501, Max: 507, N: 15}, Launches: 4},
+		Copy:    copyBandwidth{Bytes: 960 << 20, BytesPerSec: copyBW, TimeUS: stats{Median: 503.3, Min: 501, Max: 507, N: 15}, Launches: 4},
 		Peaks:   &peaks,
-		Startup: Startup{Arch: "sm_90a", NVRTC: "13.0", Families: 12, ColdBuildMS: 60000, Warm: &WarmStart{TotalMS: 250, Hits: 12}, WarmMethod: "fresh process"},
+		Startup: startup{Arch: "sm_90a", NVRTC: "13.0", Families: 12, ColdBuildMS: 60000, Warm: &warmStart{TotalMS: 250, Hits: 12}, WarmMethod: "fresh process"},
 		Rows:    rows,
 	}
 }

@@ -35,7 +35,7 @@ func renderSaved(cfg *config, stdout, stderr io.Writer) error {
 }
 
 // emit writes the report as cfg.format on stdout and draws cfg.plotPath.
-func emit(cfg *config, rep *Report, stdout, stderr io.Writer) error {
+func emit(cfg *config, rep *report, stdout, stderr io.Writer) error {
 	if err := renderReport(stdout, rep, cfg.format, shellJoin(cfg.args)); err != nil {
 		return err
 	}

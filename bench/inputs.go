@@ -35,7 +35,7 @@ type inputMaker struct {
 // thousands of small sets cheap.
 type inputArena struct {
 	base cudaload.DevicePtr
-	sets []InputSet
+	sets []inputSet
 }
 
 // matrixAlign is the alignment of every matrix in an arena.
@@ -44,18 +44,18 @@ const matrixAlign = 256
 // setBytes is the traffic of one launch that the L2 must not absorb: the
 // GEMM's A and B read and its output written. It sizes the rotation
 // (setsFor); the arena also holds each set's other operands (setAlloc).
-func setBytes(s Shape, dt DType) int64 {
+func setBytes(s shape, dt dtype) int64 {
 	return gemmBytes(s, dt)
 }
 
 // setElems is the element count of A, B, C, Y and D of one set.
-func setElems(s Shape) [5]uint64 {
+func setElems(s shape) [5]uint64 {
 	mk, kn, mn := uint64(s.M)*uint64(s.K), uint64(s.K)*uint64(s.N), uint64(s.M)*uint64(s.N)
 	return [5]uint64{mk, kn, mn, mn, mk}
 }
 
 // setAlloc is the device memory one set occupies in an arena.
-func setAlloc(s Shape, dt DType) int64 {
+func setAlloc(s shape, dt dtype) int64 {
 	var b uint64
 	for _, e := range setElems(s) {
 		b += (e*uint64(dt.Size()) + matrixAlign - 1) &^ (matrixAlign - 1)
@@ -66,7 +66,7 @@ func setAlloc(s Shape, dt DType) int64 {
 // makeSets allocates n sets and fills the inputs A, B and C with random
 // values; the outputs Y and D are filled with 0xFF bytes (a NaN in every
 // type) rather than left as whatever memory held.
-func (im *inputMaker) makeSets(s Shape, dt DType, n int) (*inputArena, error) {
+func (im *inputMaker) makeSets(s shape, dt dtype, n int) (*inputArena, error) {
 	sz := uint64(dt.Size())
 	elems := setElems(s)
 	var stride, region [5]uint64 // bytes from one set's matrix to the next; region offsets
@@ -80,12 +80,12 @@ func (im *inputMaker) makeSets(s Shape, dt DType, n int) (*inputArena, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &inputArena{base: base, sets: make([]InputSet, n)}
+	a := &inputArena{base: base, sets: make([]inputSet, n)}
 	at := func(op, set int) cudaload.DevicePtr {
 		return base + cudaload.DevicePtr(region[op]+stride[op]*uint64(set))
 	}
 	for i := range a.sets {
-		a.sets[i] = InputSet{A: at(0, i), B: at(1, i), C: at(2, i), Y: at(3, i), D: at(4, i)}
+		a.sets[i] = inputSet{A: at(0, i), B: at(1, i), C: at(2, i), Y: at(3, i), D: at(4, i)}
 	}
 	for op, name := range []byte{'A', 'B', 'C'} {
 		if err == nil {
@@ -117,7 +117,7 @@ func (im *inputMaker) free(a *inputArena) {
 
 // fillRegion writes one operand of every set: n matrices of elems random
 // values, strideElems apart (the padding between them is zero).
-func (im *inputMaker) fillRegion(dst cudaload.DevicePtr, s Shape, dt DType, n int, elems, strideElems uint64, operand byte) error {
+func (im *inputMaker) fillRegion(dst cudaload.DevicePtr, s shape, dt dtype, n int, elems, strideElems uint64, operand byte) error {
 	total := uint64(n) * strideElems
 	if uint64(cap(im.host)) < total {
 		im.host = make([]float32, total)
@@ -133,7 +133,7 @@ func (im *inputMaker) fillRegion(dst cudaload.DevicePtr, s Shape, dt DType, n in
 	// Every copy and kernel goes on the bench's stream, in order, and the
 	// function waits for them: the host buffers are reused by the next call.
 	switch {
-	case dt == F32:
+	case dt == f32:
 		if err := im.stream.MemcpyHtoDAsync(dst, unsafe.Pointer(&h[0]), total*4); err != nil {
 			return err
 		}
@@ -166,9 +166,9 @@ func (im *inputMaker) fillRegion(dst cudaload.DevicePtr, s Shape, dt DType, n in
 
 // narrowHost rounds on the host with the CPU reference's conversions (the
 // same RNE as the util kernels).
-func narrowHost(dst []uint16, src []float32, dt DType) {
+func narrowHost(dst []uint16, src []float32, dt dtype) {
 	conv := ref.BF16FromF32
-	if dt == F16 {
+	if dt == f16 {
 		conv = ref.F16FromF32
 	}
 	for i, v := range src {
@@ -226,7 +226,7 @@ func randomFillAll(jobs []fillJob, seed uint64) {
 }
 
 // streamID keys one operand of one set of one shape.
-func streamID(s Shape, set int, operand byte) uint64 {
+func streamID(s shape, set int, operand byte) uint64 {
 	h := mix(uint64(s.M), uint64(s.K))
 	h = mix(h, uint64(s.N))
 	h = mix(h, uint64(set))
@@ -273,11 +273,11 @@ func newConverter(m *cudaload.Module, sms int) (*converter, error) {
 
 // narrow launches the kernel for dt over n elements. The kernels are
 // grid-stride loops, so a grid of a few blocks per SM covers any n.
-func (c *converter) narrow(stream *cudaload.Stream, dt DType, in, out cudaload.DevicePtr, n uint64) error {
+func (c *converter) narrow(stream *cudaload.Stream, dt dtype, in, out cudaload.DevicePtr, n uint64) error {
 	f := c.toBF16
 	switch dt {
-	case BF16:
-	case F16:
+	case bf16:
+	case f16:
 		f = c.toF16
 	default:
 		return errors.New("narrow: no conversion to " + string(dt))

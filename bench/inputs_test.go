@@ -49,9 +49,9 @@ func TestRandomFillAllEqualsOneByOne(t *testing.T) {
 }
 
 func TestStreamIDSeparatesOperandsSetsAndShapes(t *testing.T) {
-	s := Shape{128, 4096, 11008}
+	s := shape{128, 4096, 11008}
 	ids := map[uint64]string{}
-	for _, sh := range []Shape{s, {4096, 128, 11008}, {128, 11008, 4096}} {
+	for _, sh := range []shape{s, {4096, 128, 11008}, {128, 11008, 4096}} {
 		for set := 0; set < 4; set++ {
 			for _, op := range []byte{'A', 'B'} {
 				id := streamID(sh, set, op)
@@ -64,6 +64,6 @@ func TestStreamIDSeparatesOperandsSetsAndShapes(t *testing.T) {
 }
 
 func TestSetBytesCountsAllThreeOperands(t *testing.T) {
-	require.Equal(t, int64((2*3+3*5+2*5)*4), setBytes(Shape{2, 3, 5}, F32))
-	require.Equal(t, int64((2*3+3*5+2*5)*2), setBytes(Shape{2, 3, 5}, BF16))
+	require.Equal(t, int64((2*3+3*5+2*5)*4), setBytes(shape{2, 3, 5}, f32))
+	require.Equal(t, int64((2*3+3*5+2*5)*2), setBytes(shape{2, 3, 5}, bf16))
 }

@@ -12,9 +12,9 @@ import (
 // schemaPrefix starts every version of the report's schema field.
 const schemaPrefix = "detgemm-bench/"
 
-// ErrReportFormat is matched (errors.Is) by every error of readReport about
+// errReportFormat is matched (errors.Is) by every error of readReport about
 // a file that is not a bench report this bench can read.
-var ErrReportFormat = errors.New("not a detgemm bench report")
+var errReportFormat = errors.New("not a detgemm bench report")
 
 // reportError says which file could not be read as a report, and why.
 type reportError struct {
@@ -27,8 +27,8 @@ func (e *reportError) Error() string {
 	return fmt.Sprintf("%s: %s (want the JSON file that go run ./bench --json FILE writes)", e.path, e.reason)
 }
 
-// Is makes every reportError match ErrReportFormat.
-func (e *reportError) Is(target error) bool { return target == ErrReportFormat }
+// Is makes every reportError match errReportFormat.
+func (e *reportError) Is(target error) bool { return target == errReportFormat }
 
 // Unwrap gives the decoder's error.
 func (e *reportError) Unwrap() error { return e.err }
@@ -55,7 +55,7 @@ func schemaVersion(schema string) (int, error) {
 // does not know (a newer version's) are ignored; fields an older version
 // lacks stay zero. newer is true when the file's version is above this
 // bench's, so the caller can say that some figures may be left out.
-func readReport(path string) (rep *Report, newer bool, err error) {
+func readReport(path string) (rep *report, newer bool, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, false, err
@@ -64,7 +64,7 @@ func readReport(path string) (rep *Report, newer bool, err error) {
 }
 
 // parseReport is readReport on the file's bytes; name labels errors.
-func parseReport(name string, b []byte) (*Report, bool, error) {
+func parseReport(name string, b []byte) (*report, bool, error) {
 	var head struct {
 		Schema *string          `json:"schema"`
 		Rows   *json.RawMessage `json:"rows"`
@@ -83,7 +83,7 @@ func parseReport(name string, b []byte) (*Report, bool, error) {
 	if head.Rows == nil {
 		return nil, false, &reportError{name, `no "rows" field`, nil}
 	}
-	rep := &Report{}
+	rep := &report{}
 	if err := json.Unmarshal(b, rep); err != nil {
 		return nil, false, &reportError{name, "a field has the wrong type: " + err.Error(), err}
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzParseReport feeds the --from loader arbitrary bytes. It never
-// panics: it refuses with an error matching ErrReportFormat, or returns a
+// panics: it refuses with an error matching errReportFormat, or returns a
 // report that renders as table, JSON, Markdown and CSV without panicking,
 // whose JSON loads again.
 func FuzzParseReport(f *testing.F) {
@@ -51,7 +51,7 @@ func FuzzParseReport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rep, _, err := parseReport("fuzz.json", b)
 		if err != nil {
-			if !errors.Is(err, ErrReportFormat) {
+			if !errors.Is(err, errReportFormat) {
 				t.Fatalf("untyped error %v", err)
 			}
 			if rep != nil {

@@ -28,7 +28,7 @@ import (
 type config struct {
 	shapes     string
 	shapesFile string
-	dtypes     []DType
+	dtypes     []dtype
 	modes      []string
 	repeats    int
 	minTime    time.Duration

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 func TestParseFlagsDefaults(t *testing.T) {
 	c, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
-	require.Equal(t, []DType{BF16, F16, F32}, c.dtypes)
+	require.Equal(t, []dtype{bf16, f16, f32}, c.dtypes)
 	require.Equal(t, []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}, c.modes)
 	require.Equal(t, 15, c.repeats)
 	require.Equal(t, 2*time.Millisecond, c.minTime)
@@ -41,7 +41,7 @@ func TestParseFlagsQuickAndLists(t *testing.T) {
 	c, err := parseFlags([]string{"--quick", "--dtypes", "f32, bf16", "--modes=pedantic", "--shapes", "1x2x3", "--device", "1"}, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, 3, c.repeats)
-	require.Equal(t, []DType{F32, BF16}, c.dtypes)
+	require.Equal(t, []dtype{f32, bf16}, c.dtypes)
 	require.Equal(t, []string{modePedantic}, c.modes)
 	require.Equal(t, "1x2x3", c.shapes)
 	require.Equal(t, 1, c.device)
@@ -104,7 +104,7 @@ func TestRunQuickOnGPU(t *testing.T) {
 
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var rep Report
+	var rep report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Len(t, rep.Rows, 2*(7+9+6+6), "2 shapes × (cuBLAS bf16, f16: default, pedantic; f32: default, pedantic, tf32) + (detgemm fwd, dx, dw × 3 types) + (detgemm tc-fwd, tc-dx, tc-dw × bf16, f16) + (copy floors copy, read × 3 types)")
 	require.Greater(t, rep.Copy.BytesPerSec, 1e11)

@@ -16,11 +16,11 @@ type measureConfig struct {
 	MaxLaunches int           // cap on launches per measurement
 }
 
-// Measurement is the timing of one problem: per-launch times in µs, one per
+// measurement is the timing of one problem: per-launch times in µs, one per
 // repeat, and how many back-to-back launches each repeat averaged over.
-type Measurement struct {
+type measurement struct {
 	SamplesUS []float64
-	Stats     Stats
+	Stats     stats
 	Launches  int
 }
 
@@ -84,7 +84,7 @@ func (t *timer) batch(n int, launch func() error) (float64, error) {
 
 // measure times one launch function: calibrate, then cfg.Repeats timed
 // measurements (measureTurns with a single entry).
-func measure(t batcher, launch func() error, minLaunches int, cfg measureConfig) (Measurement, error) {
+func measure(t batcher, launch func() error, minLaunches int, cfg measureConfig) (measurement, error) {
 	ms, errs := measureTurns(t, []func() error{launch}, minLaunches, cfg)
 	return ms[0], errs[0]
 }
@@ -129,13 +129,13 @@ func calibrate(t batcher, launch func() error, minLaunches int, cfg measureConfi
 // µs right after cuBLAS's TF32 row and 3165-3180 µs otherwise (H200). A
 // function that fails gets its error and leaves the rounds; the others go
 // on.
-func measureTurns(t batcher, launches []func() error, minLaunches int, cfg measureConfig) ([]Measurement, []error) {
-	ms := make([]Measurement, len(launches))
+func measureTurns(t batcher, launches []func() error, minLaunches int, cfg measureConfig) ([]measurement, []error) {
+	ms := make([]measurement, len(launches))
 	errs := make([]error, len(launches))
 	for i, l := range launches {
 		r, err := calibrate(t, l, minLaunches, cfg)
 		errs[i] = err
-		ms[i] = Measurement{Launches: r, SamplesUS: make([]float64, 0, max(1, cfg.Repeats))}
+		ms[i] = measurement{Launches: r, SamplesUS: make([]float64, 0, max(1, cfg.Repeats))}
 	}
 	for rep := 0; rep < max(1, cfg.Repeats); rep++ {
 		for j := range launches {
@@ -157,7 +157,7 @@ func measureTurns(t batcher, launches []func() error, minLaunches int, cfg measu
 	}
 	for i := range ms {
 		if errs[i] != nil {
-			ms[i] = Measurement{}
+			ms[i] = measurement{}
 			continue
 		}
 		ms[i].Stats = summarize(ms[i].SamplesUS)
@@ -193,12 +193,12 @@ func setsFor(setBytes, l2Bytes, budget int64) int {
 	return n
 }
 
-// CopyBandwidth is the measured device-to-device copy rate, the memory
+// copyBandwidth is the measured device-to-device copy rate, the memory
 // ceiling every row is judged against.
-type CopyBandwidth struct {
+type copyBandwidth struct {
 	Bytes       uint64  `json:"bytes_per_copy"`         // size of one copy (read once, written once)
 	BytesPerSec float64 `json:"bytes_per_sec"`          // 2·Bytes / median time: bytes read + written
-	TimeUS      Stats   `json:"time_per_copy_us"`       // per copy
+	TimeUS      stats   `json:"time_per_copy_us"`       // per copy
 	Launches    int     `json:"copies_per_measurement"` //
 }
 
@@ -211,28 +211,28 @@ func copyBytes(l2 int64, total uint64) uint64 {
 
 // measureCopy times cuMemcpyDtoDAsync of one large buffer the same way the
 // GEMMs are timed.
-func measureCopy(ctx *cudaload.Context, t *timer, bytes uint64, cfg measureConfig) (CopyBandwidth, error) {
+func measureCopy(ctx *cudaload.Context, t *timer, bytes uint64, cfg measureConfig) (copyBandwidth, error) {
 	src, err := ctx.MemAlloc(bytes)
 	if err != nil {
-		return CopyBandwidth{}, fmt.Errorf("copy bandwidth: %w", err)
+		return copyBandwidth{}, fmt.Errorf("copy bandwidth: %w", err)
 	}
 	defer ctx.MemFree(src)
 	dst, err := ctx.MemAlloc(bytes)
 	if err != nil {
-		return CopyBandwidth{}, fmt.Errorf("copy bandwidth: %w", err)
+		return copyBandwidth{}, fmt.Errorf("copy bandwidth: %w", err)
 	}
 	defer ctx.MemFree(dst)
 	if err := ctx.MemsetD8(src, 0x5a, bytes); err != nil {
-		return CopyBandwidth{}, err
+		return copyBandwidth{}, err
 	}
 	if err := ctx.Synchronize(); err != nil { // the memset ran on the legacy stream
-		return CopyBandwidth{}, err
+		return copyBandwidth{}, err
 	}
 	m, err := measure(t, func() error { return t.stream.MemcpyDtoDAsync(dst, src, bytes) }, 1, cfg)
 	if err != nil {
-		return CopyBandwidth{}, fmt.Errorf("copy bandwidth: %w", err)
+		return copyBandwidth{}, fmt.Errorf("copy bandwidth: %w", err)
 	}
-	cb := CopyBandwidth{Bytes: bytes, TimeUS: m.Stats, Launches: m.Launches}
+	cb := copyBandwidth{Bytes: bytes, TimeUS: m.Stats, Launches: m.Launches}
 	if m.Stats.Median > 0 {
 		cb.BytesPerSec = 2 * float64(bytes) / (m.Stats.Median * 1e-6)
 	}

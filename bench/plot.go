@@ -70,7 +70,7 @@ const (
 // IEEE tiers against cuBLAS pedantic, the tensor-core tier against cuBLAS
 // default: see fairReference) and one of every GEMM row's fraction of its
 // roofline (%roof). The copy and read floors are not drawn.
-func writePlot(path string, rep *Report) error {
+func writePlot(path string, rep *report) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func writePlot(path string, rep *Report) error {
 }
 
 // drawPlot is writePlot to a writer.
-func drawPlot(w io.Writer, rep *Report) error {
+func drawPlot(w io.Writer, rep *report) error {
 	panels, err := plotPanels(rep)
 	if err != nil {
 		return err
@@ -106,9 +106,9 @@ func drawPanels(dc draw.Canvas, panels []*plot.Plot) {
 }
 
 // plotPanels builds the panels of the plot, two per element type.
-func plotPanels(rep *Report) ([]*plot.Plot, error) {
+func plotPanels(rep *report) ([]*plot.Plot, error) {
 	ix := indexRows(rep.Rows)
-	var dtypes []DType
+	var dtypes []dtype
 	for _, pk := range ix.problems {
 		if !slices.Contains(dtypes, pk.d) {
 			dtypes = append(dtypes, pk.d)
@@ -116,7 +116,7 @@ func plotPanels(rep *Report) ([]*plot.Plot, error) {
 	}
 	var panels []*plot.Plot
 	for _, dt := range dtypes {
-		var shapes []Shape
+		var shapes []shape
 		for _, pk := range ix.problems {
 			if pk.d == dt {
 				shapes = append(shapes, pk.s)

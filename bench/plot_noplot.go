@@ -7,4 +7,4 @@ const plotBuilt = false
 
 // writePlot is unavailable in a noplot build; parseFlags refuses --plot
 // before anything runs.
-func writePlot(string, *Report) error { return errNoPlot }
+func writePlot(string, *report) error { return errNoPlot }

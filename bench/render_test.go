@@ -160,7 +160,7 @@ func TestReportVersions(t *testing.T) {
 			rep, newer, err := parseReport("r.json", []byte(c.json))
 			if c.wantErr {
 				require.Error(t, err)
-				require.ErrorIs(t, err, ErrReportFormat)
+				require.ErrorIs(t, err, errReportFormat)
 				require.Contains(t, err.Error(), "r.json")
 				return
 			}

@@ -16,8 +16,8 @@ import (
 // readReport takes every version (see load.go).
 const reportSchema = schemaPrefix + "2"
 
-// Report is everything one run measured; it is written as JSON (--json).
-type Report struct {
+// report is everything one run measured; it is written as JSON (--json).
+type report struct {
 	Schema string `json:"schema"`
 	Date   string `json:"date"` // UTC, RFC 3339
 	// Command is the bench's command line (the program as "go run ./bench"
@@ -27,19 +27,19 @@ type Report struct {
 	// appended for uncommitted changes), when it could be known.
 	Commit    string        `json:"commit,omitempty"`
 	GoVersion string        `json:"go_version,omitempty"`
-	GPU       GPUInfo       `json:"gpu"`
-	Driver    LibraryInfo   `json:"driver"`
-	CUBLAS    LibraryInfo   `json:"cublas"`
-	Config    RunConfig     `json:"config"`
+	GPU       gpuInfo       `json:"gpu"`
+	Driver    libraryInfo   `json:"driver"`
+	CUBLAS    libraryInfo   `json:"cublas"`
+	Config    runConfig     `json:"config"`
 	Inputs    string        `json:"inputs"` // how the operands were made
-	Copy      CopyBandwidth `json:"copy_bandwidth"`
-	Peaks     *Peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
-	Startup   Startup       `json:"startup"`
-	Rows      []Row         `json:"rows"`
+	Copy      copyBandwidth `json:"copy_bandwidth"`
+	Peaks     *peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
+	Startup   startup       `json:"startup"`
+	Rows      []row         `json:"rows"`
 }
 
-// GPUInfo describes the device measured.
-type GPUInfo struct {
+// gpuInfo describes the device measured.
+type gpuInfo struct {
 	Name              string `json:"name"`
 	Ordinal           int    `json:"ordinal"`
 	ComputeCapability string `json:"compute_capability"` // "9.0"
@@ -48,8 +48,8 @@ type GPUInfo struct {
 	MemoryBytes       uint64 `json:"memory_bytes"`
 }
 
-// LibraryInfo names a loaded library and its version.
-type LibraryInfo struct {
+// libraryInfo names a loaded library and its version.
+type libraryInfo struct {
 	Version string `json:"version"`           // "13.0" (driver API), "13.1.0" (cuBLAS)
 	Code    int    `json:"version_code"`      // as the library reports it: 13000, 130100
 	Release string `json:"release,omitempty"` // driver only: the NVIDIA driver release, e.g. "580.159" (Linux)
@@ -57,11 +57,11 @@ type LibraryInfo struct {
 	Comment string `json:"comment,omitempty"` // anything else worth knowing
 }
 
-// RunConfig records the settings the figures depend on.
-type RunConfig struct {
-	Shapes       []Shape  `json:"shapes"`
+// runConfig records the settings the figures depend on.
+type runConfig struct {
+	Shapes       []shape  `json:"shapes"`
 	ShapesSource string   `json:"shapes_source"`
-	DTypes       []DType  `json:"dtypes"`
+	DTypes       []dtype  `json:"dtypes"`
 	Modes        []string `json:"modes"`
 	Repeats      int      `json:"repeats"`
 	MinTimeUS    float64  `json:"min_time_per_measurement_us"`
@@ -69,10 +69,10 @@ type RunConfig struct {
 	MemoryBudget int64    `json:"input_memory_budget_bytes"`
 }
 
-// Row is one measured problem on one backend.
-type Row struct {
-	Shape     Shape     `json:"shape"`
-	DType     DType     `json:"dtype"`
+// row is one measured problem on one backend.
+type row struct {
+	Shape     shape     `json:"shape"`
+	DType     dtype     `json:"dtype"`
 	Backend   string    `json:"backend"`
 	Mode      string    `json:"mode"`
 	MedianUS  float64   `json:"median_us"`
@@ -84,7 +84,7 @@ type Row struct {
 	// when the GPU has none in the table).
 	PeakName   string   `json:"peak_name,omitempty"`
 	PeakTFLOPS float64  `json:"peak_tflops,omitempty"`
-	Roofline   Roofline `json:"roofline"`
+	Roofline   roofline `json:"roofline"`
 	// VsCUBLAS is cuBLAS's median (same shape and type, default math)
 	// divided by this row's: above 1 is faster than cuBLAS. Absent on
 	// cuBLAS's own rows.
@@ -97,10 +97,10 @@ type Row struct {
 
 // fillRatios sets VsCUBLAS on every row of another backend that has a
 // measured cuBLAS default-math row for the same shape and type.
-func fillRatios(rows []Row) {
+func fillRatios(rows []row) {
 	type key struct {
-		s Shape
-		d DType
+		s shape
+		d dtype
 	}
 	ref := map[key]float64{}
 	for _, r := range rows {
@@ -117,7 +117,7 @@ func fillRatios(rows []Row) {
 }
 
 // writeJSON writes the report to path, indented.
-func writeJSON(path string, rep *Report) error {
+func writeJSON(path string, rep *report) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func writeJSON(path string, rep *Report) error {
 }
 
 // printReport writes the header and the table.
-func printReport(w io.Writer, rep *Report) {
+func printReport(w io.Writer, rep *report) {
 	g := rep.GPU
 	fmt.Fprintf(w, "detgemm bench  %s\n", rep.Date)
 	if len(rep.Command) > 0 || rep.Commit != "" {
@@ -172,7 +172,7 @@ func printReport(w io.Writer, rep *Report) {
 	_ = tw.Flush()
 }
 
-func printStartup(w io.Writer, st *Startup) {
+func printStartup(w io.Writer, st *startup) {
 	if st.BuildError != "" {
 		fmt.Fprintf(w, "kernels  build failed: %s\n", st.BuildError)
 		return

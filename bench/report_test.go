@@ -11,28 +11,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func sampleReport() *Report {
-	s := Shape{4096, 4096, 4096}
-	rows := []Row{
-		{Shape: s, DType: BF16, Backend: referenceBackend, Mode: modeDefault, MedianUS: 200, MinUS: 190, MaxUS: 230,
+func sampleReport() *report {
+	s := shape{4096, 4096, 4096}
+	rows := []row{
+		{Shape: s, DType: bf16, Backend: referenceBackend, Mode: modeDefault, MedianUS: 200, MinUS: 190, MaxUS: 230,
 			SamplesUS: []float64{190, 200, 230}, TFLOPS: tflops(s, 200), PeakName: "bf16 tensor", PeakTFLOPS: 989,
-			Roofline: roofline(s, BF16, 200, 4.2e12, 989, "bf16 tensor"), Launches: 10, Sets: 2, SetBytes: setBytes(s, BF16)},
-		{Shape: s, DType: BF16, Backend: "detgemm tc", Mode: "tc", MedianUS: 400, MinUS: 400, MaxUS: 400,
+			Roofline: rooflineOf(s, bf16, 200, 4.2e12, 989, "bf16 tensor"), Launches: 10, Sets: 2, SetBytes: setBytes(s, bf16)},
+		{Shape: s, DType: bf16, Backend: "detgemm tc", Mode: "tc", MedianUS: 400, MinUS: 400, MaxUS: 400,
 			SamplesUS: []float64{400}, TFLOPS: tflops(s, 400), Launches: 5, Sets: 2},
-		{Shape: s, DType: F32, Backend: referenceBackend, Mode: modePedantic, Error: "cublasGemmEx: CUBLAS_STATUS_NOT_SUPPORTED (15)"},
+		{Shape: s, DType: f32, Backend: referenceBackend, Mode: modePedantic, Error: "cublasGemmEx: CUBLAS_STATUS_NOT_SUPPORTED (15)"},
 	}
 	fillRatios(rows)
-	return &Report{
+	return &report{
 		Schema: reportSchema, Date: "2026-11-21T10:00:00Z",
-		GPU:    GPUInfo{Name: "NVIDIA H200", ComputeCapability: "9.0", SMs: 132, L2Bytes: 60 << 20, MemoryBytes: 141 << 30},
-		Driver: LibraryInfo{Version: "13.0", Code: 13000, Path: "libcuda.so.1"},
-		CUBLAS: LibraryInfo{Version: "13.1.0", Code: 130100, Path: "libcublas.so.13"},
-		Config: RunConfig{Shapes: []Shape{s}, ShapesSource: "built-in", DTypes: []DType{BF16, F32}, Modes: []string{modeDefault, modePedantic, modeTF32},
+		GPU:    gpuInfo{Name: "NVIDIA H200", ComputeCapability: "9.0", SMs: 132, L2Bytes: 60 << 20, MemoryBytes: 141 << 30},
+		Driver: libraryInfo{Version: "13.0", Code: 13000, Path: "libcuda.so.1"},
+		CUBLAS: libraryInfo{Version: "13.1.0", Code: 130100, Path: "libcublas.so.13"},
+		Config: runConfig{Shapes: []shape{s}, ShapesSource: "built-in", DTypes: []dtype{bf16, f32}, Modes: []string{modeDefault, modePedantic, modeTF32},
 			Repeats: 15, MinTimeUS: 2000, Seed: 1, MemoryBudget: 35 << 30},
 		Inputs:  "uniform",
-		Copy:    CopyBandwidth{Bytes: 1 << 30, BytesPerSec: 4.2e12, TimeUS: Stats{Median: 511, Min: 510, Max: 515, N: 15}, Launches: 4},
-		Peaks:   &Peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67},
-		Startup: Startup{Arch: "sm_90a", NVRTC: "13.0", Families: 3, ColdBuildMS: 1234, Warm: &WarmStart{TotalMS: 90, Hits: 3}, WarmMethod: "fresh process"},
+		Copy:    copyBandwidth{Bytes: 1 << 30, BytesPerSec: 4.2e12, TimeUS: stats{Median: 511, Min: 510, Max: 515, N: 15}, Launches: 4},
+		Peaks:   &peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67},
+		Startup: startup{Arch: "sm_90a", NVRTC: "13.0", Families: 3, ColdBuildMS: 1234, Warm: &warmStart{TotalMS: 90, Hits: 3}, WarmMethod: "fresh process"},
 		Rows:    rows,
 	}
 }
@@ -43,7 +43,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	require.NoError(t, writeJSON(path, rep))
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var back Report
+	var back report
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, *rep, back)
 }

@@ -2,11 +2,11 @@ package main
 
 import "strings"
 
-// Peaks are datasheet dense throughputs in TFLOP/s (no sparsity), by input
+// peaks are datasheet dense throughputs in TFLOP/s (no sparsity), by input
 // type: tensor-core bf16/f16 and TF32, and f32 FMA on the CUDA cores. They
 // are the vendor's numbers at boost clock, not measured here, so the table
 // labels them "datasheet".
-type Peaks struct {
+type peaks struct {
 	GPU  string  `json:"gpu"` // the datasheet entry matched, e.g. "H200 SXM"
 	BF16 float64 `json:"bf16_tflops"`
 	F16  float64 `json:"f16_tflops"`
@@ -20,16 +20,16 @@ type Peaks struct {
 // are judged against the measured memory roofline alone.
 var datasheetPeaks = []struct {
 	all, none []string // every word of all and no word of none in the name
-	peaks     Peaks
+	peaks     peaks
 }{
 	// The PCIe and NVL boards run at lower clocks and power: other peaks.
-	{[]string{"H200"}, []string{"NVL", "PCIE"}, Peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
-	{[]string{"H100", "HBM3"}, []string{"NVL", "PCIE"}, Peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
-	{[]string{"H100", "SXM"}, []string{"NVL", "PCIE"}, Peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
+	{[]string{"H200"}, []string{"NVL", "PCIE"}, peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
+	{[]string{"H100", "HBM3"}, []string{"NVL", "PCIE"}, peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
+	{[]string{"H100", "SXM"}, []string{"NVL", "PCIE"}, peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
 }
 
 // lookupPeaks returns the datasheet entry for a device name.
-func lookupPeaks(name string) (Peaks, bool) {
+func lookupPeaks(name string) (peaks, bool) {
 	up := strings.ToUpper(name)
 next:
 	for _, e := range datasheetPeaks {
@@ -45,25 +45,25 @@ next:
 		}
 		return e.peaks, true
 	}
-	return Peaks{}, false
+	return peaks{}, false
 }
 
 // peakFor picks the ceiling that applies to a row: the tensor-core peak of
 // the input type for bf16 and f16, TF32 for f32 in tf32 mode, and f32 FMA
 // otherwise (IEEE f32 never runs on tensor cores). 0 means unknown.
-func (p Peaks) peakFor(dt DType, mode string) (tflops float64, unit string) {
+func (p peaks) peakFor(dt dtype, mode string) (tflops float64, unit string) {
 	switch {
 	case mode == modeFwd || mode == modeDX || mode == modeDW:
 		// The engine's IEEE tiers run f32 FMAs on CUDA cores whatever the
 		// input type.
 		return p.F32, "f32 FMA"
-	case (mode == modeTCFwd || mode == modeTCDX || mode == modeTCDW) && dt == F16:
+	case (mode == modeTCFwd || mode == modeTCDX || mode == modeTCDW) && dt == f16:
 		return p.F16, "f16 tensor"
 	case mode == modeTCFwd || mode == modeTCDX || mode == modeTCDW:
 		return p.BF16, "bf16 tensor"
-	case dt == BF16:
+	case dt == bf16:
 		return p.BF16, "bf16 tensor"
-	case dt == F16:
+	case dt == f16:
 		return p.F16, "f16 tensor"
 	case mode == modeTF32:
 		return p.TF32, "tf32 tensor"
@@ -72,8 +72,8 @@ func (p Peaks) peakFor(dt DType, mode string) (tflops float64, unit string) {
 	}
 }
 
-// Roofline compares one measured time with the two ceilings.
-type Roofline struct {
+// roofline compares one measured time with the two ceilings.
+type roofline struct {
 	// MemoryUS is the time to read A and B once and write C once at the
 	// measured copy bandwidth.
 	MemoryUS float64 `json:"memory_floor_us"`
@@ -91,10 +91,10 @@ type Roofline struct {
 	PeakFraction   float64 `json:"peak_fraction,omitempty"`
 }
 
-// roofline computes the floors of a GEMM and how close measuredUS comes.
+// rooflineOf computes the floors of a GEMM and how close measuredUS comes.
 // copyBW is bytes moved (read + written) per second; peakTFLOPS may be 0.
-func roofline(s Shape, dt DType, measuredUS, copyBW, peakTFLOPS float64, peakName string) Roofline {
-	var r Roofline
+func rooflineOf(s shape, dt dtype, measuredUS, copyBW, peakTFLOPS float64, peakName string) roofline {
+	var r roofline
 	if copyBW > 0 {
 		r.MemoryUS = float64(gemmBytes(s, dt)) / copyBW * 1e6
 	}
@@ -115,13 +115,13 @@ func roofline(s Shape, dt DType, measuredUS, copyBW, peakTFLOPS float64, peakNam
 
 // gemmBytes is the least traffic of a GEMM: A and B read once, C written
 // once, all in the input type.
-func gemmBytes(s Shape, dt DType) int64 {
+func gemmBytes(s shape, dt dtype) int64 {
 	m, k, n := int64(s.M), int64(s.K), int64(s.N)
 	return (m*k + k*n + m*n) * int64(dt.Size())
 }
 
 // tflops converts a time per GEMM into TFLOP/s.
-func tflops(s Shape, us float64) float64 {
+func tflops(s shape, us float64) float64 {
 	if us <= 0 {
 		return 0
 	}

@@ -9,10 +9,10 @@ import (
 func TestRooflineMemoryBound(t *testing.T) {
 	// 1x4096x4096 bf16 moves (4096 + 4096·4096 + 4096)·2 bytes; at 4 TB/s
 	// that takes 8.3928 µs, far above 33.5 MFLOP at 989 TFLOP/s.
-	s := Shape{1, 4096, 4096}
+	s := shape{1, 4096, 4096}
 	bytes := float64((4096 + 4096*4096 + 4096) * 2)
-	require.Equal(t, int64(bytes), gemmBytes(s, BF16))
-	r := roofline(s, BF16, 16.7856, 4e12, 989, "bf16 tensor")
+	require.Equal(t, int64(bytes), gemmBytes(s, bf16))
+	r := rooflineOf(s, bf16, 16.7856, 4e12, 989, "bf16 tensor")
 	require.InDelta(t, bytes/4e12*1e6, r.MemoryUS, 1e-9)
 	require.Equal(t, "memory", r.Bound)
 	require.Equal(t, r.MemoryUS, r.FloorUS)
@@ -22,9 +22,9 @@ func TestRooflineMemoryBound(t *testing.T) {
 }
 
 func TestRooflineComputeBound(t *testing.T) {
-	s := Shape{8192, 8192, 8192}
+	s := shape{8192, 8192, 8192}
 	flopUS := s.FLOPs() / 989e12 * 1e6 // about 1111.8 µs
-	r := roofline(s, BF16, 2*flopUS, 4e12, 989, "bf16 tensor")
+	r := rooflineOf(s, bf16, 2*flopUS, 4e12, 989, "bf16 tensor")
 	require.Equal(t, "bf16 tensor", r.Bound)
 	require.InDelta(t, flopUS, r.ComputeUS, 1e-6)
 	require.InDelta(t, 0.5, r.Fraction, 1e-9)
@@ -32,7 +32,7 @@ func TestRooflineComputeBound(t *testing.T) {
 }
 
 func TestRooflineWithoutPeakUsesMemoryOnly(t *testing.T) {
-	r := roofline(Shape{8192, 8192, 8192}, F32, 1e6, 4e12, 0, "")
+	r := rooflineOf(shape{8192, 8192, 8192}, f32, 1e6, 4e12, 0, "")
 	require.Zero(t, r.ComputeUS)
 	require.Equal(t, "memory", r.Bound)
 	require.Zero(t, r.PeakFraction)
@@ -40,8 +40,8 @@ func TestRooflineWithoutPeakUsesMemoryOnly(t *testing.T) {
 }
 
 func TestTFLOPS(t *testing.T) {
-	require.InDelta(t, 1.0, tflops(Shape{1000, 1000, 500}, 1000), 1e-12) // 1e9 FLOP in 1 ms
-	require.Zero(t, tflops(Shape{1, 1, 1}, 0))
+	require.InDelta(t, 1.0, tflops(shape{1000, 1000, 500}, 1000), 1e-12) // 1e9 FLOP in 1 ms
+	require.Zero(t, tflops(shape{1, 1, 1}, 0))
 }
 
 func TestLookupPeaksByDriverName(t *testing.T) {
@@ -62,26 +62,26 @@ func TestLookupPeaksByDriverName(t *testing.T) {
 		require.Equal(t, tc.gpu, p.GPU, tc.name)
 	}
 	p, _ := lookupPeaks("NVIDIA H200")
-	require.Equal(t, Peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}, p)
+	require.Equal(t, peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}, p)
 }
 
 func TestPeakForPicksTheUnitThatRuns(t *testing.T) {
-	p := Peaks{BF16: 1, F16: 2, TF32: 3, F32: 4}
+	p := peaks{BF16: 1, F16: 2, TF32: 3, F32: 4}
 	for _, tc := range []struct {
-		dt   DType
+		dt   dtype
 		mode string
 		want float64
 		unit string
 	}{
-		{BF16, modeDefault, 1, "bf16 tensor"},
-		{BF16, modePedantic, 1, "bf16 tensor"},
-		{F16, modeDefault, 2, "f16 tensor"},
-		{F32, modeTF32, 3, "tf32 tensor"},
-		{F32, modeDefault, 4, "f32 FMA"},
-		{F32, modePedantic, 4, "f32 FMA"},
-		{BF16, modeFwd, 4, "f32 FMA"},
-		{BF16, modeTCFwd, 1, "bf16 tensor"},
-		{F16, modeTCDW, 2, "f16 tensor"},
+		{bf16, modeDefault, 1, "bf16 tensor"},
+		{bf16, modePedantic, 1, "bf16 tensor"},
+		{f16, modeDefault, 2, "f16 tensor"},
+		{f32, modeTF32, 3, "tf32 tensor"},
+		{f32, modeDefault, 4, "f32 FMA"},
+		{f32, modePedantic, 4, "f32 FMA"},
+		{bf16, modeFwd, 4, "f32 FMA"},
+		{bf16, modeTCFwd, 1, "bf16 tensor"},
+		{f16, modeTCDW, 2, "f16 tensor"},
 	} {
 		got, unit := p.peakFor(tc.dt, tc.mode)
 		require.Equal(t, tc.want, got, "%s %s", tc.dt, tc.mode)

@@ -12,23 +12,23 @@ import (
 	"strings"
 )
 
-// Shape is one GEMM: C[M,N] = A[M,K]·B[K,N], row-major.
-type Shape struct {
+// shape is one GEMM: C[M,N] = A[M,K]·B[K,N], row-major.
+type shape struct {
 	M int `json:"m"`
 	K int `json:"k"`
 	N int `json:"n"`
 }
 
 // String is the MxKxN form used by --shapes and the table.
-func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.M, s.K, s.N) }
+func (s shape) String() string { return fmt.Sprintf("%dx%dx%d", s.M, s.K, s.N) }
 
 // FLOPs counts one multiply and one add per product: 2·M·N·K.
-func (s Shape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.N) * float64(s.K) }
+func (s shape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.N) * float64(s.K) }
 
 // standardShapes is the built-in copy of testdata/bench_shapes.txt, used when
 // the file cannot be found (a binary run outside the repository).
 // TestBuiltinShapesEqualFile keeps the two equal.
-var standardShapes = []Shape{
+var standardShapes = []shape{
 	{1, 4096, 4096},
 	{16, 4096, 4096},
 	{128, 4096, 11008},
@@ -42,12 +42,12 @@ var standardShapes = []Shape{
 // shapesFileRel is the shapes file's path under the module root.
 var shapesFileRel = filepath.Join("testdata", "bench_shapes.txt")
 
-// ErrShape is matched (errors.Is) by every *ShapeError.
-var ErrShape = errors.New("bad shape")
+// errShape is matched (errors.Is) by every *shapeError.
+var errShape = errors.New("bad shape")
 
-// ShapeError locates a shape that does not parse: the file and line for
+// shapeError locates a shape that does not parse: the file and line for
 // shapes files, the list item for --shapes.
-type ShapeError struct {
+type shapeError struct {
 	Source string // file name, or "--shapes"
 	Line   int    // 1-based line (files) or item (--shapes)
 	Text   string // the offending text
@@ -55,17 +55,17 @@ type ShapeError struct {
 }
 
 // Error reads "file:line: \"text\": reason".
-func (e *ShapeError) Error() string {
+func (e *shapeError) Error() string {
 	return fmt.Sprintf("%s:%d: %q: %s", e.Source, e.Line, e.Text, e.Reason)
 }
 
-// Is reports ErrShape.
-func (e *ShapeError) Is(target error) bool { return target == ErrShape }
+// Is reports errShape.
+func (e *shapeError) Is(target error) bool { return target == errShape }
 
 // parseShapesFile reads "M K N" lines; '#' starts a comment, blank lines are
 // skipped. name labels errors.
-func parseShapesFile(r io.Reader, name string) ([]Shape, error) {
-	var out []Shape
+func parseShapesFile(r io.Reader, name string) ([]shape, error) {
+	var out []shape
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		text := sc.Text()
@@ -75,11 +75,11 @@ func parseShapesFile(r io.Reader, name string) ([]Shape, error) {
 			continue
 		}
 		if len(f) != 3 {
-			return nil, &ShapeError{name, line, strings.TrimSpace(text), fmt.Sprintf("want 3 numbers M K N, got %d fields", len(f))}
+			return nil, &shapeError{name, line, strings.TrimSpace(text), fmt.Sprintf("want 3 numbers M K N, got %d fields", len(f))}
 		}
 		s, reason := shapeOf(f[0], f[1], f[2])
 		if reason != "" {
-			return nil, &ShapeError{name, line, strings.TrimSpace(text), reason}
+			return nil, &shapeError{name, line, strings.TrimSpace(text), reason}
 		}
 		out = append(out, s)
 	}
@@ -87,23 +87,23 @@ func parseShapesFile(r io.Reader, name string) ([]Shape, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(out) == 0 {
-		return nil, &ShapeError{name, 0, "", "no shapes"}
+		return nil, &shapeError{name, 0, "", "no shapes"}
 	}
 	return out, nil
 }
 
 // parseShapeList reads the --shapes form: comma-separated MxKxN.
-func parseShapeList(list string) ([]Shape, error) {
-	var out []Shape
+func parseShapeList(list string) ([]shape, error) {
+	var out []shape
 	for i, item := range strings.Split(list, ",") {
 		item = strings.TrimSpace(item)
 		f := strings.FieldsFunc(strings.ToLower(item), func(r rune) bool { return r == 'x' || r == '×' })
 		if len(f) != 3 {
-			return nil, &ShapeError{"--shapes", i + 1, item, "want MxKxN"}
+			return nil, &shapeError{"--shapes", i + 1, item, "want MxKxN"}
 		}
 		s, reason := shapeOf(f[0], f[1], f[2])
 		if reason != "" {
-			return nil, &ShapeError{"--shapes", i + 1, item, reason}
+			return nil, &shapeError{"--shapes", i + 1, item, reason}
 		}
 		out = append(out, s)
 	}
@@ -112,19 +112,19 @@ func parseShapeList(list string) ([]Shape, error) {
 
 // shapeOf parses three dimensions; each must be a positive C int, which is
 // what cuBLAS and the engine take.
-func shapeOf(m, k, n string) (Shape, string) {
+func shapeOf(m, k, n string) (shape, string) {
 	var d [3]int
 	for i, s := range [3]string{m, k, n} {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return Shape{}, fmt.Sprintf("%q is not an integer", s)
+			return shape{}, fmt.Sprintf("%q is not an integer", s)
 		}
 		if v < 1 || v > math.MaxInt32 {
-			return Shape{}, fmt.Sprintf("%d is outside 1..%d", v, math.MaxInt32)
+			return shape{}, fmt.Sprintf("%d is outside 1..%d", v, math.MaxInt32)
 		}
 		d[i] = int(v)
 	}
-	return Shape{M: d[0], K: d[1], N: d[2]}, ""
+	return shape{M: d[0], K: d[1], N: d[2]}, ""
 }
 
 // benchModule is the bench's own module path: its go.mod (bench/go.mod) is
@@ -163,7 +163,7 @@ func modulePath(gomod []byte) string {
 
 // loadShapes applies the precedence: --shapes, then --shapes-file, then the
 // repository's file, then the built-in list. source says which was used.
-func loadShapes(list, file string) (shapes []Shape, source string, err error) {
+func loadShapes(list, file string) (shapes []shape, source string, err error) {
 	if list != "" {
 		s, err := parseShapeList(list)
 		return s, "--shapes", err
@@ -175,7 +175,7 @@ func loadShapes(list, file string) (shapes []Shape, source string, err error) {
 		}
 	}
 	if file == "" {
-		return append([]Shape(nil), standardShapes...), "built-in list (" + shapesFileRel + " not found)", nil
+		return append([]shape(nil), standardShapes...), "built-in list (" + shapesFileRel + " not found)", nil
 	}
 	f, err := os.Open(file)
 	if err != nil {

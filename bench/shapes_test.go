@@ -14,7 +14,7 @@ func TestParseShapesFileSkipsCommentsAndBlankLines(t *testing.T) {
 	in := "# header\n\n  1 4096 4096  # decode\n\t128 4096 11008\n#  9 9 9\n   \n8192 8192 8192#tail\n"
 	got, err := parseShapesFile(strings.NewReader(in), "s.txt")
 	require.NoError(t, err)
-	require.Equal(t, []Shape{{1, 4096, 4096}, {128, 4096, 11008}, {8192, 8192, 8192}}, got)
+	require.Equal(t, []shape{{1, 4096, 4096}, {128, 4096, 11008}, {8192, 8192, 8192}}, got)
 }
 
 func TestParseShapesFileReportsLineOfBadShape(t *testing.T) {
@@ -34,8 +34,8 @@ func TestParseShapesFileReportsLineOfBadShape(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseShapesFile(strings.NewReader(tc.in), "s.txt")
 			require.Error(t, err)
-			require.True(t, errors.Is(err, ErrShape))
-			var se *ShapeError
+			require.True(t, errors.Is(err, errShape))
+			var se *shapeError
 			require.True(t, errors.As(err, &se))
 			require.Equal(t, tc.line, se.Line)
 			require.Equal(t, "s.txt", se.Source)
@@ -48,14 +48,14 @@ func TestParseShapesFileReportsLineOfBadShape(t *testing.T) {
 func TestParseShapeListReadsMxKxN(t *testing.T) {
 	got, err := parseShapeList("1x4096x4096, 4096X4096X4096,2048×768×512")
 	require.NoError(t, err)
-	require.Equal(t, []Shape{{1, 4096, 4096}, {4096, 4096, 4096}, {2048, 768, 512}}, got)
+	require.Equal(t, []shape{{1, 4096, 4096}, {4096, 4096, 4096}, {2048, 768, 512}}, got)
 
 	for _, bad := range []string{"", "1x2", "1x2x3x4", "1x2x3,,4x5x6", "ax2x3", "0x1x1"} {
 		_, err := parseShapeList(bad)
-		require.ErrorIs(t, err, ErrShape, "input %q", bad)
+		require.ErrorIs(t, err, errShape, "input %q", bad)
 	}
 	_, err = parseShapeList("1x2x3,4x5")
-	var se *ShapeError
+	var se *shapeError
 	require.True(t, errors.As(err, &se))
 	require.Equal(t, 2, se.Line, "the item number locates the bad shape")
 }
@@ -101,12 +101,12 @@ func TestLoadShapesPrecedence(t *testing.T) {
 
 	got, src, err := loadShapes("1x2x3", file)
 	require.NoError(t, err)
-	require.Equal(t, []Shape{{1, 2, 3}}, got, "--shapes beats --shapes-file")
+	require.Equal(t, []shape{{1, 2, 3}}, got, "--shapes beats --shapes-file")
 	require.Equal(t, "--shapes", src)
 
 	got, src, err = loadShapes("", file)
 	require.NoError(t, err)
-	require.Equal(t, []Shape{{7, 8, 9}}, got)
+	require.Equal(t, []shape{{7, 8, 9}}, got)
 	require.Equal(t, file, src)
 
 	_, _, err = loadShapes("", filepath.Join(t.TempDir(), "missing.txt"))
@@ -114,7 +114,7 @@ func TestLoadShapesPrecedence(t *testing.T) {
 }
 
 func TestShapeStringAndFLOPs(t *testing.T) {
-	s := Shape{M: 2, K: 3, N: 5}
+	s := shape{M: 2, K: 3, N: 5}
 	require.Equal(t, "2x3x5", s.String())
 	require.Equal(t, 60.0, s.FLOPs())
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/detgemm/detgemm/nvrtc"
 )
 
-// Startup is what detgemm's start-up costs: compiling every kernel family
+// startup is what detgemm's start-up costs: compiling every kernel family
 // with an empty cache, and a warm start (driver, context, build from the
 // cache, module loads) in a process that has done none of it before.
-type Startup struct {
+type startup struct {
 	Arch        string  `json:"arch,omitempty"`
 	NVRTC       string  `json:"nvrtc_version,omitempty"`
 	NVRTCPath   string  `json:"nvrtc_path,omitempty"`
@@ -37,13 +37,13 @@ type Startup struct {
 
 	Skipped bool `json:"skipped,omitempty"` // --startup=false: built from the usual cache, untimed
 
-	Warm       *WarmStart `json:"warm_start,omitempty"`
+	Warm       *warmStart `json:"warm_start,omitempty"`
 	WarmMethod string     `json:"warm_method,omitempty"` // "fresh process" or "in-process (driver already loaded)"
 	WarmError  string     `json:"warm_error,omitempty"`
 }
 
-// WarmStart times a start with the kernel cache already filled.
-type WarmStart struct {
+// warmStart times a start with the kernel cache already filled.
+type warmStart struct {
 	TotalMS   float64 `json:"total_ms"`
 	DriverMS  float64 `json:"driver_ms"`      // cudaload.Open: dlopen, cuInit
 	ContextMS float64 `json:"context_ms"`     // device and primary context
@@ -63,7 +63,7 @@ const (
 
 // coldBuild compiles every family for the device into a fresh cache dir and
 // returns the bundle (for the util kernels) with the figures filled in.
-func coldBuild(ccMajor, ccMinor int, cacheDir string, st *Startup) (*kernels.Bundle, error) {
+func coldBuild(ccMajor, ccMinor int, cacheDir string, st *startup) (*kernels.Bundle, error) {
 	c, err := nvrtc.Open()
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func coldBuild(ccMajor, ccMinor int, cacheDir string, st *Startup) (*kernels.Bun
 
 // embeddedBuild times Build from the embedded kernel set alone (no NVRTC,
 // no cache), in this process.
-func embeddedBuild(arch kernels.Arch, st *Startup) {
+func embeddedBuild(arch kernels.Arch, st *startup) {
 	t0 := time.Now()
 	b, err := kernels.Build(arch, kernels.WithMode(kernels.ModeEmbedded), kernels.WithCache(false))
 	if err != nil {
@@ -103,7 +103,7 @@ func embeddedBuild(arch kernels.Arch, st *Startup) {
 // warmStartChild runs the bench binary again as a probe, with the cache
 // that coldBuild filled, so the figure includes what a real first call in
 // a new process pays (loading libcuda and libnvrtc, cuInit, the context).
-func warmStartChild(device int, cacheDir string) (*WarmStart, error) {
+func warmStartChild(device int, cacheDir string) (*warmStart, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func warmStartChild(device int, cacheDir string) (*WarmStart, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("probe: %v: %s", err, oneLine(errb.String()))
 	}
-	var w WarmStart
+	var w warmStart
 	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &w); err != nil {
 		return nil, fmt.Errorf("probe output %q: %w", oneLine(out.String()), err)
 	}
@@ -132,7 +132,7 @@ func warmStartChild(device int, cacheDir string) (*WarmStart, error) {
 // the environment and print it as JSON.
 func runProbe() int {
 	dev, _ := strconv.Atoi(os.Getenv(envProbeDevice))
-	w, err := warmStart(dev)
+	w, err := measureWarmStart(dev)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, oneLine(err.Error()))
 		return 1
@@ -143,12 +143,12 @@ func runProbe() int {
 	return 0
 }
 
-// warmStart opens the driver, the device's primary context and NVRTC,
+// measureWarmStart opens the driver, the device's primary context and NVRTC,
 // builds every family from the cache named by DETGEMM_CACHE_DIR and loads
 // each module, timing each step. In the bench's own process the driver and
 // NVRTC are already loaded, so the child-process figure is the real one.
-func warmStart(device int) (*WarmStart, error) {
-	var w WarmStart
+func measureWarmStart(device int) (*warmStart, error) {
+	var w warmStart
 	t0 := time.Now()
 	drv, err := cudaload.Open()
 	if err != nil {
@@ -198,10 +198,10 @@ func warmStart(device int) (*WarmStart, error) {
 	return &w, nil
 }
 
-// measureStartup fills Startup and returns the bundle (nil when the build
+// measureStartup fills startup and returns the bundle (nil when the build
 // failed: the bench then narrows inputs on the host and says so).
-func measureStartup(dev *cudaload.Device) (*kernels.Bundle, Startup) {
-	var st Startup
+func measureStartup(dev *cudaload.Device) (*kernels.Bundle, startup) {
+	var st startup
 	dir, err := os.MkdirTemp("", "detgemm-bench-cache-")
 	if err != nil {
 		st.BuildError = err.Error()
@@ -224,7 +224,7 @@ func measureStartup(dev *cudaload.Device) (*kernels.Bundle, Startup) {
 	// here, knowing the driver and NVRTC are already loaded.
 	prev, had := os.LookupEnv(kernels.EnvCacheDir)
 	_ = os.Setenv(kernels.EnvCacheDir, dir)
-	w, err = warmStart(dev.Ordinal())
+	w, err = measureWarmStart(dev.Ordinal())
 	if had {
 		_ = os.Setenv(kernels.EnvCacheDir, prev)
 	} else {
@@ -251,8 +251,8 @@ func oneLine(s string) string {
 
 // buildUntimed builds every family through the usual cache (compiling only
 // what is missing), for the util kernels, timing nothing (--startup=false).
-func buildUntimed(dev *cudaload.Device) (*kernels.Bundle, Startup) {
-	st := Startup{Skipped: true}
+func buildUntimed(dev *cudaload.Device) (*kernels.Bundle, startup) {
+	st := startup{Skipped: true}
 	c, err := nvrtc.Open()
 	if err != nil {
 		st.BuildError = oneLine(err.Error())

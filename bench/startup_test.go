@@ -21,7 +21,7 @@ func TestColdBuildFillsCacheForWarmStart(t *testing.T) {
 		t.Skipf("no NVRTC: %v", err)
 	}
 	dir := t.TempDir()
-	var st Startup
+	var st startup
 	b, err := coldBuild(9, 0, dir, &st)
 	require.NoError(t, err)
 	require.Equal(t, "sm_90a", st.Arch)

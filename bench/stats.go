@@ -2,8 +2,8 @@ package main
 
 import "slices"
 
-// Stats summarises repeated timings of one quantity.
-type Stats struct {
+// stats summarises repeated timings of one quantity.
+type stats struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
@@ -13,9 +13,9 @@ type Stats struct {
 // summarize returns the median (the mean of the middle two for an even
 // count), min and max; all zero for no samples (JSON has no NaN). The input
 // is not reordered.
-func summarize(samples []float64) Stats {
+func summarize(samples []float64) stats {
 	if len(samples) == 0 {
-		return Stats{}
+		return stats{}
 	}
 	s := slices.Clone(samples)
 	slices.Sort(s)
@@ -24,5 +24,5 @@ func summarize(samples []float64) Stats {
 	if n%2 == 0 {
 		med = (s[n/2-1] + s[n/2]) / 2
 	}
-	return Stats{Median: med, Min: s[0], Max: s[n-1], N: n}
+	return stats{Median: med, Min: s[0], Max: s[n-1], N: n}
 }

@@ -60,7 +60,7 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	backends := []Backend{cb}
+	backends := []backend{cb}
 	eb, err := newEngineBackend(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("detgemm engine: %w", err)
@@ -74,20 +74,20 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	}()
 
 	ccMajor, ccMinor := dev.ComputeCapability()
-	rep := &Report{
+	rep := &report{
 		Schema:    reportSchema,
 		Date:      time.Now().UTC().Format(time.RFC3339),
 		Command:   cfg.args,
 		Commit:    sourceCommit(cfg.commit, workingDir()),
 		GoVersion: runtime.Version(),
-		GPU: GPUInfo{
+		GPU: gpuInfo{
 			Name: dev.Name(), Ordinal: dev.Ordinal(), ComputeCapability: fmt.Sprintf("%d.%d", ccMajor, ccMinor),
 			SMs: dev.SMCount(), L2Bytes: dev.L2CacheSize(), MemoryBytes: dev.TotalMemory(),
 		},
-		Driver: LibraryInfo{Version: cudaload.FormatVersion(drv.Version()), Code: drv.Version(), Path: drv.Path(), Release: driverRelease(),
+		Driver: libraryInfo{Version: cudaload.FormatVersion(drv.Version()), Code: drv.Version(), Path: drv.Path(), Release: driverRelease(),
 			Comment: "CUDA driver API version (cuDriverGetVersion)"},
-		CUBLAS: LibraryInfo{Version: cb.VersionString(), Code: cb.version, Path: cb.Path()},
-		Config: RunConfig{
+		CUBLAS: libraryInfo{Version: cb.VersionString(), Code: cb.version, Path: cb.Path()},
+		Config: runConfig{
 			Shapes: shapes, ShapesSource: source, DTypes: cfg.dtypes, Modes: cfg.modes,
 			Repeats: cfg.repeats, MinTimeUS: float64(cfg.minTime.Microseconds()), Seed: cfg.seed,
 			MemoryBudget: int64(dev.TotalMemory() / 4),
@@ -193,7 +193,7 @@ func bindThread(ctx *cudaload.Context) error {
 }
 
 // selectModes is the backend's modes for dt that --modes asked for.
-func selectModes(b Backend, dt DType, want []string) []string {
+func selectModes(b backend, dt dtype, want []string) []string {
 	var out []string
 	for _, m := range b.Modes(dt) {
 		if slices.Contains(want, m) {
@@ -206,9 +206,9 @@ func selectModes(b Backend, dt DType, want []string) []string {
 // measureProblem fills the input sets for one shape and type once, readies
 // every backend and mode on them, and measures them in turns (measureTurns),
 // so the rows of one problem share the run's drift.
-func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im *inputMaker, backends []Backend,
-	s Shape, dt DType, modes []string, mcfg measureConfig, rep *Report, peaks Peaks, prog *progress) []Row {
-	var rows []Row
+func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im *inputMaker, backends []backend,
+	s shape, dt dtype, modes []string, mcfg measureConfig, rep *report, peaks peaks, prog *progress) []row {
+	var rows []row
 	sb := setBytes(s, dt)
 	nsets := setsFor(sb, int64(rep.GPU.L2Bytes), rep.Config.MemoryBudget)
 	if alloc := setAlloc(s, dt); rep.Config.MemoryBudget > 0 && int64(nsets)*alloc > rep.Config.MemoryBudget {
@@ -216,7 +216,7 @@ func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im
 	}
 	for _, b := range backends {
 		for _, mode := range selectModes(b, dt, modes) {
-			rows = append(rows, Row{Shape: s, DType: dt, Backend: b.Name(), Mode: mode, Sets: nsets, SetBytes: sb})
+			rows = append(rows, row{Shape: s, DType: dt, Backend: b.Name(), Mode: mode, Sets: nsets, SetBytes: sb})
 		}
 	}
 	if len(rows) == 0 {
@@ -235,13 +235,13 @@ func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im
 
 	// Ready every row; a row whose backend cannot take the problem keeps
 	// its error and stays out of the turns.
-	runners := make([]Runner, len(rows))
+	runners := make([]runner, len(rows))
 	var launches []func() error
 	var timed []int // row index of each launch function
 	i := 0
 	for _, b := range backends {
 		for _, mode := range selectModes(b, dt, modes) {
-			r, err := b.Prepare(ctx, stream, Problem{Shape: s, DType: dt, Mode: mode}, arena.sets)
+			r, err := b.Prepare(ctx, stream, problem{Shape: s, DType: dt, Mode: mode}, arena.sets)
 			if err != nil {
 				rows[i].Error = oneLine(err.Error())
 			} else {
@@ -275,7 +275,7 @@ func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im
 			row.PeakName, row.PeakTFLOPS = name, peak
 		}
 		row.TFLOPS = tflops(s, row.MedianUS)
-		row.Roofline = roofline(s, dt, row.MedianUS, rep.Copy.BytesPerSec, peak, name)
+		row.Roofline = rooflineOf(s, dt, row.MedianUS, rep.Copy.BytesPerSec, peak, name)
 	}
 	return rows
 }
