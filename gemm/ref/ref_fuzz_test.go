@@ -83,11 +83,11 @@ func (c refCall) run(o Options) ([]float32, error) {
 	out := append([]float32(nil), c.out...)
 	switch fuzzOps[c.op] {
 	case "Forward":
-		return out, o.Forward(out, c.a, c.b, c.bia, A, B, C)
+		return out, Forward(out, c.a, c.b, c.bia, A, B, C)
 	case "DX":
-		return out, o.DX(out, c.a, c.b, A, B, C)
+		return out, DX(out, c.a, c.b, A, B, C)
 	case "DW":
-		return out, o.DW(out, c.a, c.b, A, B, C)
+		return out, DW(out, c.a, c.b, A, B, C)
 	case "TCForward":
 		return out, o.TCForward(c.m, c.d, out, c.a, c.b, c.bia, A, B, C)
 	case "TCDX":
