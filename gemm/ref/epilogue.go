@@ -21,6 +21,15 @@ type activation uint8
 
 const identity activation = 0
 
+// apply applies a to every element of v, in place.
+func (a activation) apply(v []float32) {
+	switch a {
+	case identity: // v as it is
+	default:
+		panic("ref: unknown activation") // the package sets only identity
+	}
+}
+
 // epilogue is where results go: the output window and how they get there.
 type epilogue struct {
 	bias []float32 // added after the fold (IEEE Forward), from the window's first column; nil: no addition
@@ -40,9 +49,7 @@ func (e *epilogue) apply(i, j0 int, v []float32) {
 			v[j] = Add32(v[j], b[j])
 		}
 	}
-	switch e.act {
-	case identity:
-	}
+	e.act.apply(v)
 	o := i*e.ld + j0
 	switch {
 	case e.out == F32:
