@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -533,4 +534,46 @@ func BenchmarkOptionsVsLegacyTCForwardBF16(b *testing.B) {
 
 func BenchmarkOptionsVsLegacyTCDXBF16(b *testing.B) {
 	benchmarkOptionsVsLegacy(b, "DX", apiConfig{tier: TensorCore, in: BF16, out: BF16, model: Hopper}, true, apiShape{64, 256, 1024})
+}
+
+// TestWindowReadsWInPlace: a one-row window of a large problem allocates
+// far less than W: W is widened (16-bit) or transposed (dX) one slab at a
+// time, never copied whole.
+func TestWindowReadsWInPlace(t *testing.T) {
+	const M, K, N = 4, 2048, 2048
+	rng := rand.New(rand.NewPCG(9, 10))
+	w16 := randHalf(rng, BF16, K*N, false)
+	w32 := widen(BF16, w16)
+	x16, dy := randHalf(rng, BF16, M*K, false), randNormal(rng, M*N)
+	row := Span{Lo: 2, Hi: 3}
+	for _, c := range []struct {
+		name string
+		wb   int // W's bytes
+		call func() error
+	}{
+		{"IEEE bf16 Forward", 2 * K * N, func() error {
+			o := Options{Tier: IEEE, In: BF16, Rows: row, Workers: 1}
+			return o.Forward(Bits(make([]uint16, N)), Bits(x16), Bits(w16), nil, M, K, N)
+		}},
+		{"TC bf16 Forward", 2 * K * N, func() error {
+			o := Options{Tier: TensorCore, In: BF16, Model: Hopper, Rows: row, Workers: 1}
+			return o.Forward(Bits(make([]uint16, N)), Bits(x16), Bits(w16), nil, M, K, N)
+		}},
+		{"IEEE f32 DX", 4 * K * N, func() error {
+			o := Options{Tier: IEEE, In: F32, Rows: row, Workers: 1}
+			return o.DX(Values(make([]float32, K)), Values(dy), Values(w32), M, N, K)
+		}},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := c.call(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		runtime.ReadMemStats(&after)
+		got := after.TotalAlloc - before.TotalAlloc
+		if got > uint64(c.wb/8) {
+			t.Errorf("%s: one row allocated %d bytes; W is %d", c.name, got, c.wb)
+		}
+		t.Logf("%s: one row allocated %d bytes; W is %d", c.name, got, c.wb)
+	}
 }
