@@ -142,7 +142,7 @@ func (o Options) Forward(dst, x, w Operand, bias []float32, M, K, N int) error {
 			return err
 		}
 	}
-	m0, m1, n0, n1, err := o.window(op, dst, M, N, "M*N")
+	m0, m1, n0, n1, err := o.window(op, "dst", dst, M, N, "M*N")
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (o Options) DX(dst, dy, w Operand, M, N, K int) error {
 	if err := checkLens(op, "dy", dy.len(), M*N, "M*N", "w", w.len(), K*N, "K*N"); err != nil {
 		return err
 	}
-	m0, m1, k0, k1, err := o.window(op, dst, M, K, "M*K")
+	m0, m1, k0, k1, err := o.window(op, "dst", dst, M, K, "M*K")
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (o Options) DW(dw []float32, x, dy Operand, M, K, N int) error {
 	if err := checkLens(op, "x", x.len(), M*K, "M*K", "dy", dy.len(), M*N, "M*N"); err != nil {
 		return err
 	}
-	k0, k1, n0, n1, err := o.window(op, Values(dw), K, N, "K*N")
+	k0, k1, n0, n1, err := o.window(op, "dw", Values(dw), K, N, "K*N")
 	if err != nil {
 		return err
 	}
@@ -321,8 +321,8 @@ func checkLens(op, an string, ha, na int, wa, bn string, hb, nb int, wb string) 
 }
 
 // window resolves Rows and Cols against an output of rows x cols and checks
-// that dst holds the window.
-func (o Options) window(op string, dst Operand, rows, cols int, what string) (r0, r1, c0, c1 int, err error) {
+// that dst (argument arg) holds the window.
+func (o Options) window(op, arg string, dst Operand, rows, cols int, what string) (r0, r1, c0, c1 int, err error) {
 	if r0, r1, err = o.Rows.bounds(op, "Rows", rows); err != nil {
 		return
 	}
@@ -330,9 +330,9 @@ func (o Options) window(op string, dst Operand, rows, cols int, what string) (r0
 		return
 	}
 	if o.Rows.All() && o.Cols.All() {
-		err = checkLen(op, "dst", dst.len(), rows*cols, what)
+		err = checkLen(op, arg, dst.len(), rows*cols, what)
 	} else {
-		err = checkLen(op, "dst", dst.len(), (r1-r0)*(c1-c0), "the window's elements")
+		err = checkLen(op, arg, dst.len(), (r1-r0)*(c1-c0), "the window's elements")
 	}
 	return
 }
