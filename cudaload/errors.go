@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/detgemm/detgemm/internal/argerr"
 	"github.com/detgemm/detgemm/internal/dynlib"
 )
 
@@ -32,8 +33,9 @@ var (
 
 	// ErrClosed is matched when a method is called on a Context, Stream,
 	// Event, Module or Function after it (or the object it belongs to) was
-	// closed.
-	ErrClosed = errors.New("use of closed CUDA object")
+	// closed. It is the module's one closed-object sentinel, the same
+	// variable as gemm.ErrClosed and triad.ErrClosed.
+	ErrClosed = argerr.ErrClosed
 
 	// ErrInvalidArgument is matched when this package refuses a call before
 	// reaching the driver (for example a zero grid dimension or a tensor

@@ -111,33 +111,33 @@ func (c *CPU) forward(tier gemm.Tier, x, w, b, y *Tensor) error {
 	M, K, N := x.rows, x.cols, w.cols
 	switch tier {
 	case gemm.TierF32:
-		return c.opts.Forward(y.f32, x.f32, w.f32, bias, M, K, N)
+		return ref.Options{Tier: ref.IEEE, In: F32, Workers: c.opts.Workers}.Forward(ref.Values(y.f32), ref.Values(x.f32), ref.Values(w.f32), bias, M, K, N)
 	case gemm.TierTensorCore:
-		return c.opts.TCForwardTyped(tcModel, x.dtype, y.u16, x.u16, w.u16, bias, M, K, N)
+		return ref.Options{Tier: ref.TensorCore, In: x.dtype, Model: tcModel, Workers: c.opts.Workers}.Forward(ref.Bits(y.u16), ref.Bits(x.u16), ref.Bits(w.u16), bias, M, K, N)
 	}
-	return c.opts.ForwardTyped(x.dtype, y.u16, x.u16, w.u16, bias, M, K, N)
+	return ref.Options{Tier: ref.IEEE, In: x.dtype, Workers: c.opts.Workers}.Forward(ref.Bits(y.u16), ref.Bits(x.u16), ref.Bits(w.u16), bias, M, K, N)
 }
 
 func (c *CPU) dw(tier gemm.Tier, x, dy, dw *Tensor) error {
 	M, K, N := x.rows, x.cols, dy.cols
 	switch tier {
 	case gemm.TierF32:
-		return c.opts.DW(dw.f32, x.f32, dy.f32, M, K, N)
+		return ref.Options{Tier: ref.IEEE, In: F32, Workers: c.opts.Workers}.DW(dw.f32, ref.Values(x.f32), ref.Values(dy.f32), M, K, N)
 	case gemm.TierTensorCore:
-		return c.opts.TCDWTyped(tcModel, x.dtype, dw.f32, x.u16, dy.u16, M, K, N)
+		return ref.Options{Tier: ref.TensorCore, In: x.dtype, Model: tcModel, Workers: c.opts.Workers}.DW(dw.f32, ref.Bits(x.u16), ref.Bits(dy.u16), M, K, N)
 	}
-	return c.opts.DWTyped(x.dtype, dw.f32, x.u16, dy.u16, M, K, N)
+	return ref.Options{Tier: ref.IEEE, In: x.dtype, Workers: c.opts.Workers}.DW(dw.f32, ref.Bits(x.u16), ref.Bits(dy.u16), M, K, N)
 }
 
 func (c *CPU) dx(tier gemm.Tier, dy, w, dx *Tensor) error {
 	M, N, K := dy.rows, dy.cols, w.rows
 	switch tier {
 	case gemm.TierF32:
-		return c.opts.DX(dx.f32, dy.f32, w.f32, M, N, K)
+		return ref.Options{Tier: ref.IEEE, In: F32, Workers: c.opts.Workers}.DX(ref.Values(dx.f32), ref.Values(dy.f32), ref.Values(w.f32), M, N, K)
 	case gemm.TierTensorCore:
-		return c.opts.TCDXTyped(tcModel, dy.dtype, dx.u16, dy.u16, w.u16, M, N, K)
+		return ref.Options{Tier: ref.TensorCore, In: dy.dtype, Model: tcModel, Workers: c.opts.Workers}.DX(ref.Bits(dx.u16), ref.Bits(dy.u16), ref.Bits(w.u16), M, N, K)
 	}
-	return c.opts.DXTyped(dy.dtype, dx.u16, dy.u16, w.u16, M, N, K)
+	return ref.Options{Tier: ref.IEEE, In: dy.dtype, Workers: c.opts.Workers}.DX(ref.Bits(dx.u16), ref.Bits(dy.u16), ref.Bits(w.u16), M, N, K)
 }
 
 // values returns t's elements as float32 (16-bit elements widened into a

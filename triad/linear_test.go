@@ -44,13 +44,15 @@ func TestLinearMatchesTheReferenceDirectly(t *testing.T) {
 			xr, dyr, wr := rounded(tc.d, xv), rounded(tc.d, dyv), rounded(tc.d, w)
 			wantY, wantDX, wantDW := make([]float32, M*Out), make([]float32, M*In), make([]float32, In*Out)
 			if tc.tier == gemm.TierTensorCore { // the Hopper model, as documented for the CPU backend
-				require.NoError(t, ref.TCForward(ref.Hopper, tc.d, wantY, xr, wr, b, M, In, Out))
-				require.NoError(t, ref.TCDX(ref.Hopper, tc.d, wantDX, dyr, wr, M, Out, In))
-				require.NoError(t, ref.TCDW(ref.Hopper, tc.d, wantDW, xr, dyr, M, In, Out))
+				o := ref.Options{Tier: ref.TensorCore, In: tc.d, Out: ref.F32, Model: ref.Hopper}
+				require.NoError(t, o.Forward(ref.Values(wantY), ref.Values(xr), ref.Values(wr), b, M, In, Out))
+				require.NoError(t, o.DX(ref.Values(wantDX), ref.Values(dyr), ref.Values(wr), M, Out, In))
+				require.NoError(t, o.DW(wantDW, ref.Values(xr), ref.Values(dyr), M, In, Out))
 			} else {
-				require.NoError(t, ref.Forward(wantY, xr, wr, b, M, In, Out))
-				require.NoError(t, ref.DX(wantDX, dyr, wr, M, Out, In))
-				require.NoError(t, ref.DW(wantDW, xr, dyr, M, In, Out))
+				o := ref.Options{Tier: ref.IEEE, In: ref.F32}
+				require.NoError(t, o.Forward(ref.Values(wantY), ref.Values(xr), ref.Values(wr), b, M, In, Out))
+				require.NoError(t, o.DX(ref.Values(wantDX), ref.Values(dyr), ref.Values(wr), M, Out, In))
+				require.NoError(t, o.DW(wantDW, ref.Values(xr), ref.Values(dyr), M, In, Out))
 			}
 			requireSameBits(t, refRound(tc.d, wantY), bitsOf(t, be, y), "y")
 			requireSameBits(t, refRound(tc.d, wantDX), bitsOf(t, be, dx), "dx")

@@ -45,14 +45,14 @@ func NewTask(seed uint64, in, hidden, out, rows int) (*Task, error) {
 	w2, b2 := uniform(hidden*out, 1/float32(hidden)*2), uniform(out, 0.1)
 	x := uniform(rows*in, 1)
 	h := make([]float32, rows*hidden)
-	if err := ref.Forward(h, x, w1, b1, rows, in, hidden); err != nil {
+	if err := (ref.Options{Tier: ref.IEEE, In: ref.F32}).Forward(ref.Values(h), ref.Values(x), ref.Values(w1), b1, rows, in, hidden); err != nil {
 		return nil, err
 	}
 	for i, v := range h {
 		h[i] = reluF32(v)
 	}
 	y := make([]float32, rows*out)
-	if err := ref.Forward(y, h, w2, b2, rows, hidden, out); err != nil {
+	if err := (ref.Options{Tier: ref.IEEE, In: ref.F32}).Forward(ref.Values(y), ref.Values(h), ref.Values(w2), b2, rows, hidden, out); err != nil {
 		return nil, err
 	}
 	return &Task{In: in, Out: out, Rows: rows, X: x, Y: y}, nil

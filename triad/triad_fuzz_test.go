@@ -38,7 +38,7 @@ const triadOverflowsFixed = true
 // fuzzed sizes, dtypes and tiers: Alloc, Tensor.View, NewLinear,
 // Linear.SetParams, Linear.Forward and NewTask. Nothing may panic; a
 // refusal matches one of triad's sentinels (or gemm.ErrTier); small valid
-// shapes are accepted, and an f32 Linear's Forward gives ref.Forward's bits.
+// shapes are accepted, and an f32 Linear's Forward gives the IEEE f32 bits of ref.Options.Forward.
 func FuzzTriadCPU(f *testing.F) {
 	type seed struct {
 		dtype, tier     uint8
@@ -150,12 +150,12 @@ func FuzzTriadCPU(f *testing.F) {
 				t.Fatal(err)
 			}
 			want := make([]float32, xr*out)
-			if err := ref.Forward(want, xv, w, b, int(xr), int(in), int(out)); err != nil {
+			if err := (ref.Options{Tier: ref.IEEE, In: ref.F32}).Forward(ref.Values(want), ref.Values(xv), ref.Values(w), b, int(xr), int(in), int(out)); err != nil {
 				t.Fatal(err)
 			}
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("y[%d] = %v, ref.Forward gives %v", i, got[i], want[i])
+					t.Fatalf("y[%d] = %v, the reference gives %v", i, got[i], want[i])
 				}
 			}
 		}()

@@ -1,8 +1,26 @@
-// Package ref is the CPU reference of detgemm's IEEE tiers: the f32 tier and
-// the typed (bf16, f16) tier. It computes the same reduction plans as the GPU
-// kernels, with the same correctly rounded operations, so its output bits
-// equal the GPU's. It is the oracle of the engine's tests and the engine's
-// CPU backend. Pure Go; it imports nothing else from detgemm.
+// Package ref is the CPU reference of detgemm's tiers: the f32 tier, the
+// typed (bf16, f16) tier and, given the architecture's addition model, the
+// tensor-core tier. It computes the same reduction plans as the GPU kernels,
+// with the same correctly rounded operations, so its output bits equal the
+// GPU's. It is the oracle of the engine's tests and the engine's CPU backend.
+// Pure Go; of detgemm it imports only the shared argument-error type.
+//
+// # Entry points
+//
+// One per op, methods of Options, which names the tier (IEEE or
+// TensorCore), the input and output types, the tensor-core model, the
+// window of the output to compute and the number of goroutines:
+//
+//	o := ref.Options{Tier: ref.TensorCore, In: ref.BF16, Model: ref.Hopper}
+//	err := o.Forward(ref.Bits(y), ref.Bits(x), ref.Bits(w), bias, M, K, N)
+//
+// Options.Forward, Options.DX and Options.DW take the matrices as Operands:
+// float32 Values, or the Bits of a 16-bit type (a 16-bit matrix may also be
+// given as its exact float32 values). Options.Rows and Options.Cols select a
+// window of the output; the inputs are read in place, so a few rows of a
+// very large problem cost those rows' work and no copy of W. The functions
+// of the earlier API (Forward, TCForward, ForwardTyped, ...) are deprecated
+// wrappers of these three.
 //
 // # Arithmetic
 //
@@ -135,7 +153,7 @@
 // of the order of 50 million steps (one element, 16 products) per second on
 // one core.
 //
-// Plans (TCForward, TCDX, TCDW and the typed wrappers). The reduction of
+// Plans (Options with Tier TensorCore). The reduction of
 // length R is cut into S slabs of L terms, the last possibly shorter, L a
 // multiple of 256: TCSlabs(R, other) for Forward (other = N) and dX (other
 // = K), a function of those two only, never M; TCDWSlabs(M, K, N) for dW.
@@ -169,14 +187,22 @@
 //     a cut plan (M >= 1024 into a small master) adds its slabs in IEEE
 //     float32 and is a different sum again.
 //
-// The float32 accumulator is the result of TCForward and TCDX; the typed
-// wrappers (TCForwardTyped, TCDXTyped) round it once, to nearest even, to
-// bf16 or f16 at the store, and TCDWTyped keeps dW in float32. As in the
-// IEEE tiers, a forward or dX row depends only on its own row of the left
-// operand, the right operand and the bias, never on M, the other rows or
-// Options.Workers. The float32 entry points take the inputs as float32
-// values that must be exactly of the input type (ErrInexact otherwise; any
-// NaN is accepted); the bias and dW may be any float32.
+// The float32 accumulator is the result with Options.Out = F32; with Out =
+// In it is rounded once, to nearest even, to bf16 or f16 at the store; dW
+// stays float32. As in the IEEE tiers, a forward or dX row depends only on
+// its own row of the left operand, the right operand and the bias, never on
+// M, the other rows or Options.Workers. Inputs given as float32 Values must
+// be exactly of the input type (ErrInexact otherwise; any NaN is accepted);
+// the bias and dW may be any float32.
+//
+// # Epilogue
+//
+// Every op of every tier ends the same way, in one function: the slab
+// results folded in ascending slab order with Add32 (the tensor-core
+// tier's first slab being the chain that started at the bias, dW's fold
+// starting at the master), then, for the IEEE Forward with a bias, one
+// Add32 of bias[n], then the activation (the identity: the only one so
+// far), then the store, rounding once, to nearest even, to the output type.
 //
 // # Oracle
 //

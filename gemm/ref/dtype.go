@@ -72,7 +72,7 @@ func (d DType) FromF32(f float32) uint16 {
 // checkHalf rejects a dtype other than BF16 and F16.
 func checkHalf(op string, d DType) error {
 	if !d.Half() {
-		return &ArgError{Op: op, Arg: "dtype", Msg: d.String() + " is not a 16-bit type (want bf16 or f16)", Err: ErrDType}
+		return argErr(op, "dtype", ErrDType, "%v is not a 16-bit type (want bf16 or f16)", d)
 	}
 	return nil
 }

@@ -2,49 +2,55 @@ package ref
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/detgemm/detgemm/internal/argerr"
 )
 
-// Sentinel errors, matched with errors.Is against any *ArgError.
+// Sentinel errors, matched with errors.Is against any *ArgError. ErrDim,
+// ErrDType and ErrTier are the module's shared sentinels: the same variables
+// as gemm.ErrDimension, gemm.ErrDType and gemm.ErrTier.
 var (
 	// ErrDim: a dimension is zero, negative, or its products overflow int.
-	ErrDim = errors.New("invalid dimension")
+	ErrDim = argerr.ErrDimension
 	// ErrLength: a slice is shorter than the shape needs.
 	ErrLength = errors.New("slice too short")
-	// ErrDType: a dtype is unknown or not allowed where it was given.
-	ErrDType = errors.New("invalid dtype")
+	// ErrDType: a dtype is unknown or not allowed where it was given, or an
+	// operand is given in the wrong form for its dtype.
+	ErrDType = argerr.ErrDType
+	// ErrTier: Options.Tier is not IEEE or TensorCore.
+	ErrTier = argerr.ErrTier
+	// ErrRange: Options.Rows or Options.Cols is not inside the output.
+	ErrRange = errors.New("invalid output range")
+	// ErrInexact: an input of a 16-bit type given as float32 Values holds a
+	// value that is not exactly of that type.
+	ErrInexact = errors.New("value not exactly representable in the input type")
 )
 
-// ArgError reports a bad argument to one of the package's operations. Its
-// Err is one of ErrDim, ErrLength or ErrDType.
-type ArgError struct {
-	Op  string // the operation, e.g. "Forward"
-	Arg string // the argument, e.g. "x" or "K"
-	Msg string // what is wrong with it
-	Err error  // the sentinel
-}
+// ArgError reports a bad argument to one of the package's operations. It is
+// the module's one argument-error type, also gemm.ArgError and triad.Error:
+// Pkg is "ref", Op the operation (e.g. "Forward"), Arg the argument (e.g.
+// "x" or "K"), Reason what is wrong with it, and Err the sentinel (ErrDim,
+// ErrLength, ErrDType, ErrTier, ErrRange, ErrTCModel or ErrInexact). Its
+// message reads "ref.Forward: K: 0 is not positive".
+type ArgError = argerr.Error
 
-// Error says which operation and argument, and what is wrong.
-func (e *ArgError) Error() string {
-	return fmt.Sprintf("ref.%s: %s: %s", e.Op, e.Arg, e.Msg)
+// argErr returns the package's *ArgError.
+func argErr(op, arg string, sentinel error, format string, a ...any) error {
+	return argerr.New("ref", op, arg, sentinel, format, a...)
 }
-
-// Unwrap returns the sentinel, for errors.Is.
-func (e *ArgError) Unwrap() error { return e.Err }
 
 // checkDims rejects non-positive dimensions and shapes whose element counts
 // overflow int (every pairwise product of the dims is an element count).
 func checkDims(op string, names string, dims ...int) error {
 	for i, d := range dims {
 		if d <= 0 {
-			return &ArgError{Op: op, Arg: string(names[i]), Msg: fmt.Sprintf("%d is not positive", d), Err: ErrDim}
+			return argErr(op, string(names[i]), ErrDim, "%d is not positive", d)
 		}
 	}
 	for i := range dims {
 		for j := i + 1; j < len(dims); j++ {
 			if _, ok := mul(dims[i], dims[j]); !ok {
-				return &ArgError{Op: op, Arg: string(names[i]) + "*" + string(names[j]),
-					Msg: fmt.Sprintf("%d*%d overflows int", dims[i], dims[j]), Err: ErrDim}
+				return argErr(op, string(names[i])+"*"+string(names[j]), ErrDim, "%d*%d overflows int", dims[i], dims[j])
 			}
 		}
 	}
@@ -63,7 +69,7 @@ func mul(a, b int) (int, bool) {
 // checkLen rejects a slice shorter than need elements.
 func checkLen(op, arg string, have, need int, what string) error {
 	if have < need {
-		return &ArgError{Op: op, Arg: arg, Msg: fmt.Sprintf("length %d < %s = %d", have, what, need), Err: ErrLength}
+		return argErr(op, arg, ErrLength, "length %d < %s = %d", have, what, need)
 	}
 	return nil
 }

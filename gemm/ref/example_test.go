@@ -7,18 +7,78 @@ import (
 	"github.com/detgemm/detgemm/gemm/ref"
 )
 
-func ExampleForward() {
-	// Y[2,2] = X[2,3] @ W[3,2] + bias.
+func ExampleOptions_Forward() {
+	// Y[2,2] = X[2,3] @ W[3,2] + bias by the f32 plan.
 	x := []float32{1, 2, 3, 4, 5, 6}
 	w := []float32{1, 0, 0, 1, 1, 1}
 	bias := []float32{0.5, -0.5}
 	y := make([]float32, 4)
-	if err := ref.Forward(y, x, w, bias, 2, 3, 2); err != nil {
+	o := ref.Options{Tier: ref.IEEE, In: ref.F32}
+	if err := o.Forward(ref.Values(y), ref.Values(x), ref.Values(w), bias, 2, 3, 2); err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(y)
 	// Output: [4.5 4.5 10.5 10.5]
+}
+
+func ExampleOptions_Forward_window() {
+	// Row 2 of Y[4,3] = X[4,2] @ W[2,3], columns 1 and 2 only: dst holds the
+	// window, and its bits are those of the same elements of the whole Y.
+	x := []float32{1, 0, 0, 1, 2, 3, 5, 7}
+	w := []float32{1, 2, 3, 10, 20, 30}
+	o := ref.Options{Tier: ref.IEEE, In: ref.F32, Rows: ref.Span{Lo: 2, Hi: 3}, Cols: ref.Span{Lo: 1, Hi: 3}}
+	y := make([]float32, 2)
+	if err := o.Forward(ref.Values(y), ref.Values(x), ref.Values(w), nil, 4, 2, 3); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(y)
+	// Output: [64 96]
+}
+
+func ExampleOptions_Forward_typed() {
+	// bf16 inputs as bit patterns, a float32 bias, a bf16 output rounded once
+	// at the store.
+	x := []uint16{ref.BF16FromF32(1.5), ref.BF16FromF32(2)}
+	w := []uint16{ref.BF16FromF32(3), ref.BF16FromF32(0.25)}
+	y := make([]uint16, 1)
+	o := ref.Options{Tier: ref.IEEE, In: ref.BF16}
+	if err := o.Forward(ref.Bits(y), ref.Bits(x), ref.Bits(w), []float32{0.001}, 1, 2, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// 1.5*3 + 2*0.25 + 0.001 = 5.001 in float32, 5 in bf16.
+	fmt.Printf("%#04x = %v\n", y[0], ref.F32FromBF16(y[0]))
+	// Output: 0x40a0 = 5
+}
+
+func ExampleOptions_DX() {
+	// dX[1,2] = dY[1,3] @ W[2,3]ᵀ: W is read in place, row k giving column k.
+	dy := []float32{1, 2, 3}
+	w := []float32{1, 1, 1, 1, 0, -1}
+	dx := make([]float32, 2)
+	o := ref.Options{Tier: ref.IEEE, In: ref.F32}
+	if err := o.DX(ref.Values(dx), ref.Values(dy), ref.Values(w), 1, 3, 2); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(dx)
+	// Output: [6 -2]
+}
+
+func ExampleOptions_DW() {
+	// dW[2,1] += X[2,2]ᵀ @ dY[2,1], onto a master that holds 0.5 already.
+	x := []float32{1, 2, 3, 4}
+	dy := []float32{1, -1}
+	dw := []float32{0.5, 0.5}
+	o := ref.Options{Tier: ref.IEEE, In: ref.F32}
+	if err := o.DW(dw, ref.Values(x), ref.Values(dy), 2, 2, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(dw)
+	// Output: [-1.5 -1.5]
 }
 
 func ExampleFMA32() {
@@ -28,20 +88,6 @@ func ExampleFMA32() {
 	a := float32(1 + 0x1p-12)
 	fmt.Println(ref.FMA32(a, a, -1) == 0x1p-11+0x1p-24, float32(a*a)-1 == 0x1p-11)
 	// Output: true true
-}
-
-func ExampleForwardTyped() {
-	// bf16 inputs, float32 bias, bf16 output rounded once at the store.
-	x := []uint16{ref.BF16FromF32(1.5), ref.BF16FromF32(2)}
-	w := []uint16{ref.BF16FromF32(3), ref.BF16FromF32(0.25)}
-	y := make([]uint16, 1)
-	if err := ref.ForwardTyped(ref.BF16, y, x, w, []float32{0.001}, 1, 2, 1); err != nil {
-		fmt.Println(err)
-		return
-	}
-	// 1.5*3 + 2*0.25 + 0.001 = 5.001 in float32, 5 in bf16.
-	fmt.Printf("%#04x = %v\n", y[0], ref.F32FromBF16(y[0]))
-	// Output: 0x40a0 = 5
 }
 
 func ExampleDigest() {

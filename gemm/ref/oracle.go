@@ -98,3 +98,39 @@ func RelError(got []float32, want []float64) float64 {
 	}
 	return math.Sqrt(num) / math.Sqrt(den)
 }
+
+// checkForward, checkDX and checkDW check the oracle's shapes and lengths.
+func checkForward(op string, ldst, lx, lw, lbias, M, K, N int) error {
+	if err := checkDims(op, "MKN", M, K, N); err != nil {
+		return err
+	}
+	if err := checkLens(op, "x", lx, M*K, "M*K", "w", lw, K*N, "K*N"); err != nil {
+		return err
+	}
+	if lbias != 0 {
+		if err := checkLen(op, "bias", lbias, N, "N"); err != nil {
+			return err
+		}
+	}
+	return checkLen(op, "dst", ldst, M*N, "M*N")
+}
+
+func checkDX(op string, ldst, ldy, lw, M, N, K int) error {
+	if err := checkDims(op, "MNK", M, N, K); err != nil {
+		return err
+	}
+	if err := checkLens(op, "dy", ldy, M*N, "M*N", "w", lw, K*N, "K*N"); err != nil {
+		return err
+	}
+	return checkLen(op, "dst", ldst, M*K, "M*K")
+}
+
+func checkDW(op string, ldw, lx, ldy, M, K, N int) error {
+	if err := checkDims(op, "MKN", M, K, N); err != nil {
+		return err
+	}
+	if err := checkLens(op, "x", lx, M*K, "M*K", "dy", ldy, M*N, "M*N"); err != nil {
+		return err
+	}
+	return checkLen(op, "dw", ldw, K*N, "K*N")
+}

@@ -5,15 +5,6 @@ import (
 	"sync"
 )
 
-// Options controls how the reference spreads work over goroutines. The
-// results never depend on it: every output element is computed by one
-// goroutine, start to finish, along the plan's fixed order.
-type Options struct {
-	// Workers is the number of goroutines; 0 or less means
-	// runtime.GOMAXPROCS(0).
-	Workers int
-}
-
 // serialWork is the number of multiply-adds below which a call runs on the
 // calling goroutine: starting goroutines would cost more than it saves.
 const serialWork = 1 << 16
@@ -51,4 +42,14 @@ func parallel(tasks, w int, body func(lo, hi int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// workFor is i*j*r, the multiply-adds of a reduction, or the largest int
+// where that overflows (i*j fits: callers checked pairwise products).
+func workFor(i, j, r int) int {
+	w, ok := mul(i*j, r)
+	if !ok {
+		return int(^uint(0) >> 1)
+	}
+	return w
 }

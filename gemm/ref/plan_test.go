@@ -281,13 +281,14 @@ func TestWorkerCountDoesNotChangeBits(t *testing.T) {
 	x, w, bias, dy := randNormal(rng, M*K), randNormal(rng, K*N), randNormal(rng, N), randNormal(rng, M*N)
 	run := func(o Options) (y, dx, dw []float32) {
 		y, dx, dw = make([]float32, M*N), make([]float32, M*K), make([]float32, K*N)
-		if err := o.Forward(y, x, w, bias, M, K, N); err != nil {
+		o.Tier, o.In = IEEE, F32
+		if err := o.Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.DX(dx, dy, w, M, N, K); err != nil {
+		if err := o.DX(Values(dx), Values(dy), Values(w), M, N, K); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.DW(dw, x, dy, M, K, N); err != nil {
+		if err := o.DW(dw, Values(x), Values(dy), M, K, N); err != nil {
 			t.Fatal(err)
 		}
 		return y, dx, dw
@@ -451,9 +452,9 @@ func benchmarkForward(b *testing.B, workers int) {
 	const M, K, N = 64, 1024, 512
 	x, w := randNormal(rng, M*K), randNormal(rng, K*N)
 	y := make([]float32, M*N)
-	o := Options{Workers: workers}
+	o := Options{Tier: IEEE, In: F32, Workers: workers}
 	for b.Loop() {
-		if err := o.Forward(y, x, w, nil, M, K, N); err != nil {
+		if err := o.Forward(Values(y), Values(x), Values(w), nil, M, K, N); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -72,7 +72,7 @@ const (
 // MinAlignExp <= 127. The error wraps ErrTCModel.
 func (m TCModel) Valid() error {
 	bad := func(arg, msg string) error {
-		return &ArgError{Op: "TCModel", Arg: arg, Msg: msg, Err: ErrTCModel}
+		return argErr("TCModel", arg, ErrTCModel, "%s", msg)
 	}
 	switch {
 	case m.BlockTerms <= 0 || m.BlockTerms > TCStepK || TCStepK%m.BlockTerms != 0:

@@ -1,14 +1,6 @@
 package ref
 
-import (
-	"errors"
-	"fmt"
-	"math"
-)
-
-// ErrInexact: a float32 value given as an input of a tensor-core plan is not
-// exactly a value of the input type (bf16 or f16).
-var ErrInexact = errors.New("value not exactly representable in the input type")
+import "math"
 
 // The tensor-core plans: per output element, the reduction cut into S slabs
 // (TCSlabs, TCDWSlabs; S = 1 for most shapes), each one chain of TCModel
@@ -222,19 +214,21 @@ func rzSlow(v float64) float32 {
 	}
 }
 
-// tcPlan describes out[i,j] = the tensor-core chain over r < R of a(i,r) ·
+// tcPlan describes v[i,j] = the tensor-core chain over r < R of a(i,r) ·
 // b(r,j), for i < I, j < J, with a(i,r) = a[i*ai + r*ar] and b(r,j) =
-// b[r*br + j*bj]. Forward, dX and dW are all instances.
+// b[r*br + j*bj]. Forward, dX and dW, and any window of their outputs, are
+// all instances.
 type tcPlan struct {
 	m      TCModel
 	emin   int32
-	a      []float32
+	a      mat
 	ai, ar int
-	b      []float32
+	b      mat
 	br, bj int
 	I, J   int
 	R      int
-	L      int // slab length: a multiple of tcChunkR, or >= R for one slab
+	L      int       // slab length: a multiple of tcChunkR, or >= R for one slab
+	start  []float32 // Forward's bias: slab 0's chain of column j starts at start[j]; nil: at +0
 }
 
 // TCSlabs is the tensor-core plan's cut of a Forward or dX reduction of
@@ -308,14 +302,11 @@ func newTCWork(ni, nj, nr int) *tcWork {
 	}
 }
 
-// run computes out (I x J, row-major) by the plan. The chains start at
-// bias[j] when bias is not nil, at out's current value when accumulate is
-// true (dW), and at +0 otherwise.
-func (p *tcPlan) run(o Options, out, bias []float32, accumulate bool) {
-	work, ok := mul(p.I*p.J, p.R) // I*J fits: callers checked pairwise products
-	if !ok {
-		work = int(^uint(0) >> 1)
-	}
+// run computes the I x J results and hands them to ep. The chains start at
+// start[j] when start is not nil, at the window's current value when
+// accumulate is true (dW), and at +0 otherwise.
+func (p *tcPlan) run(o Options, ep *epilogue, accumulate bool) {
+	work := workFor(p.I, p.J, p.R)
 	jTiles := (p.J + tcTileJ - 1) / tcTileJ
 	// Row tiles of tcTileI rows amortize the packing of the right operand;
 	// shorter ones (down to 8 rows) where that would leave workers idle.
@@ -330,25 +321,24 @@ func (p *tcPlan) run(o Options, out, bias []float32, accumulate bool) {
 		w := newTCWork(min(ti, p.I), min(tcTileJ, p.J), min(tcChunkR, (p.R+TCStepK-1)/TCStepK*TCStepK))
 		for t := lo; t < hi; t++ {
 			i0, j0 := t/jTiles*ti, t%jTiles*tcTileJ
-			p.tile(w, out, bias, accumulate, i0, min(i0+ti, p.I), j0, min(j0+tcTileJ, p.J))
+			p.tile(w, ep, accumulate, i0, min(i0+ti, p.I), j0, min(j0+tcTileJ, p.J))
 		}
 	})
 }
 
-// tile computes out[i0:i1, j0:j1].
-func (p *tcPlan) tile(w *tcWork, out, bias []float32, accumulate bool, i0, i1, j0, j1 int) {
+// tile computes the results of rows [i0, i1) and columns [j0, j1).
+func (p *tcPlan) tile(w *tcWork, ep *epilogue, accumulate bool, i0, i1, j0, j1 int) {
 	ni, nj := i1-i0, j1-j0
 	acc := w.acc[:ni*nj]
 	for ii := range ni {
-		for jj := range nj {
-			switch {
-			case accumulate:
-				acc[ii*nj+jj] = out[(i0+ii)*p.J+j0+jj]
-			case bias != nil:
-				acc[ii*nj+jj] = bias[j0+jj]
-			default:
-				acc[ii*nj+jj] = 0
-			}
+		row := acc[ii*nj : (ii+1)*nj]
+		switch {
+		case accumulate:
+			ep.load(i0+ii, j0, row)
+		case p.start != nil:
+			copy(row, p.start[j0:j1])
+		default:
+			clear(row)
 		}
 	}
 	f := p.m.fast()
@@ -359,20 +349,15 @@ func (p *tcPlan) tile(w *tcWork, out, bias []float32, accumulate bool, i0, i1, j
 		r0 := s0 * TCStepK
 		if r0 > 0 && p.L > 0 && p.L < p.R && r0%p.L == 0 {
 			// A slab ends: fold its chain in, start the next from +0.
-			if sum == nil {
-				sum = w.sum[:ni*nj]
-				copy(sum, acc)
-			} else {
-				for x := range sum {
-					sum[x] = Add32(sum[x], acc[x])
-				}
-			}
+			first := sum == nil
+			sum = w.sum[:ni*nj]
+			foldSlab(sum, acc, first)
 			clear(acc)
 		}
 		r1 := min(r0+tcChunkR, p.R)
 		n := (min(s0+tcChunk, steps) - s0) * TCStepK // r1-r0 rounded up to whole steps
-		tcPackOperands(w.fa, w.ea, w.finA[:ni], p.a, i0, p.ai, r0, r1, p.ar, n, p.emin)
-		tcPackOperands(w.fb, w.eb, w.finB[:nj], p.b, j0, p.bj, r0, r1, p.br, n, p.emin)
+		tcPackOperands(w.fa, w.ea, w.finA[:ni], &p.a, i0, p.ai, r0, r1, p.ar, n, p.emin)
+		tcPackOperands(w.fb, w.eb, w.finB[:nj], &p.b, j0, p.bj, r0, r1, p.br, n, p.emin)
 		ns := n / TCStepK
 		for ii := range ni {
 			row := acc[ii*nj : (ii+1)*nj]
@@ -398,12 +383,11 @@ func (p *tcPlan) tile(w *tcWork, out, bias []float32, accumulate bool, i0, i1, j
 		}
 	}
 	if sum != nil {
-		for x := range acc {
-			acc[x] = Add32(sum[x], acc[x])
-		}
+		foldSlab(sum, acc, false)
+		acc = sum
 	}
 	for ii := range ni {
-		copy(out[(i0+ii)*p.J+j0:(i0+ii)*p.J+j1], acc[ii*nj:(ii+1)*nj])
+		ep.apply(i0+ii, j0, acc[ii*nj:(ii+1)*nj])
 	}
 }
 
@@ -427,8 +411,9 @@ func (p *tcPlan) slowChain(c float32, fa, fb []float64, ii, ni, jj, nj, ns int) 
 // from r1-r0 to n terms, step-major: term t of operand q goes to index
 // ((t/16)*nq + q)*16 + t%16 of dst and de, so that one step of all operands
 // is contiguous. fin[q] reports whether operand q's chunk is all finite. It
-// reads src in the order of whichever stride is 1.
-func tcPackOperands(dst []float64, de []int32, fin []bool, src []float32, q0, qs, r0, r1, rs, n int, emin int32) {
+// reads src in the order of whichever stride is 1, widening 16-bit patterns
+// as it goes.
+func tcPackOperands(dst []float64, de []int32, fin []bool, src *mat, q0, qs, r0, r1, rs, n int, emin int32) {
 	nq, nr := len(fin), r1-r0
 	for q := range nq {
 		fin[q] = true
@@ -441,8 +426,19 @@ func tcPackOperands(dst []float64, de []int32, fin []bool, src []float32, q0, qs
 		// Operands contiguous: read one term of all of them at a time.
 		for t := range nr {
 			base := (t/TCStepK*nq)*TCStepK + t%TCStepK
-			srow := src[q0+(r0+t)*rs:][:nq]
-			for q, x := range srow {
+			s0 := q0 + (r0+t)*rs
+			if src.h == nil {
+				for q, x := range src.f[s0:][:nq] {
+					if math.Float32bits(x)&0x7F800000 == 0x7F800000 {
+						fin[q] = false
+					}
+					o := base + q*TCStepK
+					dst[o], de[o] = tcPack(x, emin)
+				}
+				continue
+			}
+			for q, h := range src.h[s0:][:nq] {
+				x := src.d.ToF32(h)
 				if math.Float32bits(x)&0x7F800000 == 0x7F800000 {
 					fin[q] = false
 				}
@@ -455,7 +451,7 @@ func tcPackOperands(dst []float64, de []int32, fin []bool, src []float32, q0, qs
 	// Terms contiguous (rs == 1 in every plan): one operand at a time.
 	for q := range nq {
 		for t := range nr {
-			x := src[(q0+q)*qs+(r0+t)*rs]
+			x := src.at((q0+q)*qs + (r0+t)*rs)
 			if math.Float32bits(x)&0x7F800000 == 0x7F800000 {
 				fin[q] = false
 			}
@@ -463,209 +459,4 @@ func tcPackOperands(dst []float64, de []int32, fin []bool, src []float32, q0, qs
 			dst[o], de[o] = tcPack(x, emin)
 		}
 	}
-}
-
-// checkTC rejects an invalid model or a dtype other than BF16 and F16.
-func checkTC(op string, m TCModel, d DType) error {
-	if err := m.Valid(); err != nil {
-		var ae *ArgError
-		if errors.As(err, &ae) {
-			ae.Op = op
-			ae.Arg = "model." + ae.Arg
-		}
-		return err
-	}
-	return checkHalf(op, d)
-}
-
-// checkInType rejects a value of v that is not exactly a value of type d (a
-// NaN of any payload is accepted: every 16-bit NaN widens to a NaN).
-func checkInType(op, arg string, d DType, v []float32) error {
-	for i, x := range v {
-		u := math.Float32bits(x)
-		ok := x != x
-		if d == BF16 {
-			ok = ok || u&0xFFFF == 0 // bf16 is float32's top half
-		} else {
-			ok = ok || math.Float32bits(F32FromF16(F16FromF32(x))) == u
-		}
-		if !ok {
-			return &ArgError{Op: op, Arg: arg, Msg: fmt.Sprintf("element %d = %v is not a %s value", i, x, d), Err: ErrInexact}
-		}
-	}
-	return nil
-}
-
-// TCForward computes Y[M,N] = X[M,K] @ W[K,N] (+ bias[N]) by the
-// tensor-core plan of model m, for inputs of type d (BF16 or F16) given as
-// their exact float32 values, storing the float32 accumulators: per element
-// the chain starts at bias[n] (or +0 when bias is empty) and takes K in
-// ascending 16-wide steps, the tail zero-filled. See the package
-// documentation, section "Tensor-core tier". A value of x or w that is not
-// exactly of type d is an error (ErrInexact); the bias may be any float32.
-func (o Options) TCForward(m TCModel, d DType, dst, x, w, bias []float32, M, K, N int) error {
-	const op = "TCForward"
-	if err := checkTC(op, m, d); err != nil {
-		return err
-	}
-	if err := checkForward(op, len(dst), len(x), len(w), len(bias), M, K, N); err != nil {
-		return err
-	}
-	if err := checkInType(op, "x", d, x[:M*K]); err != nil {
-		return err
-	}
-	if err := checkInType(op, "w", d, w[:K*N]); err != nil {
-		return err
-	}
-	o.tcForward(m, d, dst, x, w, bias, M, K, N)
-	return nil
-}
-
-func (o Options) tcForward(m TCModel, d DType, dst, x, w, bias []float32, M, K, N int) {
-	if len(bias) == 0 {
-		bias = nil
-	}
-	_, l := TCSlabs(K, N)
-	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: K, ar: 1, b: w, br: N, bj: 1, I: M, J: N, R: K, L: l}
-	p.run(o, dst[:M*N], bias, false)
-}
-
-// TCDX computes dX[M,K] = dY[M,N] @ W[K,N]ᵀ by the tensor-core plan of model
-// m for inputs of type d given as float32 values: per element one chain from
-// +0 over n in ascending 16-wide steps, the tail zero-filled.
-func (o Options) TCDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) error {
-	const op = "TCDX"
-	if err := checkTC(op, m, d); err != nil {
-		return err
-	}
-	if err := checkDX(op, len(dst), len(dy), len(w), M, N, K); err != nil {
-		return err
-	}
-	if err := checkInType(op, "dy", d, dy[:M*N]); err != nil {
-		return err
-	}
-	if err := checkInType(op, "w", d, w[:K*N]); err != nil {
-		return err
-	}
-	o.tcDX(m, d, dst, dy, w, M, N, K)
-	return nil
-}
-
-func (o Options) tcDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) {
-	_, l := TCSlabs(N, K)
-	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: dy, ai: N, ar: 1, b: w, br: 1, bj: N, I: M, J: K, R: N, L: l}
-	p.run(o, dst[:M*K], nil, false)
-}
-
-// TCDW accumulates dW[K,N] += X[M,K]ᵀ @ dY[M,N] into the float32 master
-// buffer dw by the tensor-core plan of model m, for inputs of type d given
-// as float32 values: per element one chain that starts at the current dw
-// value and takes m in ascending 16-wide steps, the tail zero-filled. So
-// calls over consecutive micro-batches whose boundaries fall on multiples of
-// 16 rows give the bits of one call over the whole batch.
-func (o Options) TCDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) error {
-	const op = "TCDW"
-	if err := checkTC(op, m, d); err != nil {
-		return err
-	}
-	if err := checkDW(op, len(dw), len(x), len(dy), M, K, N); err != nil {
-		return err
-	}
-	if err := checkInType(op, "x", d, x[:M*K]); err != nil {
-		return err
-	}
-	if err := checkInType(op, "dy", d, dy[:M*N]); err != nil {
-		return err
-	}
-	o.tcDW(m, d, dw, x, dy, M, K, N)
-	return nil
-}
-
-func (o Options) tcDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) {
-	_, l := TCDWSlabs(M, K, N)
-	p := tcPlan{m: m, emin: int32(minNormalExp(d)), a: x, ai: 1, ar: K, b: dy, br: N, bj: 1, I: K, J: N, R: M, L: l}
-	p.run(o, dw[:K*N], nil, true)
-}
-
-// TCForwardTyped computes Y[M,N] = X[M,K] @ W[K,N] (+ bias[N]) by the
-// tensor-core plan of model m, for x, w and dst of type d (BF16 or F16): the
-// float32 accumulator is rounded once, to nearest even, to d at the store.
-func (o Options) TCForwardTyped(m TCModel, d DType, dst, x, w []uint16, bias []float32, M, K, N int) error {
-	const op = "TCForwardTyped"
-	if err := checkTC(op, m, d); err != nil {
-		return err
-	}
-	if err := checkForward(op, len(dst), len(x), len(w), len(bias), M, K, N); err != nil {
-		return err
-	}
-	xf, wf, y := make([]float32, M*K), make([]float32, K*N), make([]float32, M*N)
-	_ = Upcast(d, xf, x[:M*K])
-	_ = Upcast(d, wf, w[:K*N])
-	o.tcForward(m, d, y, xf, wf, bias, M, K, N)
-	return Round(d, dst, y)
-}
-
-// TCDXTyped computes dX[M,K] = dY[M,N] @ W[K,N]ᵀ by the tensor-core plan of
-// model m, for dy, w and dst of type d, rounded once to d at the store.
-func (o Options) TCDXTyped(m TCModel, d DType, dst, dy, w []uint16, M, N, K int) error {
-	const op = "TCDXTyped"
-	if err := checkTC(op, m, d); err != nil {
-		return err
-	}
-	if err := checkDX(op, len(dst), len(dy), len(w), M, N, K); err != nil {
-		return err
-	}
-	dyf, wf, dx := make([]float32, M*N), make([]float32, K*N), make([]float32, M*K)
-	_ = Upcast(d, dyf, dy[:M*N])
-	_ = Upcast(d, wf, w[:K*N])
-	o.tcDX(m, d, dx, dyf, wf, M, N, K)
-	return Round(d, dst, dx)
-}
-
-// TCDWTyped accumulates dW[K,N] += X[M,K]ᵀ @ dY[M,N] by the tensor-core plan
-// of model m, for x and dy of type d, into the float32 master buffer dw (no
-// narrow store).
-func (o Options) TCDWTyped(m TCModel, d DType, dw []float32, x, dy []uint16, M, K, N int) error {
-	const op = "TCDWTyped"
-	if err := checkTC(op, m, d); err != nil {
-		return err
-	}
-	if err := checkDW(op, len(dw), len(x), len(dy), M, K, N); err != nil {
-		return err
-	}
-	xf, dyf := make([]float32, M*K), make([]float32, M*N)
-	_ = Upcast(d, xf, x[:M*K])
-	_ = Upcast(d, dyf, dy[:M*N])
-	o.tcDW(m, d, dw, xf, dyf, M, K, N)
-	return nil
-}
-
-// TCForward is Options{}.TCForward: the tensor-core forward on all CPUs.
-func TCForward(m TCModel, d DType, dst, x, w, bias []float32, M, K, N int) error {
-	return Options{}.TCForward(m, d, dst, x, w, bias, M, K, N)
-}
-
-// TCDX is Options{}.TCDX: the tensor-core dX on all CPUs.
-func TCDX(m TCModel, d DType, dst, dy, w []float32, M, N, K int) error {
-	return Options{}.TCDX(m, d, dst, dy, w, M, N, K)
-}
-
-// TCDW is Options{}.TCDW: the tensor-core dW on all CPUs.
-func TCDW(m TCModel, d DType, dw, x, dy []float32, M, K, N int) error {
-	return Options{}.TCDW(m, d, dw, x, dy, M, K, N)
-}
-
-// TCForwardTyped is Options{}.TCForwardTyped on all CPUs.
-func TCForwardTyped(m TCModel, d DType, dst, x, w []uint16, bias []float32, M, K, N int) error {
-	return Options{}.TCForwardTyped(m, d, dst, x, w, bias, M, K, N)
-}
-
-// TCDXTyped is Options{}.TCDXTyped on all CPUs.
-func TCDXTyped(m TCModel, d DType, dst, dy, w []uint16, M, N, K int) error {
-	return Options{}.TCDXTyped(m, d, dst, dy, w, M, N, K)
-}
-
-// TCDWTyped is Options{}.TCDWTyped on all CPUs.
-func TCDWTyped(m TCModel, d DType, dw []float32, x, dy []uint16, M, K, N int) error {
-	return Options{}.TCDWTyped(m, d, dw, x, dy, M, K, N)
 }

@@ -378,7 +378,7 @@ func BenchmarkTCForwardHopper1Worker(b *testing.B)    { benchmarkTCForward(b, Ho
 func BenchmarkTCForwardHopperAllWorkers(b *testing.B) { benchmarkTCForward(b, Hopper, 0) }
 func BenchmarkTCForwardAmpere1Worker(b *testing.B)    { benchmarkTCForward(b, Ampere, 1) }
 
-func ExampleTCForwardTyped() {
+func ExampleOptions_Forward_tensorCore() {
 	// bf16 values, a float32 bias, the float32 result: the f32 tier rounds
 	// 1.5·3 + 2·0.25 + 0.0011 to nearest; the tensor-core tier cuts the
 	// bias to the step's grid 2^-24 (emax = 1, from 1.5·3) and truncates
@@ -387,11 +387,12 @@ func ExampleTCForwardTyped() {
 	w := []float32{3, 0.25}
 	bias := []float32{0.0011}
 	ieee, tc := make([]float32, 1), make([]float32, 1)
-	if err := Forward(ieee, x, w, bias, 1, 2, 1); err != nil {
+	if err := (Options{Tier: IEEE, In: BF16, Out: F32}).Forward(Values(ieee), Values(x), Values(w), bias, 1, 2, 1); err != nil {
 		fmt.Println(err)
 		return
 	}
-	if err := TCForward(Hopper, BF16, tc, x, w, bias, 1, 2, 1); err != nil {
+	o := Options{Tier: TensorCore, In: BF16, Out: F32, Model: Hopper}
+	if err := o.Forward(Values(tc), Values(x), Values(w), bias, 1, 2, 1); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -401,7 +402,8 @@ func ExampleTCForwardTyped() {
 	xh, wh := make([]uint16, 2), make([]uint16, 2)
 	_ = Round(BF16, xh, x)
 	_ = Round(BF16, wh, w)
-	if err := TCForwardTyped(Hopper, BF16, y, xh, wh, bias, 1, 2, 1); err != nil {
+	o.Out = BF16
+	if err := o.Forward(Bits(y), Bits(xh), Bits(wh), bias, 1, 2, 1); err != nil {
 		fmt.Println(err)
 		return
 	}
