@@ -83,17 +83,23 @@ const (
 // only: the dispatcher never picks one that cannot).
 var errStrategy = errors.New("strategy cannot run this call")
 
-// force pins the strategy (tests run every contract check once per
-// strategy). perBlock, for split-slab, pins the slabs each block computes;
-// rowsPath pins the rows strategy's path; width, for tiled and split-slab,
-// pins the tile width (squareWidth or narrowWidth; 0: the model's);
-// tailSMs, for tiled, is the SM count the tail cut assumes (launch.go's
-// tiledTail; 0: the device's), so small grids exercise the cut; splitTail,
-// for square tiled, takes the split tail (grids.splitTail) wherever the
-// grid has one, gain or not; streamRows, for stream, pins the rows of dW a
-// block owns (streamTall or streamShort; 0: streamRowsFor's); serial
-// launches the engine's kernels plainly, without the overlap (launch).
-type force struct {
+// filter narrows the planner's choice to the kernels a test wants to
+// run; the zero filter, which every public call passes, lets it choose
+// freely. A filter never changes a bit of the output, only which kernel
+// computes it, and a call the filtered choice cannot run fails with
+// errStrategy or errTCKernel.
+//
+// For the IEEE tiers: strategy pins the strategy; perBlock, for
+// split-slab, the slabs each block computes; rowsPath the rows strategy's
+// path; width, for tiled and split-slab, the tile width (squareWidth or
+// narrowWidth; 0: the model's); tailSMs, for tiled, the SM count the tail
+// cut assumes (tiledTail; 0: the device's), so small grids exercise the
+// cut; splitTail, for square tiled, takes the split tail (grids.splitTail)
+// wherever the grid has one, gain or not; streamRows, for stream, the rows
+// of dW a block owns (streamTall or streamShort; 0: streamRowsFor's). For
+// the tensor-core tier, tc pins the kernel. serial launches the kernels
+// plainly, without the overlap (launcher.launch).
+type filter struct {
 	strategy   Strategy
 	perBlock   int64
 	rowsPath   rowsPath
@@ -102,6 +108,7 @@ type force struct {
 	splitTail  bool
 	serial     bool
 	streamRows int64
+	tc         tcForce
 }
 
 // The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):
@@ -139,6 +146,17 @@ type plan struct {
 	ws             uint64
 	ctrs           uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
 	sr             int64  // stream: rows of dW a block owns (streamTall or streamShort)
+	// rows: the path that runs the plan (rowsPathTMA, rowsPathOne or
+	// rowsPathTwo; Engine.choose resolves it from the pointers and the GPU).
+	path rowsPath
+	// tiled without a split tail: how the grid's short last round is cut
+	// off into a launch of its own (tiledTail) and the head's column or row
+	// tiles; cutNone: one grid.
+	cut  int
+	cutK int64
+	// tc: the tensor-core tier's kernel and where its slabs fold (strategy
+	// tiled where they fold in the kernel, split-slab on planes).
+	tc tcLaunch
 }
 
 // workspaceBytes is the workspace of the strategies that write slab
@@ -181,7 +199,7 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 //
 // The choice may depend on M and on the GPU, because every strategy gives
 // the same bits. f, when set, overrides the choice (tests).
-func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
+func choose(l layout, rows, cols, red int64, sms int, f filter) (plan, error) {
 	p := plan{strategy: StrategyTiled, slabs: (red + ref.SlabLen - 1) / ref.SlabLen, width: squareWidth}
 	ws, wsOK := workspaceBytes(rows, cols, red)
 	mr := int64(rowsMR(rows))
@@ -450,21 +468,6 @@ func foldCost(S, out, sms int64, accumulate bool) int64 {
 		bytes += out * 4 // dW reads the old value too
 	}
 	return foldLaunch + bytes/(sms*smUnitBytes/100)
-}
-
-// splitSlabs picks G, the slabs each split-slab block computes, for a grid
-// of tiles square output tiles of out elements in all, S slabs and sms
-// multiprocessors: the G of least modelled time over every distinct group
-// count ⌈S/G⌉ (see smCost and foldCost). ok is false when it does not beat
-// the square tiled kernel's modelled time by splitMinGainPct.
-func splitSlabs(tiles, S, out, sms int64, accumulate bool) (g int64, ok bool) {
-	sms = max(sms, 1)
-	g, c := splitSlabsCost(tiles, S, sms, squareWidth)
-	if g == 0 {
-		return 0, false
-	}
-	c += foldCost(S, out, sms, accumulate)
-	return g, c*100 <= smCost(tiles, S, sms)*(100-splitMinGainPct)
 }
 
 // splitSlabsCost is the G of least modelled block time (fold not counted:

@@ -23,12 +23,9 @@ type Engine struct {
 	report BuildReport
 	fns    functions
 
-	mu    sync.Mutex // serialises launches (args and the workspace are shared)
-	args  cudaload.Args
-	ws    workspace
-	force force // tests: run every call with this strategy
-	// tcForce: tests run every TierTensorCore call with this kernel.
-	tcForce  tcForce
+	mu       sync.Mutex // serialises launches (args and the workspace are shared)
+	args     cudaload.Args
+	ws       workspace
 	tcShared uint32 // shared memory a gemm_tc block may use (tc.go)
 	// smemPerSM: shared memory per multiprocessor; loneShared: the dynamic
 	// shared memory that keeps a tiled block alone on its SM (launch.go's
@@ -222,10 +219,18 @@ func (e *Engine) Close() error {
 }
 
 // Forward enqueues Y = X @ W (+ bias).
-func (e *Engine) Forward(a ForwardArgs) error { return e.run(a.problem()) }
+func (e *Engine) Forward(a ForwardArgs) error { return e.call(a.build(true)) }
 
 // DW enqueues dW += Xᵀ @ dY.
-func (e *Engine) DW(a DWArgs) error { return e.run(a.problem()) }
+func (e *Engine) DW(a DWArgs) error { return e.call(a.build(true)) }
 
 // DX enqueues dX = dY @ Wᵀ.
-func (e *Engine) DX(a DXArgs) error { return e.run(a.problem()) }
+func (e *Engine) DX(a DXArgs) error { return e.call(a.build(true)) }
+
+// call runs a validated problem with the planner's free choice.
+func (e *Engine) call(p problem, err error) error {
+	if err != nil {
+		return err
+	}
+	return e.run(p, filter{})
+}

@@ -32,7 +32,7 @@ var sweepShapes = [][3]int{
 
 // runOp runs one op on the GPU and on the CPU reference over fresh random
 // inputs and returns both results as raw bits.
-func runOp(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, op string, tier Tier, in, out DType, a, red, b int, withBias bool) (want, got []uint32, cols int) {
+func runOp(t *testing.T, eng caller, ctx *cudaload.Context, r *rand.Rand, op string, tier Tier, in, out DType, a, red, b int, withBias bool) (want, got []uint32, cols int) {
 	t.Helper()
 	switch op {
 	case "Forward":
@@ -81,7 +81,7 @@ func TestGPUMatchesReferenceBitForBit(t *testing.T) {
 	r := newRand(t)
 	for _, sc := range strategyCases {
 		t.Run(sc.name, func(t *testing.T) {
-			withForce(t, eng, sc.f)
+			eng := forced(eng, sc.f)
 			for _, op := range []string{"Forward", "DX", "DW"} {
 				if !sc.runsOp(op) {
 					continue

@@ -40,21 +40,6 @@ func (k rowsTMAKey) name() string {
 	return fmt.Sprintf("detgemm_rowst_%v_%v_%v_m%d%s", k.layout, k.in, k.out, k.mr, w)
 }
 
-// rowsTMAKernels is every gemm_rows_tma entry point.
-var rowsTMAKernels = func() (out []rowsTMAKey) {
-	for _, l := range []layout{layoutNN, layoutNT} {
-		for _, mr := range []int{1, 4, 16} {
-			for _, io := range [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
-				out = append(out, rowsTMAKey{l, io[0], io[1], mr, false})
-				if mr == 1 && io[0].Half() {
-					out = append(out, rowsTMAKey{l, io[0], io[1], mr, true})
-				}
-			}
-		}
-	}
-	return out
-}()
-
 // rowsTMAMR is the rows a block (the kernel's MR) for a call of rows rows:
 // 1 for one row (no padding rows to compute), 4 up to four, else 16.
 func rowsTMAMR(rows int64) int {
@@ -175,11 +160,11 @@ func rowsTMAFits(p problem) bool {
 // where the many-wave ring (rowsTMAWaves) runs such grids in one wave:
 // 1×4096×11008 bf16 Forward 25.7 against 29.7, dX 24.4 against 29.7 (H200,
 // session 6).
-func (e *Engine) rowsTMA(p problem, mr int) bool {
+func (e *Engine) rowsTMA(p problem, mr int, f filter) bool {
 	if !e.hasWG || mr > rowsTMAMaxRows || !rowsTMAFits(p) {
 		return false
 	}
-	switch e.force.rowsPath {
+	switch f.rowsPath {
 	case rowsPathTMA:
 		return true
 	case rowsPathOne, rowsPathTwo:
@@ -219,12 +204,17 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 // 128-byte swizzle, as one 3-D box of a slot's boxes where the reduction
 // is a whole number of 128-byte chunks; zeros past the matrix) and
 // launches gemm_rows_tma, grid (column strips, row groups).
-func (e *Engine) launchRowsTMA(p problem) error {
+func (l launcher) rowsTMAKernel(p problem) error {
+	e := l.e
 	mr := rowsTMAMR(p.rows)
 	waves := rowsTMAWaves(p, e.sms)
-	fn := e.fns.rowsTMA[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
-	if fn == nil {
-		return missing(p, "TMA rows")
+	id := kernelIndex.rowsTMA[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
+	if err := l.need(p, id); err != nil {
+		return err
+	}
+	if l.rec != nil {
+		// Explain: the maps are this call's; only the launch is recorded.
+		return l.rowsTMALaunch(p, id, mr, waves, 0)
 	}
 	dt := cudaload.TensorMapFloat32
 	if p.in.Half() {
@@ -281,11 +271,18 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		// rowsTMAFits admitted the call, so this is a bug, not a user error.
 		return fmt.Errorf("gemm.%s: encoding the TMA maps of the TMA rows kernel: %w", p.op, err)
 	}
+	return l.rowsTMALaunch(p, id, mr, waves, w3d)
+}
+
+// rowsTMALaunch packs gemm_rows_tma's arguments around the maps in e.tmA
+// and e.tmB and launches it, grid (column strips, row groups).
+func (l launcher) rowsTMALaunch(p problem, id kernelID, mr int, waves bool, w3d int64) error {
+	e := l.e
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(w3d)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, rowsTMACols)), Y: uint32(ceilDiv(p.rows, int64(mr))), Z: 1}
-	return e.launch(p.op, fn, grid, rowsTMAThreads(p.in, mr, waves), rowsTMASharedBytes(p.in, mr, waves))
+	return l.launch(p, id, grid, rowsTMAThreads(p.in, mr, waves), rowsTMASharedBytes(p.in, mr, waves), int64(mr), rowsTMACols)
 }
 
 // rowsTMAWaves reports whether a call takes the many-wave ring: one row of

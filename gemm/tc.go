@@ -110,37 +110,6 @@ func (k tcKey) name() string {
 	return fmt.Sprintf("detgemm_%v_%v_%v_%v_%s", k.tile, k.layout, k.in, k.out, path)
 }
 
-// tcEntryCombos calls add for every (layout, input, output) a tensor-core
-// kernel family implements: nn and nt write the input type or f32, tn the
-// f32 dW.
-func tcEntryCombos(add func(l layout, in, out DType)) {
-	for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
-		for _, in := range []DType{BF16, F16} {
-			outs := []DType{in, F32}
-			if l == layoutTN {
-				outs = []DType{F32}
-			}
-			for _, o := range outs {
-				add(l, in, o)
-			}
-		}
-	}
-}
-
-// tcKernels is every gemm_tc entry point: each tile shape × tcEntryCombos × load
-// path.
-var tcKernels = func() (out []tcKey) {
-	for _, t := range tcTilesBySize {
-		tcEntryCombos(func(l layout, in, o DType) {
-			out = append(out, tcKey{t, l, in, o, true})
-			if tcGeometries[t].anyVariant {
-				out = append(out, tcKey{t, l, in, o, false})
-			}
-		})
-	}
-	return out
-}()
-
 // tcForce pins the tensor-core kernel (tests run the contract suite once
 // per kernel). tile 0 lets the dispatcher choose the tile; path 0 the load
 // path.
@@ -172,7 +141,7 @@ func tcVecOK(p problem) bool {
 // grid.x, column tiles on grid.y).
 func tcFits(t tcTile, rows, cols int64) bool {
 	g := tcGeometries[t]
-	return tcCeilDiv(rows, g.bm) <= math.MaxInt32 && tcCeilDiv(cols, g.bn) <= maxGridYZ
+	return ceilDiv(rows, g.bm) <= math.MaxInt32 && ceilDiv(cols, g.bn) <= maxGridYZ
 }
 
 // chooseTC picks the tensor-core kernel for a validated problem on a GPU
@@ -263,37 +232,30 @@ func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
 // blocks times each block's outputs at the tile's relative cost.
 func tcCost(t tcTile, p problem, sms int) float64 {
 	g := tcGeometries[t]
-	blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
+	blocks := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
 	rel := g.relCost
 	if p.layout == layoutTN {
 		rel = g.relCostTN
 	}
-	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
+	return float64(ceilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
 }
 
-// launchTC enqueues a tensor-core call: its kernel (gemm_wgmma's,
-// tc_wgmma.go, or gemm_tc's, grid (row tiles, column tiles, slabs on
-// planes)), and where the plan's slabs go to planes, gemm_fold
+// tc enqueues a tensor-core call: its kernel (gemm_wgmma's, tc_wgmma.go;
+// gemm_tc_rows', tc_rows.go; gemm_tc_dw_stream's, tc_dw_stream.go; or
+// gemm_tc's, grid (row tiles, column tiles, slabs on planes)), and where
+// the plan's slabs go to planes or the result to the workspace, gemm_fold
 // (chooseTCLaunch, tc_slabs.go).
-func (e *Engine) launchTC(p problem) error {
-	r, err := chooseTCLaunch(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
-	if err != nil {
-		return fmt.Errorf("gemm.%s: %w", p.op, err)
-	}
-	if need, _ := r.wsBytes(p); need > 0 { // chooseTCLaunch checked the overflow
-		if err := e.ws.ensure(p.op, need, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
-			return err
-		}
-	}
-	if err := e.launchTCKernel(p, r); err != nil || r.foldPlanes(p) == 0 {
+func (l launcher) tc(p problem, r tcLaunch) error {
+	if err := l.tcKernel(p, r); err != nil || r.foldPlanes(p) == 0 {
 		return err
 	}
-	return e.launchTCFold(p, r)
+	return l.tcFold(p, r)
 }
 
-// launchTCKernel enqueues run r's kernel.
-func (e *Engine) launchTCKernel(p problem, r tcLaunch) error {
+// tcKernel enqueues run r's kernel.
+func (l launcher) tcKernel(p problem, r tcLaunch) error {
 	k := r.k
+	e := l.e
 	ws := cudaload.DevicePtr(0)
 	if r.planes || r.runsum || r.toWS {
 		ws = e.ws.ptr
@@ -304,36 +266,36 @@ func (e *Engine) launchTCKernel(p problem, r tcLaunch) error {
 			// f32, for gemm_fold to round.
 			p.c, p.ldc = uintptr(ws)+uintptr(r.runBytes(p)), p.cols
 		}
-		return e.launchWG(p, r, ws)
+		return l.wg(p, r, ws)
 	}
-	fn := e.fns.tc[k]
-	if one := e.fns.tcRowsOne[k]; one != nil && r.slabs <= 1 {
-		fn = one // the same chain, no fold compiled in
+	id := kernelIndex.tc[k]
+	if r.one {
+		id = kernelIndex.tcOne[k] // the same chain, no fold compiled in
 	}
-	if fn == nil {
-		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
+	if err := l.need(p, id); err != nil {
+		return err
 	}
-	g := tcGeometries[k.tile]
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
 	if isTCDW(k.tile) {
-		return e.launchTCDW(p, k, fn) // tc_dw_stream.go
+		return l.tcDW(p, k, id) // tc_dw_stream.go
 	}
 	e.args.Ptr(ws).Int64(r.slabL)
 	if _, rows := tcRowsGeometries[k.tile]; rows {
-		return e.launchTCRows(p, r, fn)
+		return l.tcRows(p, r, id) // tc_rows.go
 	}
+	g := tcGeometries[k.tile]
 	z := uint32(1)
 	if r.planes {
 		z = uint32(r.slabs)
 	}
-	grid := cudaload.Dim3{X: uint32(tcCeilDiv(p.rows, g.bm)), Y: uint32(tcCeilDiv(p.cols, g.bn)), Z: z}
-	return e.launch(p.op, fn, grid, g.threads, tcSharedBytes(k.tile, k.layout))
+	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, g.bm)), Y: uint32(ceilDiv(p.cols, g.bn)), Z: z}
+	return l.launch(p, id, grid, g.threads, tcSharedBytes(k.tile, k.layout), g.bm, g.bn)
 }
 
 // tcSharedLimit is the shared memory a gemm_tc block may use on a device
 // whose opt-in limit per block is optin bytes (48 KiB needs no opt-in).
 func tcSharedLimit(optin int) uint32 { return uint32(max(optin, 48<<10)) }
 
-func tcCeilDiv(a, b int64) int64 { return (a + b - 1) / b }
+func (g tcGeometry) tileName() string { return g.name }

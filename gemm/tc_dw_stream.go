@@ -57,21 +57,8 @@ func tcDWSharedBytes(t tcTile) uint32 {
 
 // blocks is the one-dimensional grid: row tiles × column tiles.
 func (g tcDWGeometry) blocks(rows, cols int64) int64 {
-	return tcCeilDiv(rows, g.bm) * tcCeilDiv(cols, g.bn)
+	return ceilDiv(rows, g.bm) * ceilDiv(cols, g.bn)
 }
-
-// tcDWKernels is every gemm_tc_dw_stream entry point: tile × input × load
-// path, layout tn, f32 out.
-var tcDWKernels = func() (out []tcKey) {
-	for _, t := range tcDWTiles {
-		for _, in := range []DType{BF16, F16} {
-			for _, vec := range []bool{true, false} {
-				out = append(out, tcKey{t, layoutTN, in, F32, vec})
-			}
-		}
-	}
-	return out
-}()
 
 // tcDWVecOK reports whether the _vec kernels can run p: tcVecOK for X and
 // dY, and 16-byte pieces of master rows (dW 16-byte aligned, ldc and N
@@ -134,10 +121,12 @@ func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
 	return tcKey{tcTileDW64, p.layout, p.in, p.out, tcDWVecOK(p)}, true
 }
 
-// launchTCDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args
+// tcDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args
 // already holds (gemm_tc's): a one-dimensional grid of its tiles.
-func (e *Engine) launchTCDW(p problem, k tcKey, fn *cudaload.Function) error {
+func (l launcher) tcDW(p problem, k tcKey, id kernelID) error {
 	g := tcDWGeometries[k.tile]
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return e.launch(p.op, fn, grid, g.threads, tcDWSharedBytes(k.tile))
+	return l.launch(p, id, grid, g.threads, tcDWSharedBytes(k.tile), g.bm, g.bn)
 }
+
+func (g tcDWGeometry) tileName() string { return g.name }

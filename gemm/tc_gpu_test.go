@@ -48,16 +48,6 @@ var tcCases = []tcCase{
 // tcCombos is every (input, output) the tensor-core tier accepts.
 var tcCombos = []struct{ in, out DType }{{BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}}
 
-// setTCForce makes eng run every TC call with f and returns the previous
-// force.
-func setTCForce(eng *Engine, f tcForce) tcForce {
-	eng.mu.Lock()
-	defer eng.mu.Unlock()
-	old := eng.tcForce
-	eng.tcForce = f
-	return old
-}
-
 // tcEngine returns the engine and the tensor-core model its GPU is
 // verified against, or skips: the model is verified for sm_90 only (the
 // published Ampere model is not checked here).
@@ -117,7 +107,7 @@ var tcSweep = [][3]int{
 // tcRun runs one op on the engine and on the model over fresh random inputs
 // and returns both as raw bits. shift reads the left operand one element
 // past a 16-byte boundary (the element path).
-func tcRun(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, m ref.TCModel, op string, in, out DType, a, red, b int, withBias, shift bool) (want, got []uint32, cols int) {
+func tcRun(t *testing.T, eng caller, ctx *cudaload.Context, r *rand.Rand, m ref.TCModel, op string, in, out DType, a, red, b int, withBias, shift bool) (want, got []uint32, cols int) {
 	t.Helper()
 	lhsAt := func(o operand) cudaload.DevicePtr {
 		if !shift {
@@ -171,7 +161,7 @@ func TestTCMatchesModelBitForBit(t *testing.T) {
 	r := newRand(t)
 	for _, tc := range tcCases {
 		t.Run(tc.name, func(t *testing.T) {
-			defer setTCForce(eng, setTCForce(eng, tc.f))
+			eng := forced(eng, filter{tc: tc.f})
 			for _, op := range []string{"Forward", "DX", "DW"} {
 				for _, c := range tcCombos {
 					if op == "DW" && c.out != F32 {
@@ -221,10 +211,9 @@ func tcLargeShapeFamilies(t *testing.T, eng *Engine, ctx *cudaload.Context, m re
 	xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
 	var first []uint32
 	for _, tc := range tcCases {
-		old := setTCForce(eng, tc.f)
+		eng := forced(eng, filter{tc: tc.f})
 		y := poisoned(t, ctx, uint64(M*N*d.Size()))
 		err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: d, Out: d})
-		setTCForce(eng, old)
 		if refused(t, tc.f, err) {
 			continue // gemm_tc_dw_stream: dW only
 		}
@@ -277,7 +266,7 @@ func TestTCRowsInvariantToBatch(t *testing.T) {
 			}
 			// call skips t where a forced kernel cannot run the call (the
 			// plain wgmma tiles on a cut reduction).
-			call := func(t *testing.T, src cudaload.DevicePtr, rows int) []uint32 {
+			call := func(t *testing.T, eng caller, src cudaload.DevicePtr, rows int) []uint32 {
 				outP := poisoned(t, ctx, uint64(rows*cols)*osz)
 				if c.op == "Forward" {
 					skipIfCannot(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: rows, K: red, N: cols, X: src, W: rhsP, Bias: biasP, Y: outP, In: c.in, Out: c.out}))
@@ -286,9 +275,7 @@ func TestTCRowsInvariantToBatch(t *testing.T) {
 				}
 				return readBits(t, eng, ctx, outP, c.out, rows*cols)
 			}
-			old := setTCForce(eng, tcForce{tile: tcTile256, path: tcPathVec})
-			all := call(t, lhsP, big)
-			setTCForce(eng, old)
+			all := call(t, forced(eng, filter{tc: tcForce{tile: tcTile256, path: tcPathVec}}), lhsP, big)
 			rowsOf := func(first, n int) []uint32 { return all[first*cols : (first+n)*cols] }
 
 			// The same rows at an unaligned address, and followed by NaN rows.
@@ -308,17 +295,17 @@ func TestTCRowsInvariantToBatch(t *testing.T) {
 					if isTCDW(tc.f.tile) {
 						t.Skip("gemm_tc_dw_stream runs dW only")
 					}
-					defer setTCForce(eng, setTCForce(eng, tc.f))
+					fe := forced(eng, filter{tc: tc.f})
 					for _, blk := range []struct{ first, n int }{{0, 1}, {1, 1}, {4095, 1}, {8191, 1}, {100, 7}, {17, 16}, {128, 129}, {3000, 1000}, {0, big}} {
-						requireSameBits(t, rowsOf(blk.first, blk.n), call(t, lhsP+cudaload.DevicePtr(uint64(blk.first)*red64*es), blk.n), cols,
+						requireSameBits(t, rowsOf(blk.first, blk.n), call(t, fe, lhsP+cudaload.DevicePtr(uint64(blk.first)*red64*es), blk.n), cols,
 							fmt.Sprintf("rows [%d,+%d) alone vs inside %d", blk.first, blk.n, big))
 					}
-					a, b := call(t, lhsP, 3001), call(t, lhsP+cudaload.DevicePtr(3001*red64*es), big-3001)
+					a, b := call(t, fe, lhsP, 3001), call(t, fe, lhsP+cudaload.DevicePtr(3001*red64*es), big-3001)
 					requireSameBits(t, all, append(a, b...), cols, "two chunks")
 					if tc.f.path != tcPathVec {
-						requireSameBits(t, rowsOf(0, 64), call(t, shiftedP, 64), cols, "unaligned rows")
+						requireSameBits(t, rowsOf(0, 64), call(t, fe, shiftedP, 64), cols, "unaligned rows")
 					}
-					requireSameBits(t, rowsOf(0, real), call(t, padP, padded)[:real*cols], cols, "rows followed by NaN padding")
+					requireSameBits(t, rowsOf(0, real), call(t, fe, padP, padded)[:real*cols], cols, "rows followed by NaN padding")
 				})
 			}
 		})
@@ -339,17 +326,15 @@ func TestTCDWMicroBatchesAtMultiplesOf16(t *testing.T) {
 		require.NoError(t, ref.TCDW(m, d, want, x.values, dy.values, M, K, N))
 		es := cudaload.DevicePtr(d.Size())
 		for _, tc := range tcCases {
-			old := setTCForce(eng, tc.f)
+			eng := forced(eng, filter{tc: tc.f})
 			one, split := upload(t, ctx, dw0), upload(t, ctx, dw0)
 			if refused(t, tc.f, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: one, In: d})) {
-				setTCForce(eng, old)
 				continue
 			}
 			for _, s := range [][2]int{{0, 16}, {16, 512}, {512, M}} {
 				off := cudaload.DevicePtr(s[0])
 				require.NoError(t, eng.DW(DWArgs{Tier: TierTensorCore, M: s[1] - s[0], K: K, N: N, X: xP + off*K*es, DY: dyP + off*N*es, DW: split, In: d}))
 			}
-			setTCForce(eng, old)
 			requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, one, F32, K*N), N, fmt.Sprintf("%v %s one call", d, tc.name))
 			requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, split, F32, K*N), N, fmt.Sprintf("%v %s three calls", d, tc.name))
 		}
@@ -482,10 +467,9 @@ func TestTCNaNAndInfPropagateAsModel(t *testing.T) {
 		require.NoError(t, ref.TCForward(m, c.in, want, x.values, w.values, bias.values, M, K, N))
 		xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
 		for _, tc := range tcCases {
-			old := setTCForce(eng, tc.f)
+			eng := forced(eng, filter{tc: tc.f})
 			y := poisoned(t, ctx, uint64(M*N*c.out.Size()))
 			err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: c.in, Out: c.out})
-			setTCForce(eng, old)
 			if refused(t, tc.f, err) {
 				continue // gemm_tc_dw_stream: dW only (TestTCDWSpecialsAsModel covers it)
 			}
@@ -583,12 +567,11 @@ func TestTCAdversarialInputs(t *testing.T) {
 			wantDW := append([]float32(nil), dw0.values...)
 			require.NoError(t, ref.TCDW(m, d, wantDW, xo.values, dy.values, M, K, N))
 			for _, tc := range tcCases {
-				old := setTCForce(eng, tc.f)
+				eng := forced(eng, filter{tc: tc.f})
 				y, dx, dw := poisoned(t, ctx, uint64(M*N*out.Size())), poisoned(t, ctx, uint64(M*N*out.Size())), upload(t, ctx, dw0)
 				fwdRan := !refused(t, tc.f, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Y: y, In: d, Out: out}))
 				dxRan := !refused(t, tc.f, eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: K, K: N, DY: xP, W: wtP, DX: dx, In: d, Out: out}))
 				dwRan := !refused(t, tc.f, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: dw, In: d}))
-				setTCForce(eng, old)
 				what := fmt.Sprintf("%v %s %s", d, kind, tc.name)
 				if fwdRan {
 					requireSameBitsClassified(t, out, refBits(out, want), readBits(t, eng, ctx, y, out, M*N), N, what+" forward")
@@ -671,22 +654,19 @@ func TestTCThroughput(t *testing.T) {
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	for _, s := range [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 768, 3072}, {4096, 1536, 3072}, {128, 4096, 11008}, {2048, 768, 512}, {16, 4096, 4096}} {
 		M, K, N := s[0], s[1], s[2]
-		call := perfCall(t, eng, ctx, TierTensorCore, BF16, M, K, N)
+		call := perfCall(t, ctx, TierTensorCore, BF16, M, K, N)
 		for _, op := range []string{"fwd", "dx", "dw"} {
 			for _, tc := range tcCases {
 				if tc.f.path == tcPathAny && tc.f.tile != tcTile128 {
 					continue
 				}
-				timed := call(op)
+				timed := call(forced(eng, filter{tc: tc.f}), op)
 				launch := func() error { return timed(0) }
-				old := setTCForce(eng, tc.f)
 				if refused(t, tc.f, launch()) {
-					setTCForce(eng, old)
 					continue
 				}
 				require.NoError(t, launch())
 				best := bestPerLaunch(t, eng, start, end, 10, timed)
-				setTCForce(eng, old)
 				tf := 2 * float64(M) * float64(N) * float64(K) / best.Seconds() / 1e12
 				t.Logf("perf %5dx%5dx%5d %-3s %-10s %8.1f us %6.1f TFLOP/s", M, K, N, op, tc.name, float64(best.Nanoseconds())/1e3, tf)
 			}
@@ -705,7 +685,7 @@ func mustEvent(t *testing.T, ctx *cudaload.Context) *cudaload.Event {
 // bestPerLaunch enqueues launch(1..reps) between two events on the
 // engine's stream, three times, and returns the best time per launch (the
 // perf tests' measure; the bench measures the engine for the record).
-func bestPerLaunch(t *testing.T, eng *Engine, start, end *cudaload.Event, reps int, launch func(i int) error) time.Duration {
+func bestPerLaunch(t *testing.T, eng interface{ Stream() *cudaload.Stream }, start, end *cudaload.Event, reps int, launch func(i int) error) time.Duration {
 	t.Helper()
 	best := time.Duration(math.MaxInt64)
 	for range 3 {

@@ -61,7 +61,7 @@ func (g tcRowsGeometry) threads() uint32 {
 
 // blocks is the 1-D grid: row tiles × column blocks.
 func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
-	return tcCeilDiv(rows, g.mr) * tcCeilDiv(cols, g.bn)
+	return ceilDiv(rows, g.mr) * ceilDiv(cols, g.bn)
 }
 
 // tcRowsSharedBytes is gemm_tc_rows.cu's dynamic shared memory: per stage,
@@ -82,31 +82,10 @@ func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 	return uint32(g.stages * ((g.mr*(g.bk+tcPad)+b)*2 + 16))
 }
 
-// tcRowsKernels is every gemm_tc_rows entry point: each tile × nn, nt ×
-// input × output (the input type or f32), 16-byte path.
-var tcRowsKernels = tcRowsEntries(tcRowsTiles)
-
-// tcRowsTMAKernels is every gemm_tc_rows_tma entry point, named alike;
-// each has a one-slab twin (oneSlabName).
-var tcRowsTMAKernels = tcRowsEntries(tcRowsTMATiles)
-
 // oneSlabName is the entry point of gemm_tc_rows_tma's twin of k for
 // one-slab plans: the same chain without the slab fold compiled in, which
 // cost the 16-row nt tile 15 % at 32 rows of dX (bench/NOTES-tcrows.md).
 func (k tcKey) oneSlabName() string { return k.name() + "_one" }
-
-func tcRowsEntries(tiles []tcTile) (out []tcKey) {
-	for _, t := range tiles {
-		for _, l := range []layout{layoutNN, layoutNT} {
-			for _, in := range []DType{BF16, F16} {
-				for _, o := range []DType{in, F32} {
-					out = append(out, tcKey{t, l, in, o, true})
-				}
-			}
-		}
-	}
-	return out
-}
 
 // tcRowsUsable reports whether rows tile t can run p on the path vec: the
 // 16-byte path, Forward or dX, a grid within grid.x, and shared memory
@@ -172,21 +151,24 @@ func tcRowsOnHopper(k tcKey, p problem, hasWG bool, maxShared uint32, f tcForce)
 // (more were not measured).
 const tcRowsTMAMaxRows = 32
 
-// launchTCRows enqueues a gemm_tc_rows kernel whose arguments e.args
-// already holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.
-func (e *Engine) launchTCRows(p problem, r tcLaunch, fn *cudaload.Function) error {
+// tcRows enqueues a gemm_tc_rows kernel whose arguments e.args already
+// holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.
+func (l launcher) tcRows(p problem, r tcLaunch, id kernelID) error {
 	k := r.k
 	g := tcRowsGeometries[k.tile]
 	if g.tma {
-		if err := e.encodeTCRowsTMA(p, g); err != nil {
-			return err
+		e := l.e
+		if l.rec == nil {
+			if err := e.encodeTCRowsTMA(p, g); err != nil {
+				return err
+			}
 		}
 		e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 			Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(r.slabL)
 	}
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return e.launch(p.op, fn, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout))
+	return l.launch(p, id, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout), g.mr, g.bn)
 }
 
 // encodeTCRowsTMA encodes gemm_tc_rows_tma's maps into e.tmA (X or dY:
@@ -221,3 +203,5 @@ func (e *Engine) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
 	}
 	return nil
 }
+
+func (g tcRowsGeometry) tileName() string { return g.name }

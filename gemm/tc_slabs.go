@@ -35,6 +35,9 @@ type tcLaunch struct {
 	// as one plane: running sums (or a forced slab variant) with a 16-bit
 	// output.
 	toWS bool
+	// one: the kernel's one-slab twin runs (gemm_tc_rows_tma's NAME_one,
+	// built without the slab fold) where the plan has one slab.
+	one bool
 }
 
 // foldPlanes is the number of workspace planes gemm_fold adds after the
@@ -69,7 +72,7 @@ func (r tcLaunch) runBytes(p problem) uint64 {
 		return 0
 	}
 	g := wgGeometries[r.k.tile]
-	return 4 * uint64(tcCeilDiv(p.rows, g.bm)*tcCeilDiv(p.cols, g.bn)) * uint64(g.bm*g.bn)
+	return 4 * uint64(ceilDiv(p.rows, g.bm)*ceilDiv(p.cols, g.bn)) * uint64(g.bm*g.bn)
 }
 
 // wsBytes is the workspace: the running sums (runBytes), then planes of
@@ -139,7 +142,7 @@ func chooseTCLaunch(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 		n := int64(max(sms, 1))
 		tiles := func(t tcTile) int64 {
 			g := wgGeometries[t]
-			return tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
+			return ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
 		}
 		switch {
 		case forced:
@@ -198,24 +201,24 @@ func wgRunSum(t tcTile) bool {
 // 0.33 + 0.06 against 1, planes; 128 tiles: 1 + 0.24 against 1, running
 // sums.
 func wgPlanesFaster(tiles, S, sms int64) bool {
-	planes := float64(tcCeilDiv(tiles*S, sms))/float64(S) + 0.25*float64(tiles)/float64(sms)
-	return planes < float64(tcCeilDiv(tiles, sms))
+	planes := float64(ceilDiv(tiles*S, sms))/float64(S) + 0.25*float64(tiles)/float64(sms)
+	return planes < float64(ceilDiv(tiles, sms))
 }
 
-// launchTCFold adds a planes run's partials in order: Forward and dX store
+// tcFold adds a planes run's partials in order: Forward and dX store
 // p_0 + p_1 + … (slab 0 started at the bias) rounded to the output type;
 // dW adds the planes of slabs 1… to the master, where slab 0 left its
 // chain from the old value.
-func (e *Engine) launchTCFold(p problem, r tcLaunch) error {
+func (l launcher) tcFold(p problem, r tcLaunch) error {
 	acc := p.layout == layoutTN && r.planes
-	fn := e.fns.fold[foldKey{p.out, acc}]
-	if fn == nil {
-		return missing(p, "fold")
+	id := kernelIndex.fold[foldKey{p.out, acc}]
+	if err := l.need(p, id); err != nil {
+		return err
 	}
 	planes := r.foldPlanes(p)
 	n := uint64(p.rows) * uint64(p.cols)
-	e.args.Reset().
-		Ptr(e.ws.ptr + cudaload.DevicePtr(r.runBytes(p))).Ptr(cudaload.DevicePtr(p.c)).Ptr(0).
+	l.e.args.Reset().
+		Ptr(l.e.ws.ptr + cudaload.DevicePtr(r.runBytes(p))).Ptr(cudaload.DevicePtr(p.c)).Ptr(0).
 		Uint64(n).Uint64(uint64(p.cols)).Uint64(uint64(planes))
-	return e.launch(p.op, fn, cudaload.Dim3{X: foldBlocks(n, e.sms), Y: 1, Z: 1}, foldThreads, 0)
+	return l.launch(p, id, cudaload.Dim3{X: foldBlocks(n, l.e.sms), Y: 1, Z: 1}, foldThreads, 0, 1, 1)
 }

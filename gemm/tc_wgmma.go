@@ -82,28 +82,6 @@ func wgSharedBytes(t tcTile) uint32 {
 	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4)
 }
 
-// wgKernels is every gemm_wgmma entry point: tile × tcEntryCombos (TMA path
-// only).
-var wgKernels = func() (out []tcKey) {
-	for _, t := range wgTilesBySize {
-		tcEntryCombos(func(l layout, in, o DType) { out = append(out, tcKey{t, l, in, o, true}) })
-	}
-	return out
-}()
-
-// wgSlabKernels is every gemm_wgmma_slabs entry point: the slab variants ×
-// tcEntryCombos with an f32 output.
-var wgSlabKernels = func() (out []tcKey) {
-	for _, t := range []tcTile{tcTileWG128x128S, tcTileWG128x192S, tcTileWG128x256S} {
-		tcEntryCombos(func(l layout, in, o DType) {
-			if o == F32 {
-				out = append(out, tcKey{t, l, in, o, true})
-			}
-		})
-	}
-	return out
-}()
-
 // wgArch reports whether the bundle's architecture has the wgmma family.
 func wgArch(a kernels.Arch) bool { return a.Major == 9 && a.Minor == 0 && a.Specific }
 
@@ -117,14 +95,14 @@ func wgFits(t tcTile, p problem) bool {
 		return false
 	}
 	g := wgGeometries[t]
-	return tcCeilDiv(p.rows, g.bm)*tcCeilDiv(p.cols, g.bn) <= math.MaxInt32
+	return ceilDiv(p.rows, g.bm)*ceilDiv(p.cols, g.bn) <= math.MaxInt32
 }
 
 // wgCost is a wgmma tile's modelled time on chooseTC's scale.
 func wgCost(t tcTile, p problem, sms int) float64 {
 	g := wgGeometries[t]
-	blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
-	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * g.relCost
+	blocks := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
+	return float64(ceilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * g.relCost
 }
 
 // chooseTCKernel picks the tensor-core kernel for p: a forced wgmma tile
@@ -161,7 +139,7 @@ func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 	// and the 128×128 tile was the fastest or within 2 % on every other
 	// single-round shape measured.
 	if wgFits(tcTileWG128x128, p) && wgSharedBytes(tcTileWG128x128) <= maxShared &&
-		tcCeilDiv(p.rows, 128)*tcCeilDiv(p.cols, 128) <= int64(max(sms, 1)) {
+		ceilDiv(p.rows, 128)*ceilDiv(p.cols, 128) <= int64(max(sms, 1)) {
 		return tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}, nil
 	}
 	best, bestCost := tcTile(0), tcCost(k.tile, p, sms)
@@ -179,15 +157,36 @@ func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 	return k, nil
 }
 
-// launchWG enqueues one gemm_wgmma kernel: the TMA maps of both operands
-// for this call, then a persistent one-dimensional grid.
-func (e *Engine) launchWG(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
+// wg enqueues one gemm_wgmma kernel: the TMA maps of both operands for
+// this call, then a persistent one-dimensional grid.
+func (l launcher) wg(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
 	k := r.k
-	fn := e.fns.tc[k]
-	if fn == nil {
-		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
+	id := kernelIndex.tc[k]
+	if err := l.need(p, id); err != nil {
+		return err
 	}
+	e := l.e
 	g := wgGeometries[k.tile]
+	if l.rec == nil {
+		if err := e.encodeWG(p, k, g); err != nil {
+			return err
+		}
+	}
+	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
+		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode())
+	// Persistent: one block per SM at most (the ring fills its shared
+	// memory), each looping over items: tiles, or tiles × slabs on planes.
+	items := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
+	if r.planes {
+		items *= r.slabs
+	}
+	blocks := min(items, int64(max(e.sms, 1)))
+	return l.launch(p, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile), g.bm, g.bn)
+}
+
+// encodeWG encodes gemm_wgmma's maps of both operands into e.tmA and e.tmB.
+func (e *Engine) encodeWG(p problem, k tcKey, g wgGeometry) error {
 	dt := cudaload.TensorMapBFloat16
 	if p.in == F16 {
 		dt = cudaload.TensorMapFloat16
@@ -214,28 +213,7 @@ func (e *Engine) launchWG(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
 		// wgFits admitted the call, so this is a bug, not a user error.
 		return fmt.Errorf("gemm.%s: encoding the TMA maps of %s: %w", p.op, k.name(), err)
 	}
-	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
-		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode())
-	// Persistent: one block per SM at most (the ring fills its shared
-	// memory), each looping over items: tiles, or tiles × slabs on planes.
-	items := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
-	if r.planes {
-		items *= r.slabs
-	}
-	blocks := min(items, int64(max(e.sms, 1)))
-	return e.launch(p.op, fn, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile))
-}
-
-// loadWG resolves the entry points keys of mod (gemm_wgmma's or
-// gemm_wgmma_slabs') into fns (sm_90a only).
-func loadWG(mod *cudaload.Module, keys []tcKey, fns *functions, get func(*cudaload.Module, string, uint32) (*cudaload.Function, error)) error {
-	for _, k := range keys {
-		fn, err := get(mod, k.name(), wgSharedBytes(k.tile))
-		if err != nil {
-			return err
-		}
-		fns.tc[k] = fn
-	}
 	return nil
 }
+
+func (g wgGeometry) tileName() string { return g.name }

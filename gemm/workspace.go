@@ -110,9 +110,9 @@ func (w *workspace) release(free func(cudaload.DevicePtr) error) error {
 	return errors.Join(errs...)
 }
 
-// plan validates c's shape and types (not its pointers) and returns the
-// dispatcher's decision for it.
-func (e *Engine) plan(c Call) (plan, error) {
+// planCall validates c's shape and types (not its pointers) and returns
+// the dispatcher's decision for it.
+func (e *Engine) planCall(c Call) (plan, error) {
 	if nilCall(c) {
 		return plan{}, argErr("Presize", "call", ErrNilPointer, "nil Call")
 	}
@@ -120,7 +120,7 @@ func (e *Engine) plan(c Call) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	return e.choose(p)
+	return e.choose(p, filter{})
 }
 
 // nilCall reports a nil Call, or a nil *ForwardArgs, *DWArgs or *DXArgs in
@@ -139,24 +139,36 @@ func nilCall(c Call) bool {
 	return false
 }
 
-// choose is the dispatcher's decision for a validated problem.
-func (e *Engine) choose(p problem) (plan, error) {
+// choose is the plan of a validated problem: validate → plan → launch's
+// middle step. The tier's planner picks the kernels (chooseTCLaunch for
+// the tensor cores, choose for the IEEE tiers), narrowed by f; then what
+// depends on this engine's GPU and the call's pointers is resolved — the
+// rows path, the tiled grid's tail cut, the one-slab twin — so that the
+// launcher and Explain only read the plan.
+func (e *Engine) choose(p problem, f filter) (plan, error) {
 	if p.tier == TierTensorCore {
 		// One kernel per call, and gemm_fold where the plan's slabs go to
 		// planes (tc_slabs.go).
-		r, err := chooseTCLaunch(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
+		r, err := chooseTCLaunch(p, e.sms, e.tcShared, e.hasWG, f.tc)
 		if err != nil {
 			return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
 		}
+		r.one = r.slabs <= 1 && kernelIndex.tcOne[r.k] != 0
 		ws, _ := r.wsBytes(p)
 		if !r.planes {
-			return plan{strategy: StrategyTiled, slabs: r.slabs, ws: ws}, nil
+			return plan{strategy: StrategyTiled, slabs: r.slabs, ws: ws, tc: r}, nil
 		}
-		return plan{strategy: StrategySplitSlab, slabs: r.slabs, perBlock: 1, groups: r.slabs, ws: ws}, nil
+		return plan{strategy: StrategySplitSlab, slabs: r.slabs, perBlock: 1, groups: r.slabs, ws: ws, tc: r}, nil
 	}
-	pl, err := choose(p.layout, p.rows, p.cols, p.red, e.sms, e.force)
+	pl, err := choose(p.layout, p.rows, p.cols, p.red, e.sms, f)
 	if err != nil {
 		return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
+	}
+	switch {
+	case pl.strategy == StrategyRows:
+		pl.path = e.rowsPathFor(p, pl.mr, f)
+	case pl.strategy == StrategyTiled && pl.tailRow == 0:
+		pl.cut, pl.cutK = e.tiledCut(p, pl, f)
 	}
 	return pl, nil
 }
@@ -167,7 +179,7 @@ func (e *Engine) choose(p problem) (plan, error) {
 func (e *Engine) Strategy(c Call) (Strategy, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	pl, err := e.plan(c)
+	pl, err := e.planCall(c)
 	return pl.strategy, err
 }
 
@@ -185,7 +197,7 @@ func (e *Engine) Strategy(c Call) (Strategy, error) {
 func (e *Engine) WorkspaceBytes(c Call) (uint64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	pl, err := e.plan(c)
+	pl, err := e.planCall(c)
 	return pl.ws + pl.ctrs, err
 }
 
@@ -205,7 +217,7 @@ func (e *Engine) Presize(calls ...Call) error {
 	var need, ctrs uint64
 	op := "Presize"
 	for _, c := range calls {
-		pl, err := e.plan(c)
+		pl, err := e.planCall(c)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,168 @@
+package gemm
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/detgemm/detgemm/gemm/internal/entries"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/stretchr/testify/require"
+)
+
+// tcKeysOf is the tensor-core keys of one family's entry points (twins
+// left out), in the registry's order.
+func tcKeysOf(family string) []tcKey {
+	var out []tcKey
+	for id, en := range kernelEntries {
+		if en.Family != family || en.Kind == "tmarows_one" {
+			continue
+		}
+		for k, kid := range kernelIndex.tc {
+			if kid == kernelID(id) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// TestGeneratedEntryListsAreCurrent: every kernels/cuda/z*_entries.cuh is
+// exactly what `go generate ./gemm` writes from internal/entries, and
+// every family's .cu includes its lists — so the Go tables and the CUDA
+// entry points cannot drift apart.
+func TestGeneratedEntryListsAreCurrent(t *testing.T) {
+	names, lists := entries.Headers()
+	dir := filepath.Join("..", "kernels", "cuda")
+	for _, h := range names {
+		got, err := os.ReadFile(filepath.Join(dir, h))
+		require.NoError(t, err, "run go generate ./gemm")
+		require.True(t, bytes.Equal(entries.Source(h, lists[h]), got), "%s is stale: run go generate ./gemm", h)
+		src, err := kernels.Source(lists[h][0].Family)
+		require.NoError(t, err)
+		require.Contains(t, src, `#include "`+h+`"`, "%s.cu includes its entry list", lists[h][0].Family)
+	}
+	generated, err := filepath.Glob(filepath.Join(dir, "z*_entries.cuh"))
+	require.NoError(t, err)
+	require.Len(t, generated, len(names), "no stale generated list is left behind")
+}
+
+// TestEveryEntryIsNamedByItsKey: the name the engine gives a typed key
+// (tcKey.name, kernelKey.simtName, ...) is the entry point the registry
+// describes for it, and every description has a typed key.
+func TestEveryEntryIsNamedByItsKey(t *testing.T) {
+	named := map[kernelID]string{}
+	for k, id := range kernelIndex.simt {
+		named[id] = k.simtName()
+	}
+	for k, id := range kernelIndex.simt64 {
+		named[id] = k.simt64Name()
+	}
+	for k, id := range kernelIndex.slabs {
+		named[id] = k.name()
+	}
+	for k, id := range kernelIndex.slabs64 {
+		named[id] = k.name64()
+	}
+	for k, id := range kernelIndex.rows {
+		named[id] = k.name()
+	}
+	for k, id := range kernelIndex.rowsf {
+		named[id] = k.name()
+	}
+	for k, id := range kernelIndex.rowsTMA {
+		named[id] = k.name()
+	}
+	for k, id := range kernelIndex.fold {
+		named[id] = k.name()
+	}
+	for k, id := range kernelIndex.stream {
+		named[id] = k.name()
+	}
+	for k, id := range kernelIndex.tc {
+		named[id] = k.name()
+	}
+	for k, id := range kernelIndex.tcOne {
+		named[id] = k.oneSlabName()
+	}
+	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
+	for id, name := range named {
+		require.Equal(t, id.entry().Name, name)
+	}
+}
+
+// TestEveryAcceptedCombinationHasAnEntry: each family serves every layout
+// and (input, output) pair its planner may pick it for.
+func TestEveryAcceptedCombinationHasAnEntry(t *testing.T) {
+	ieee := func(l layout) [][2]DType {
+		if l == layoutTN {
+			return [][2]DType{{F32, F32}, {BF16, F32}, {F16, F32}}
+		}
+		return [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}}
+	}
+	half := func(l layout) [][2]DType {
+		if l == layoutTN {
+			return [][2]DType{{BF16, F32}, {F16, F32}}
+		}
+		return [][2]DType{{BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}}
+	}
+	for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
+		for _, io := range ieee(l) {
+			require.NotZero(t, kernelIndex.simt[kernelKey{l, io[0], io[1]}])
+			require.NotZero(t, kernelIndex.simt64[kernelKey{l, io[0], io[1]}])
+			require.NotZero(t, kernelIndex.slabs[slabsKey{l, io[0]}])
+			require.NotZero(t, kernelIndex.slabs64[slabsKey{l, io[0]}])
+			require.NotZero(t, kernelIndex.fold[foldKey{io[1], l == layoutTN}])
+			if l == layoutTN {
+				for _, sr := range []int64{streamTall, streamShort} {
+					require.NotZero(t, kernelIndex.stream[streamKey{io[0], sr}])
+				}
+				continue
+			}
+			for _, mr := range []int{4, 16, 32} {
+				require.NotZero(t, kernelIndex.rows[rowsKey{l, io[0], mr}])
+				require.NotZero(t, kernelIndex.rowsf[rowsFusedKey{l, io[0], io[1], mr}])
+			}
+			for _, mr := range []int{1, 4, 16} {
+				require.NotZero(t, kernelIndex.rowsTMA[rowsTMAKey{l, io[0], io[1], mr, false}])
+			}
+			if io[0].Half() {
+				require.NotZero(t, kernelIndex.rowsTMA[rowsTMAKey{l, io[0], io[1], 1, true}])
+			}
+		}
+		for _, io := range half(l) {
+			for _, tile := range tcTilesBySize {
+				for _, vec := range []bool{true, false} {
+					if vec || tcGeometries[tile].anyVariant {
+						require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], vec}], "%v %v %v", tile, l, io)
+					}
+				}
+			}
+			for _, tile := range wgTilesBySize {
+				require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], true}])
+			}
+			if io[1] == F32 {
+				for _, tile := range wgSlabTiles {
+					require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], true}])
+				}
+			}
+			if l == layoutTN {
+				for _, vec := range []bool{true, false} {
+					require.NotZero(t, kernelIndex.tc[tcKey{tcTileDW64, l, io[0], io[1], vec}])
+				}
+				continue
+			}
+			for _, tile := range append(append([]tcTile{}, tcRowsTiles...), tcRowsTMATiles...) {
+				require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], true}])
+			}
+		}
+	}
+	require.Len(t, tcKeysOf(wgFamily), len(wgTilesBySize)*10, "3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs")
+	require.Len(t, tcKeysOf(wgSlabsFamily), len(wgSlabTiles)*6, "the slab variants: f32 outputs only")
+	require.Len(t, tcKeysOf(tcDWFamily), len(tcDWTiles)*2*2)
+	for _, en := range kernelEntries[1:] {
+		require.True(t, strings.HasPrefix(en.Name, "detgemm_"), en.Name)
+	}
+}
