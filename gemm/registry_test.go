@@ -166,3 +166,27 @@ func TestEveryAcceptedCombinationHasAnEntry(t *testing.T) {
 		require.True(t, strings.HasPrefix(en.Name, "detgemm_"), en.Name)
 	}
 }
+
+// TestEveryVariantFitsContractShapes: on every fake GPU, each registered
+// variant whose kernels the engine loads fits at least three shapes of the
+// contract suite's list, one with a ragged edge, so the GPU suite cannot
+// pass a variant by running it on nothing.
+func TestEveryVariantFitsContractShapes(t *testing.T) {
+	for _, d := range planDevices {
+		e, _ := fakeEngine(d)
+		for _, v := range variants {
+			if !variantLoaded(e, v) {
+				continue
+			}
+			cases := contractCases(e, v)
+			shapes, ragged := map[[4]int]bool{}, false
+			for _, c := range cases {
+				shapes[[4]int{len(c.op), c.a, c.r, c.b}] = true
+				ragged = ragged || c.ragged()
+			}
+			require.GreaterOrEqual(t, len(shapes), 3, "%s on %s: %v", v.name, d.name, cases)
+			require.True(t, ragged, "%s on %s", v.name, d.name)
+			t.Logf("%s on %s: %d cases", v.name, d.name, len(cases))
+		}
+	}
+}
