@@ -63,8 +63,8 @@ func (s Strategy) String() string {
 const (
 	// rowsMaxM is the largest M the rows strategy takes. Each W element
 	// feeds M fused multiply-adds: up to 32 rows the product stays near the
-	// memory roofline (f32: 32 FMA per 4 bytes is about the H200's FMA-to-
-	// bandwidth ratio), while a 128-row tile would waste three quarters of
+	// memory roofline (f32: 32 FMA per 4 bytes is about a Hopper GPU's
+	// FMA-to-bandwidth ratio), while a 128-row tile would waste three quarters of
 	// its work on padding rows.
 	rowsMaxM = 32
 	// tiledBlocksPerSM is how many blocks of the tiled kernels an SM runs at
@@ -310,7 +310,7 @@ func choose(l layout, rows, cols, red int64, sms int, f filter) (plan, error) {
 
 // The time model that picks between tiled and split-slab and the tile
 // width, in units of one slab of one 128×128 tile on an SM that runs two
-// such blocks at once (on the H200: about 48 µs):
+// such blocks at once:
 //   - an SM runs its blocks two at a time; a block alone on its SM runs its
 //     slabs in loneFrac of that time (the SM's throughput barely depends on
 //     whether one or two blocks share it), so an SM with c blocks of g slabs
@@ -322,24 +322,17 @@ func choose(l layout, rows, cols, red int64, sms int, f filter) (plan, error) {
 //     blockOverhead) (see smCostW);
 //   - split-slab adds the fold: a second launch, then every partial read and
 //     the output written (dW: read and written) once. smUnitBytes is what
-//     one SM's share of the memory bandwidth moves in one unit
-//     (4.1 TB/s · 48 µs / 132 SMs).
+//     one SM's share of the memory bandwidth moves in one unit.
 //
-// The constants are a least-squares fit to 60 timings of every strategy
-// and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2;
-// the narrow ones to the timings of round 5); the model's typical error
-// there is 5-10 %. blockOverhead was refitted in round 11 (session 6) to
-// about 390 timings of every forced strategy and G on 11 underfilled
-// shapes (TestStrategyThroughput): 10 chose G = 3-6 where one slab a block
-// ran 2-8 % faster (bench/NOTES-simt.md); every value from 1 to 4 picks, on all 22 shape × dtype
-// cases, the fastest measured strategy or one within 1.1 % of it (the
-// split tail of dW 4096×1536×3072 stays). Times are in hundredths of a
-// unit so the arithmetic stays in integers.
+// The constants are a least-squares fit to timings of every strategy and
+// G on the bench's shapes (bench/NOTES-simt.md, rounds 2, 5 and 11; the
+// fit and its error in bench/NOTES-engine.md, dispatch.go). Times are in
+// hundredths of a unit so the arithmetic stays in integers.
 const (
 	loneFrac      = 60      // hundredths
 	blockOverhead = 3       // hundredths of a slab: prologue, pipeline fill, epilogue
 	smUnitBytes   = 1490000 // bytes per SM per unit
-	foldLaunch    = 12      // hundredths: the second launch (about 6 µs)
+	foldLaunch    = 12      // hundredths: the second launch
 	// splitMinGainPct: split only when the model gains at least this much
 	// over tiled, and narrow the tiles only when it gains this much over
 	// the square choice.
@@ -607,11 +600,9 @@ func rowsCounterBytes(rows, cols int64, mr int) uint64 {
 // The stream strategy's parameters. They decide speed only.
 const (
 	// streamMaxM is the largest M (dW's reduction) the dispatcher streams:
-	// on the H200 the stream kernel beat the best tiled or split-slab
-	// kernel by 6-25 % at M = 64 and 96 and lost by 2-12 % at M = 128
-	// (bench/NOTES-dw.md, round 2). Its inner loop runs at about 40 % of
-	// the f32 FMA rate, the tiled kernels' at 50-60 %, so from there the
-	// fmas outweigh the master's prologue the tiled kernels pay.
+	// beyond it the tiled kernels, whose inner loop runs nearer the FMA
+	// rate, win back the master's prologue they pay (bench/NOTES-dw.md,
+	// round 2; bench/NOTES-engine.md, dispatch.go).
 	streamMaxM = 96
 	// streamStage is gemm_dw_stream.cu's CH: the rows of M one stage holds.
 	streamStage = 16
@@ -636,10 +627,8 @@ func streamFits(l layout, rows, red, sr int64) bool {
 // reduction of red rows: 32-row blocks (five an SM, 80 KiB of master in
 // flight) while M fits one stage and the call is a pure stream; 64-row
 // blocks (three an SM, 96 KiB; 32 fmas per three shared-memory reads
-// against 16 per two) beyond, where the fmas start to count. Measured on
-// the H200 (bench/NOTES-dw.md, round 2): M = 1 and 16 at 4096×4096, 32-row
-// 35.1 and 35.6 µs against 35.6 and 36.8; M = 32, 64 and 96, 64-row 51.7,
-// 87.1 and 122.9 against 56.1, 101.1 and 145.0.
+// against 16 per two) beyond, where the fmas start to count
+// (bench/NOTES-dw.md, round 2; bench/NOTES-engine.md, dispatch.go).
 func streamRowsFor(red int64) int64 {
 	if red <= streamStage {
 		return streamShort

@@ -169,8 +169,7 @@ const (
 // in a partial round of at most sms blocks would best run that round one
 // block per SM, but the hardware starts each block where a slot frees
 // first, and it has been seen to double them up on some SMs while others
-// idle (2048×768×3072 f32 forward on the H200: up to 4 blocks on one SM,
-// 1.2× the time of 3). So whole column (or row) tiles are cut off the end,
+// idle (bench/NOTES-engine.md, launch.go). So whole column (or row) tiles are cut off the end,
 // at most sms blocks, and launched after the rest with loneShared bytes of
 // shared memory, which no SM can hold twice. The cut is the one with the
 // smaller tail (columns on a tie); cutNone where the grid has no such

@@ -29,10 +29,10 @@ type tcGeometry struct {
 	threads    uint32
 	anyVariant bool
 	// relCost is the time of one block per output relative to tc256's on
-	// the forward and dX layouts, relCostTN on dW's; measured on the H200
-	// (bf16, 4096³ and 8192³, 2026-11-21): smaller tiles reuse less of
-	// each staged operand, and tc256's dW kernel (238 registers, transposed
-	// A loads) runs about 13 % below tc128's.
+	// the forward and dX layouts, relCostTN on dW's, as measured
+	// (bench/NOTES-engine.md, tc.go): smaller tiles reuse less of each
+	// staged operand, and tc256's dW kernel (238 registers, transposed A
+	// loads) runs below tc128's.
 	relCost, relCostTN float64
 }
 

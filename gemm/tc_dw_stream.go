@@ -17,8 +17,8 @@ const tcDWFamily = "gemm_tc_dw_stream"
 
 // The tile of gemm_tc_dw_stream.cu, numbered apart from the other
 // families': 64 rows of dW × 128 columns, 8 warps of 16×64, three ring
-// slots. (32×256 and 128×128 tiles and bulk copies of the master measured
-// slower on the H200: bench/NOTES-tcdw.md.)
+// slots. (32×256 and 128×128 tiles and bulk copies of the master were
+// slower: bench/NOTES-tcdw.md.)
 const tcTileDW64 tcTile = 48
 
 // tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
@@ -103,17 +103,11 @@ const tcDWMaxRed = 128
 // whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64,
 // on the 16-byte path where tcDWVecOK allows, the element path otherwise.
 //
-// Measured on the H200 (bf16, TestTCDWStreamThroughput, 2026-11-21 06:26
-// UTC, µs, tcdw64 against the fastest gemm_tc or gemm_wgmma tile): at K =
-// N = 4096, M = 1, 16, 64, 128: 36.7, 37.0, 39.2, 50.1 against 45.8, 48.1,
-// 54.1, 57.8; M = 256: 68.6 against 62.8 (gemm_wgmma wins from here). At
-// 4096×11008, M = 1 … 128: 90.5 … 117.4 against 122.2 … 148.8; M = 256
-// about even (158.3 against 161.7); M = 512: 249.8 against 193.6. On the
-// element path (X one element off alignment), M = 1, 16, 128 at 4096²:
-// 40.9, 42.7, 82.3 against gemm_tc's 48.2, 54.9, 90.0. Without gemm_wgmma
-// the stream also beat gemm_tc's 16-byte tiles at M = 256 and 512 on the
-// H200, but neither the element path there nor an older GPU was measured,
-// so the rule is one limit for every GPU (bench/NOTES-tcdw.md).
+// The stream beats the fastest gemm_tc or gemm_wgmma tile up to 128 batch
+// rows on both paths, and loses to gemm_wgmma from 256; the rule is one
+// limit for every GPU, since neither the element path beyond 128 nor an
+// older GPU was timed (bench/NOTES-tcdw.md; bench/NOTES-engine.md,
+// tc_dw_stream.go).
 func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
 	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, maxShared) {
 		return tcKey{}, false

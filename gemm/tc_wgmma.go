@@ -37,11 +37,8 @@ const (
 var wgTilesBySize = []tcTile{tcTileWG192x192, tcTileWG128x256, tcTileWG128x192, tcTileWG128x128}
 
 // wgGeometry describes one wgmma tile shape; relCost is on chooseTC's scale
-// (tc256's forward = 1): the time per output and round measured on the H200
-// (bf16, TestTCThroughput, 2026-11-21) against tc256 on the same shape —
-// 0.41-0.45 for 128×256 and 192×192, 0.47 for 128×192, 0.61-0.62 for
-// 128×128 at 4096³ and 8192³, all ops alike; higher for every tile at
-// K = 768, where per-tile overheads weigh more, in the same order.
+// (tc256's forward = 1): the time per output and round against tc256 on
+// the same shape, all ops alike (bench/NOTES-engine.md, tc_wgmma.go).
 type wgGeometry struct {
 	name    string
 	bm, bn  int64
@@ -133,11 +130,9 @@ func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce)
 	}
 	// Small outputs: when even the 128×128 wgmma grid is a single round,
 	// every block runs alone on its SM, where gemm_tc's small tiles (costed
-	// for SMs that hold several blocks) are slow: 128×4096 outputs over an
-	// 11008-long reduction take 71.5 µs on 128×128 wgmma tiles against
-	// 102.7 on 64×64 mma.sync tiles (H200, TestTCThroughput, 2026-11-21),
-	// and the 128×128 tile was the fastest or within 2 % on every other
-	// single-round shape measured.
+	// for SMs that hold several blocks) are slow; the 128×128 tile was the
+	// fastest, or nearly, on every single-round shape timed
+	// (bench/NOTES-engine.md, tc_wgmma.go).
 	if wgFits(tcTileWG128x128, p) && wgSharedBytes(tcTileWG128x128) <= maxShared &&
 		ceilDiv(p.rows, 128)*ceilDiv(p.cols, 128) <= int64(max(sms, 1)) {
 		return tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}, nil
