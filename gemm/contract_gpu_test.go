@@ -81,7 +81,7 @@ func runsAs(eng *Engine, v variant, call Call) bool {
 		return false
 	}
 	var x Explanation
-	if err := (launcher{e: eng, rec: &x}).plan(p, pl); err != nil || len(x.Launches) == 0 {
+	if err := (launcher{e: &eng.device, rec: &x}).plan(p, pl); err != nil || len(x.Launches) == 0 {
 		return false
 	}
 	for _, l := range x.Launches {

@@ -217,7 +217,7 @@ func TestRowsSharedBytesMatchTheKernelGeometry(t *testing.T) {
 		require.Equal(t, c.want, rowsSharedBytes(c.in, c.mr, c.cn), "%v m%d c%d", c.in, c.mr, c.cn)
 		require.LessOrEqual(t, c.want, uint32(99<<10), "fits two blocks on an sm_86 SM")
 	}
-	for k := range kernelIndex.rows {
+	for k := range rowsIDs {
 		require.Equal(t, uint32(0), rowsSharedBytes(k.in, k.mr, rowsCN(k.mr))%16, k.name())
 	}
 }
@@ -262,20 +262,20 @@ func TestRowsFusedGeometryMatchesTheKernel(t *testing.T) {
 func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 	slabs, rows, folds := map[slabsKey]bool{}, map[rowsKey]bool{}, map[foldKey]bool{}
 	rowsf := map[rowsFusedKey]bool{}
-	for k := range kernelIndex.rowsf {
+	for k := range rowsfIDs {
 		rowsf[k] = true
 	}
-	for k := range kernelIndex.slabs {
+	for k := range slabsIDs {
 		slabs[k] = true
 	}
-	for k := range kernelIndex.rows {
+	for k := range rowsIDs {
 		rows[k] = true
 	}
-	for k := range kernelIndex.fold {
+	for k := range foldIDs {
 		folds[k] = true
 	}
 	stream := map[streamKey]bool{}
-	for k := range kernelIndex.stream {
+	for k := range streamIDs {
 		stream[k] = true
 	}
 	var calls []Call

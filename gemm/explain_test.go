@@ -34,8 +34,8 @@ var fakeDevices = []fakeDevice{
 // remove deletes the entry point of a name from the tables, as if the
 // module lacked it.
 func fakeEngine(d fakeDevice) (e *Engine, remove map[string]func()) {
-	e = &Engine{arch: d.arch, sms: d.sms, tcShared: tcSharedLimit(d.optin), hasWG: wgArch(d.arch),
-		smemPerSM: uint32(d.perSM), loneShared: loneShared(d.perSM, d.optin)}
+	e = &Engine{device: device{arch: d.arch, sms: d.sms, tcShared: tcSharedLimit(d.optin), hasWG: wgArch(d.arch),
+		smemPerSM: uint32(d.perSM), loneShared: loneShared(d.perSM, d.optin)}}
 	e.ws.bytes, e.ws.ctrBytes = 1<<62, 1<<62
 	e.fns = make(functions, len(kernelEntries))
 	remove = map[string]func(){}

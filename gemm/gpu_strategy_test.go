@@ -365,11 +365,11 @@ func TestStrategyTimings(t *testing.T) {
 			// test is the engine's only user.
 			kern := perCall(func(i int) error {
 				q, _ := callFor(i).build(true)
-				return launcher{e: eng}.rows(q, pl)
+				return launcher{e: &eng.device}.rows(q, pl)
 			})
 			fold := perCall(func(i int) error {
 				q, _ := callFor(i).build(true)
-				return launcher{e: eng}.fold(q, pl)
+				return launcher{e: &eng.device}.fold(q, pl)
 			})
 			line += fmt.Sprintf(" [rows kernel %.1f fold %.1f]", kern, fold)
 		}

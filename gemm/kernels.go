@@ -3,9 +3,7 @@ package gemm
 import (
 	"fmt"
 
-	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/internal/entries"
-	"github.com/detgemm/detgemm/kernels"
 )
 
 // The kernel families the engine loads (kernels/cuda/<family>.cu).
@@ -120,100 +118,16 @@ func (k streamKey) sharedBytes() uint32 {
 	return 57344
 }
 
-// loadModules loads every family of the bundle the engine uses
-// (engineFamilies) and resolves its entry points into a table indexed by
-// kernelID. On error, the modules loaded so far are returned too, for the
-// caller to close.
-//
-// The tiled kernels may take up to lone bytes of dynamic shared memory (the
-// tail launches of launch.go), at least what they need.
-func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]*cudaload.Module, functions, error) {
-	fns := make(functions, len(kernelEntries))
-	var mods []*cudaload.Module
-	load := func(family string) (*cudaload.Module, error) {
-		m, ok := bundle.Modules[family]
-		if !ok {
-			return nil, fmt.Errorf("gemm.New: kernel family %s missing from the build", family)
-		}
-		mod, err := ctx.LoadModule(m.CUBIN)
-		// A driver may refuse an embedded CUBIN (a variant newer than it
-		// really loads): the bundle falls back to an older variant, then
-		// NVRTC (ModeAuto), or says what to do (ModeEmbedded).
-		for err != nil && m.Origin == kernels.OriginEmbedded {
-			if m, err = bundle.Fallback(family, err); err != nil {
-				return nil, fmt.Errorf("gemm.New: loading %s: %w", family, err)
-			}
-			mod, err = ctx.LoadModule(m.CUBIN)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("gemm.New: loading %s: %w", family, err)
-		}
-		mods = append(mods, mod)
-		return mod, nil
-	}
-	limit := tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin())
-	for _, family := range engineFamilies(bundle.Arch) {
-		mod, err := load(family)
-		if err != nil {
-			return mods, fns, err
-		}
-		for id := range kernelEntries {
-			en := kernelEntries[id]
-			if en.Family != family {
-				continue
-			}
-			shared, ok := entryShared(en, lone, limit)
-			if !ok {
-				continue // this GPU's blocks are too small for the tile; the planner skips it too
-			}
-			fn, err := mod.Function(en.Name)
-			if err != nil {
-				return mods, fns, fmt.Errorf("gemm.New: %w", err)
-			}
-			if shared > 48<<10 {
-				if err := fn.SetMaxDynamicSharedMemory(int(shared)); err != nil {
-					return mods, fns, fmt.Errorf("gemm.New: %s needs %d bytes of shared memory per block: %w", en.Name, shared, err)
-				}
-			}
-			fns[id] = fn
-		}
-	}
-	return mods, fns, nil
-}
-
-// entryShared is the most dynamic shared memory entry point en is launched
-// with, and whether a GPU whose blocks may take limit bytes loads it (the
-// tensor-core tiles that do not fit are skipped; the planner never picks
-// them there). lone is the tiled kernels' tail launches' (launch.go).
-func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
-	k := en.Key
-	l, in := layoutOf(k.Layout), dtypeOf(k.In)
-	switch k.Kind {
-	case "simt":
-		return max(simtSharedBytes, lone), true
-	case "simt64":
-		return max(simt64SharedBytes, lone), true
-	case "rows":
-		return rowsSharedBytes(in, k.MR, rowsCN(k.MR)), true
-	case "rowsf":
-		return rowsFusedSharedBytes(in, k.MR, l == layoutNT), true
-	case "rowst":
-		return rowsTMASharedBytes(in, k.MR, k.Waves), true
-	case "dwstream":
-		return streamKey{in, int64(k.SR)}.sharedBytes(), true
-	case "tc":
-		s := tcSharedBytes(tileOf(k.Tile), l)
-		return s, s <= limit
-	case "tcrows":
-		s := tcRowsSharedBytes(tileOf(k.Tile), l)
-		return s, s <= limit
-	case "tcdw":
-		s := tcDWSharedBytes(tileOf(k.Tile))
-		return s, s <= limit
-	case "tmarows", "tmarows_one":
-		return tcRowsSharedBytes(tileOf(k.Tile), l), true
-	case "wg":
-		return wgSharedBytes(tileOf(k.Tile)), true
-	}
-	return 0, true // slabs, fold: static shared memory only
-}
+// The IEEE families' lookup tables, from the entry descriptions.
+var (
+	simtIDs    = indexOf(func(k entries.Key) kernelKey { return kernelKey{layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out)} }, "simt")
+	simt64IDs  = indexOf(func(k entries.Key) kernelKey { return kernelKey{layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out)} }, "simt64")
+	slabsIDs   = indexOf(func(k entries.Key) slabsKey { return slabsKey{layoutOf(k.Layout), dtypeOf(k.In)} }, "slabs")
+	slabs64IDs = indexOf(func(k entries.Key) slabsKey { return slabsKey{layoutOf(k.Layout), dtypeOf(k.In)} }, "slabs64")
+	rowsIDs    = indexOf(func(k entries.Key) rowsKey { return rowsKey{layoutOf(k.Layout), dtypeOf(k.In), k.MR} }, "rows")
+	rowsfIDs   = indexOf(func(k entries.Key) rowsFusedKey {
+		return rowsFusedKey{layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out), k.MR}
+	}, "rowsf")
+	foldIDs   = indexOf(func(k entries.Key) foldKey { return foldKey{dtypeOf(k.Out), k.Acc} }, "fold")
+	streamIDs = indexOf(func(k entries.Key) streamKey { return streamKey{dtypeOf(k.In), int64(k.SR)} }, "dwstream")
+)

@@ -5,65 +5,14 @@ import (
 	"github.com/detgemm/detgemm/gemm/ref"
 )
 
-// run plans a validated call and enqueues its kernels: one for the tiled
-// strategy, partials then fold for the others. f narrows the plan (tests);
-// every public call passes the zero filter. Nothing is allocated unless
-// the workspace must grow (see Presize).
-func (e *Engine) run(p problem, f filter) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return ErrClosed
-	}
-	pl, err := e.choose(p, f)
-	if err != nil {
-		return err
-	}
-	if err := e.ws.ensure(p.op, pl.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
-		return err
-	}
-	if err := e.ws.ensureCounters(p.op, pl.ctrs, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero); err != nil {
-		return err
-	}
-	return launcher{e: e, serial: f.serial}.plan(p, pl)
-}
-
-// plan enqueues (or records) the kernels of plan pl for p.
-func (l launcher) plan(p problem, pl plan) error {
-	if p.tier == TierTensorCore {
-		return l.tc(p, pl.tc) // tc.go
-	}
-	switch pl.strategy {
-	case StrategySplitSlab:
-		if err := l.slabs(p, pl); err != nil {
-			return err
-		}
-		return l.fold(p, pl)
-	case StrategyStream:
-		return l.stream(p, pl) // one kernel, no workspace
-	case StrategyRows:
-		switch pl.path {
-		case rowsPathTMA:
-			return l.rowsTMAKernel(p) // every slab of a strip in one block (rows_tma.go)
-		case rowsPathOne:
-			return l.rowsFused(p, pl) // folds in the same kernel
-		}
-		if err := l.rows(p, pl); err != nil {
-			return err
-		}
-		return l.fold(p, pl)
-	}
-	return l.tiled(p, pl)
-}
-
 // tiledKernel is the tiled kernel of a plan's width: gemm_simt's square
 // (detgemm_simt_*) or narrow (detgemm_simt64_*) tiles, their shared memory
 // and the blocks an SM holds by their registers.
 func tiledKernel(p problem, width int64) (id kernelID, shared uint32, regBlocks int64) {
 	if width == narrowWidth {
-		return kernelIndex.simt64[kernelKey{p.layout, p.in, p.out}], simt64SharedBytes, simt64RegBlocks
+		return simt64IDs[kernelKey{p.layout, p.in, p.out}], simt64SharedBytes, simt64RegBlocks
 	}
-	return kernelIndex.simt[kernelKey{p.layout, p.in, p.out}], simtSharedBytes, simtRegBlocks
+	return simtIDs[kernelKey{p.layout, p.in, p.out}], simtSharedBytes, simtRegBlocks
 }
 
 // tiled: gemm_simt, grid (row tiles, column tiles). A plan with a split
@@ -116,7 +65,7 @@ func (l launcher) tileGrid(p problem, id kernelID, ty int64, shared uint32, w in
 // tiledCut is the cut of a tiled plan without a split tail (tiledTail):
 // none unless a block can be kept alone on its SM (loneShared); f.tailSMs
 // stands in for the SM count.
-func (e *Engine) tiledCut(p problem, pl plan, f filter) (cut int, k int64) {
+func (e *device) tiledCut(p problem, pl plan, f filter) (cut int, k int64) {
 	_, shared, regBlocks := tiledKernel(p, pl.width)
 	if e.loneShared <= shared {
 		return cutNone, 0
@@ -233,9 +182,9 @@ func (p problem) split(cut int, at int64) (head, tail problem) {
 // slabs: gemm_slabs, grid (row tiles, column tiles, slab groups), tiles
 // 128 wide (detgemm_slabs_*) or 64 (detgemm_slabs64_*).
 func (l launcher) slabs(p problem, pl plan) error {
-	id := kernelIndex.slabs[slabsKey{p.layout, p.in}]
+	id := slabsIDs[slabsKey{p.layout, p.in}]
 	if pl.width == narrowWidth {
-		id = kernelIndex.slabs64[slabsKey{p.layout, p.in}]
+		id = slabs64IDs[slabsKey{p.layout, p.in}]
 	}
 	if err := l.need(p, id); err != nil {
 		return err
@@ -251,7 +200,7 @@ func (l launcher) slabs(p problem, pl plan) error {
 // pl.sr).
 func (l launcher) stream(p problem, pl plan) error {
 	k := streamKey{p.in, pl.sr}
-	id := kernelIndex.stream[k]
+	id := streamIDs[k]
 	if err := l.need(p, id); err != nil {
 		return err
 	}
@@ -264,7 +213,7 @@ func (l launcher) stream(p problem, pl plan) error {
 
 // rows: gemm_rows' partials, grid (column runs, slabs, row groups).
 func (l launcher) rows(p problem, pl plan) error {
-	id := kernelIndex.rows[rowsKey{p.layout, p.in, pl.mr}]
+	id := rowsIDs[rowsKey{p.layout, p.in, pl.mr}]
 	if err := l.need(p, id); err != nil {
 		return err
 	}
@@ -279,7 +228,7 @@ func (l launcher) rows(p problem, pl plan) error {
 // rowsPathFor is the path a rows plan of mr rows a block runs on this
 // engine: gemm_rows_tma (rowsTMA), the one-launch kernel (rowsOneLaunch),
 // or partials and fold.
-func (e *Engine) rowsPathFor(p problem, mr int, f filter) rowsPath {
+func (e *device) rowsPathFor(p problem, mr int, f filter) rowsPath {
 	switch {
 	case e.rowsTMA(p, mr, f):
 		return rowsPathTMA
@@ -297,7 +246,7 @@ func (e *Engine) rowsPathFor(p problem, mr int, f filter) rowsPath {
 // an SM — a second round of blocks costs it as much as the second launch
 // costs the two. f32 dX at MR = 4 stays on two launches: the one-launch
 // kernel stages W's rows in 64-byte pieces there.
-func (e *Engine) rowsOneLaunch(p problem, mr int, f filter) bool {
+func (e *device) rowsOneLaunch(p problem, mr int, f filter) bool {
 	es := uintptr(p.in.Size())
 	if p.b%16 != 0 || (uintptr(p.ldb)*es)%16 != 0 {
 		return false
@@ -321,7 +270,7 @@ func (e *Engine) rowsOneLaunch(p problem, mr int, f filter) bool {
 // rowsFused: gemm_rows' one-launch kernel (partials, then the last block
 // of each column run folds them), grid (column runs, slabs, row groups).
 func (l launcher) rowsFused(p problem, pl plan) error {
-	id := kernelIndex.rowsf[rowsFusedKey{p.layout, p.in, p.out, pl.mr}]
+	id := rowsfIDs[rowsFusedKey{p.layout, p.in, p.out, pl.mr}]
 	if err := l.need(p, id); err != nil {
 		return err
 	}
@@ -338,7 +287,7 @@ func (l launcher) rowsFused(p problem, pl plan) error {
 // fold: gemm_fold over the rows·cols outputs (row stride cols: every
 // output of the triad is contiguous), a grid-stride loop.
 func (l launcher) fold(p problem, pl plan) error {
-	id := kernelIndex.fold[foldKey{p.out, p.layout == layoutTN}]
+	id := foldIDs[foldKey{p.out, p.layout == layoutTN}]
 	if err := l.need(p, id); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func tcKeysOf(family string) []tcKey {
 		if en.Family != family || en.Kind == "tmarows_one" {
 			continue
 		}
-		for k, kid := range kernelIndex.tc {
+		for k, kid := range tcIDs {
 			if kid == kernelID(id) {
 				out = append(out, k)
 			}
@@ -54,37 +54,37 @@ func TestGeneratedEntryListsAreCurrent(t *testing.T) {
 // describes for it, and every description has a typed key.
 func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 	named := map[kernelID]string{}
-	for k, id := range kernelIndex.simt {
+	for k, id := range simtIDs {
 		named[id] = k.simtName()
 	}
-	for k, id := range kernelIndex.simt64 {
+	for k, id := range simt64IDs {
 		named[id] = k.simt64Name()
 	}
-	for k, id := range kernelIndex.slabs {
+	for k, id := range slabsIDs {
 		named[id] = k.name()
 	}
-	for k, id := range kernelIndex.slabs64 {
+	for k, id := range slabs64IDs {
 		named[id] = k.name64()
 	}
-	for k, id := range kernelIndex.rows {
+	for k, id := range rowsIDs {
 		named[id] = k.name()
 	}
-	for k, id := range kernelIndex.rowsf {
+	for k, id := range rowsfIDs {
 		named[id] = k.name()
 	}
-	for k, id := range kernelIndex.rowsTMA {
+	for k, id := range rowsTMAIDs {
 		named[id] = k.name()
 	}
-	for k, id := range kernelIndex.fold {
+	for k, id := range foldIDs {
 		named[id] = k.name()
 	}
-	for k, id := range kernelIndex.stream {
+	for k, id := range streamIDs {
 		named[id] = k.name()
 	}
-	for k, id := range kernelIndex.tc {
+	for k, id := range tcIDs {
 		named[id] = k.name()
 	}
-	for k, id := range kernelIndex.tcOne {
+	for k, id := range tcOneIDs {
 		named[id] = k.oneSlabName()
 	}
 	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
@@ -110,52 +110,52 @@ func TestEveryAcceptedCombinationHasAnEntry(t *testing.T) {
 	}
 	for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
 		for _, io := range ieee(l) {
-			require.NotZero(t, kernelIndex.simt[kernelKey{l, io[0], io[1]}])
-			require.NotZero(t, kernelIndex.simt64[kernelKey{l, io[0], io[1]}])
-			require.NotZero(t, kernelIndex.slabs[slabsKey{l, io[0]}])
-			require.NotZero(t, kernelIndex.slabs64[slabsKey{l, io[0]}])
-			require.NotZero(t, kernelIndex.fold[foldKey{io[1], l == layoutTN}])
+			require.NotZero(t, simtIDs[kernelKey{l, io[0], io[1]}])
+			require.NotZero(t, simt64IDs[kernelKey{l, io[0], io[1]}])
+			require.NotZero(t, slabsIDs[slabsKey{l, io[0]}])
+			require.NotZero(t, slabs64IDs[slabsKey{l, io[0]}])
+			require.NotZero(t, foldIDs[foldKey{io[1], l == layoutTN}])
 			if l == layoutTN {
 				for _, sr := range []int64{streamTall, streamShort} {
-					require.NotZero(t, kernelIndex.stream[streamKey{io[0], sr}])
+					require.NotZero(t, streamIDs[streamKey{io[0], sr}])
 				}
 				continue
 			}
 			for _, mr := range []int{4, 16, 32} {
-				require.NotZero(t, kernelIndex.rows[rowsKey{l, io[0], mr}])
-				require.NotZero(t, kernelIndex.rowsf[rowsFusedKey{l, io[0], io[1], mr}])
+				require.NotZero(t, rowsIDs[rowsKey{l, io[0], mr}])
+				require.NotZero(t, rowsfIDs[rowsFusedKey{l, io[0], io[1], mr}])
 			}
 			for _, mr := range []int{1, 4, 16} {
-				require.NotZero(t, kernelIndex.rowsTMA[rowsTMAKey{l, io[0], io[1], mr, false}])
+				require.NotZero(t, rowsTMAIDs[rowsTMAKey{l, io[0], io[1], mr, false}])
 			}
 			if io[0].Half() {
-				require.NotZero(t, kernelIndex.rowsTMA[rowsTMAKey{l, io[0], io[1], 1, true}])
+				require.NotZero(t, rowsTMAIDs[rowsTMAKey{l, io[0], io[1], 1, true}])
 			}
 		}
 		for _, io := range half(l) {
 			for _, tile := range tcTilesBySize {
 				for _, vec := range []bool{true, false} {
 					if vec || tcGeometries[tile].anyVariant {
-						require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], vec}], "%v %v %v", tile, l, io)
+						require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], vec}], "%v %v %v", tile, l, io)
 					}
 				}
 			}
 			for _, tile := range wgTilesBySize {
-				require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], true}])
+				require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}])
 			}
 			if io[1] == F32 {
 				for _, tile := range wgSlabTiles {
-					require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], true}])
+					require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}])
 				}
 			}
 			if l == layoutTN {
 				for _, vec := range []bool{true, false} {
-					require.NotZero(t, kernelIndex.tc[tcKey{tcTileDW64, l, io[0], io[1], vec}])
+					require.NotZero(t, tcIDs[tcKey{tcTileDW64, l, io[0], io[1], vec}])
 				}
 				continue
 			}
 			for _, tile := range append(append([]tcTile{}, tcRowsTiles...), tcRowsTMATiles...) {
-				require.NotZero(t, kernelIndex.tc[tcKey{tile, l, io[0], io[1], true}])
+				require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}])
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
 	"math"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -39,6 +40,11 @@ func (k rowsTMAKey) name() string {
 	}
 	return fmt.Sprintf("detgemm_rowst_%v_%v_%v_m%d%s", k.layout, k.in, k.out, k.mr, w)
 }
+
+// rowsTMAIDs is gemm_rows_tma's lookup table, from the entry descriptions.
+var rowsTMAIDs = indexOf(func(k entries.Key) rowsTMAKey {
+	return rowsTMAKey{layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out), k.MR, k.Waves}
+}, "rowst")
 
 // rowsTMAMR is the rows a block (the kernel's MR) for a call of rows rows:
 // 1 for one row (no padding rows to compute), 4 up to four, else 16.
@@ -152,7 +158,7 @@ func rowsTMAFits(p problem) bool {
 // run in one wave (the kernel takes most of an SM's shared memory, one
 // block an SM, so a partial last wave leaves SMs idle) — except at one
 // row, where the many-wave ring (rowsTMAWaves) runs such grids in one wave.
-func (e *Engine) rowsTMA(p problem, mr int, f filter) bool {
+func (e *device) rowsTMA(p problem, mr int, f filter) bool {
 	if !e.hasWG || mr > rowsTMAMaxRows || !rowsTMAFits(p) {
 		return false
 	}
@@ -191,7 +197,7 @@ func (l launcher) rowsTMAKernel(p problem) error {
 	e := l.e
 	mr := rowsTMAMR(p.rows)
 	waves := rowsTMAWaves(p, e.sms)
-	id := kernelIndex.rowsTMA[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
+	id := rowsTMAIDs[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
 	if err := l.need(p, id); err != nil {
 		return err
 	}

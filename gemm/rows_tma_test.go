@@ -72,7 +72,7 @@ func TestRowsTMAFitsOnlyWhatTMAAndTheBlockCanTake(t *testing.T) {
 // The dispatcher's rule: every dX and every f32 call, 16-bit Forward only
 // while its strips run in one wave; never without the sm_90a family.
 func TestRowsTMAAutoRule(t *testing.T) {
-	e := &Engine{hasWG: true, sms: 132}
+	e := &Engine{device: device{hasWG: true, sms: 132}}
 	var f filter
 	p := problem{layout: layoutNN, in: BF16, out: BF16, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
 	require.True(t, e.rowsTMA(p, 4, f), "128 strips on 132 SMs")
@@ -113,6 +113,6 @@ func TestRowsTMAAutoRule(t *testing.T) {
 	require.True(t, e.rowsTMA(r, 16, f), "8 rows of bf16 in one full wave")
 	r.cols = 11008
 	require.False(t, e.rowsTMA(r, 16, f), "8 rows of bf16, 344 strips")
-	e = &Engine{hasWG: false, sms: 132}
+	e = &Engine{device: device{hasWG: false, sms: 132}}
 	require.False(t, e.rowsTMA(p, 4, f), "no sm_90a family")
 }

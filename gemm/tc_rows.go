@@ -82,11 +82,6 @@ func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 	return uint32(g.stages * ((g.mr*(g.bk+tcPad)+b)*2 + 16))
 }
 
-// oneSlabName is the entry point of gemm_tc_rows_tma's twin of k for
-// one-slab plans: the same chain without the slab fold compiled in, which
-// cost the 16-row nt tile 15 % at 32 rows of dX (bench/NOTES-tcrows.md).
-func (k tcKey) oneSlabName() string { return k.name() + "_one" }
-
 // tcRowsUsable reports whether rows tile t can run p on the path vec: the
 // 16-byte path, Forward or dX, a grid within grid.x, and shared memory
 // within the GPU's block; a TMA tile also needs every extent below 2^31
@@ -171,7 +166,7 @@ func (l launcher) tcRows(p problem, r tcLaunch, id kernelID) error {
 // boxes of 64 of the reduction × mr rows, 128-byte swizzle) and e.tmB (W
 // nn: 32 columns × bk of the reduction, 64-byte swizzle; nt: 64 of the
 // reduction × 32 columns, 128-byte swizzle), zeros past the matrix.
-func (e *Engine) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
+func (e *device) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
 	dt := cudaload.TensorMapBFloat16
 	if p.in == F16 {
 		dt = cudaload.TensorMapFloat16

@@ -16,8 +16,8 @@ func TestTCRowsTMAEntriesHaveTheirTwins(t *testing.T) {
 	keys := tcKeysOf(tcRowsTMAFamily)
 	require.Len(t, keys, 16)
 	for _, k := range keys {
-		require.NotZero(t, kernelIndex.tcOne[k], k.name())
-		require.Equal(t, k.oneSlabName(), kernelIndex.tcOne[k].entry().Name)
+		require.NotZero(t, tcOneIDs[k], k.name())
+		require.Equal(t, k.oneSlabName(), tcOneIDs[k].entry().Name)
 	}
 	// Each entry macro defines the kernel and its one-slab twin.
 	require.Contains(t, src, "DETGEMM_TMAROWS_KERNEL(NAME##_one, TILE, DTIN, DTOUT, BJC, INIT, false)")

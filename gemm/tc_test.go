@@ -204,8 +204,8 @@ func TestTCSharedMemoryFits(t *testing.T) {
 // gemm_wgmma's running sums; none where the rows kernels fold in registers
 // or the plan has one slab.
 func TestTCWorkspaceFollowsHowTheSlabsFold(t *testing.T) {
-	hopper := &Engine{sms: 132, tcShared: 227 << 10, hasWG: true}
-	ampere := &Engine{sms: 108, tcShared: 163 << 10}
+	hopper := &Engine{device: device{sms: 132, tcShared: 227 << 10, hasWG: true}}
+	ampere := &Engine{device: device{sms: 108, tcShared: 163 << 10}}
 	for _, c := range []struct {
 		name     string
 		e        *Engine

@@ -27,7 +27,7 @@ const (
 	tcTileWG192x192
 	// The slab variants (wgmma.cuh's Tile::SLABS, gemm_wgmma_slabs.cu): the same tiles
 	// with the code that runs a cut plan's slabs, on planes or as running
-	// sums (chooseTCLaunch, tc_slabs.go); the plain tiles run one slab.
+	// sums (chooseTCLaunch, tc_plan.go); the plain tiles run one slab.
 	tcTileWG128x128S
 	tcTileWG128x192S
 	tcTileWG128x256S
@@ -102,61 +102,10 @@ func wgCost(t tcTile, p problem, sms int) float64 {
 	return float64(ceilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * g.relCost
 }
 
-// chooseTCKernel picks the tensor-core kernel for p: a forced wgmma tile
-// when f names one; otherwise gemm_tc's choice (chooseTC, which sends few
-// rows to gemm_tc_rows), replaced by the cheapest wgmma tile when the GPU
-// has the family (hasWG), the operands suit TMA and the model says it is
-// faster than a gemm_tc tile. Every kernel computes each
-// element by the same chain, so this decides speed only.
-func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce) (tcKey, error) {
-	if isWG(f.tile) {
-		if !hasWG {
-			return tcKey{}, fmt.Errorf("%w: %v needs sm_90a (wgmma)", errTCKernel, f.tile)
-		}
-		if f.path == tcPathAny || !wgFits(f.tile, p) || wgSharedBytes(f.tile) > maxShared {
-			return tcKey{}, fmt.Errorf("%w: %v needs 16-byte aligned operands with leading dimensions that are multiples of 8 and extents below 2^31 (lda %d, ldb %d)", errTCKernel, f.tile, p.lda, p.ldb)
-		}
-		return tcKey{f.tile, p.layout, p.in, p.out, true}, nil
-	}
-	k, err := chooseTC(p, sms, maxShared, f)
-	if err != nil || f != (tcForce{}) || !hasWG {
-		return k, err
-	}
-	if _, rows := tcRowsGeometries[k.tile]; rows {
-		return k, nil // few rows: gemm_tc_rows streams W, which no tile does better
-	}
-	if isTCDW(k.tile) {
-		return k, nil // short dW: gemm_tc_dw_stream streams the master (chooseTCDW)
-	}
-	// Small outputs: when even the 128×128 wgmma grid is a single round,
-	// every block runs alone on its SM, where gemm_tc's small tiles (costed
-	// for SMs that hold several blocks) are slow; the 128×128 tile was the
-	// fastest, or nearly, on every single-round shape timed
-	// (bench/NOTES-engine.md, tc_wgmma.go).
-	if wgFits(tcTileWG128x128, p) && wgSharedBytes(tcTileWG128x128) <= maxShared &&
-		ceilDiv(p.rows, 128)*ceilDiv(p.cols, 128) <= int64(max(sms, 1)) {
-		return tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}, nil
-	}
-	best, bestCost := tcTile(0), tcCost(k.tile, p, sms)
-	for _, t := range wgTilesBySize {
-		if !wgFits(t, p) || wgSharedBytes(t) > maxShared {
-			continue
-		}
-		if c := wgCost(t, p, sms); c < bestCost {
-			best, bestCost = t, c
-		}
-	}
-	if best != 0 {
-		k = tcKey{best, p.layout, p.in, p.out, true}
-	}
-	return k, nil
-}
-
 // wg enqueues one gemm_wgmma kernel: the TMA maps of both operands for
 // this call, then a persistent one-dimensional grid.
-func (l launcher) wg(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
+func (l launcher) wg(p problem, r tcLaunch, id kernelID, ws cudaload.DevicePtr) error {
 	k := r.k
-	id := kernelIndex.tc[k]
 	if err := l.need(p, id); err != nil {
 		return err
 	}
@@ -181,7 +130,7 @@ func (l launcher) wg(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
 }
 
 // encodeWG encodes gemm_wgmma's maps of both operands into e.tmA and e.tmB.
-func (e *Engine) encodeWG(p problem, k tcKey, g wgGeometry) error {
+func (e *device) encodeWG(p problem, k tcKey, g wgGeometry) error {
 	dt := cudaload.TensorMapBFloat16
 	if p.in == F16 {
 		dt = cudaload.TensorMapFloat16
@@ -206,9 +155,36 @@ func (e *Engine) encodeWG(p problem, k tcKey, g wgGeometry) error {
 	}
 	if err != nil {
 		// wgFits admitted the call, so this is a bug, not a user error.
-		return fmt.Errorf("gemm.%s: encoding the TMA maps of %s: %w", p.op, k.name(), err)
+		return fmt.Errorf("gemm.%s: encoding the TMA maps of %s: %w", p.op, g.name, err)
 	}
 	return nil
 }
 
 func (g wgGeometry) tileName() string { return g.name }
+
+// wsMode is the ws_mode argument of the gemm_wgmma_slabs kernels (wgmma.cuh).
+func (r tcLaunch) wsMode() int32 {
+	switch {
+	case r.planes:
+		return 1 // WS_PLANES
+	case r.runsum:
+		return 2 // WS_RUNSUM
+	}
+	return 0
+}
+
+// runBytes is the running sums' part of the workspace: an f32 per element
+// of every tile (wgmma.cuh's runsum_add), 0 without running sums.
+func (r tcLaunch) runBytes(p problem) uint64 {
+	if !r.runsum {
+		return 0
+	}
+	g := wgGeometries[r.k.tile]
+	return 4 * uint64(ceilDiv(p.rows, g.bm)*ceilDiv(p.cols, g.bn)) * uint64(g.bm*g.bn)
+}
+
+// wgRunSum reports whether wgmma tile t is a slab variant (Tile::SLABS,
+// which keep running sums: Tile::RUNSUM).
+func wgRunSum(t tcTile) bool {
+	return t == tcTileWG128x128S || t == tcTileWG128x192S || t == tcTileWG128x256S
+}

@@ -98,7 +98,7 @@ func TestLayoutsMapToTheKernelProblem(t *testing.T) {
 
 func TestEveryAcceptedCombinationHasAKernel(t *testing.T) {
 	have := map[kernelKey]bool{}
-	for k := range kernelIndex.simt {
+	for k := range simtIDs {
 		have[k] = true
 	}
 	for _, tier := range []Tier{TierF32, TierTyped} {
