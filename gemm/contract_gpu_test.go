@@ -76,12 +76,12 @@ func runsAs(eng *Engine, v variant, call Call) bool {
 	}
 	eng.mu.Lock()
 	defer eng.mu.Unlock()
-	pl, err := eng.choose(p, v.f)
+	pl, err := eng.choose(p, &v.f)
 	if err != nil {
 		return false
 	}
 	var x Explanation
-	if err := (launcher{e: &eng.device, rec: &x}).plan(p, pl); err != nil || len(x.Launches) == 0 {
+	if err := (launcher{e: &eng.device, rec: &x}).plan(&p, &pl); err != nil || len(x.Launches) == 0 {
 		return false
 	}
 	for _, l := range x.Launches {

@@ -141,7 +141,7 @@ type launcher struct {
 // need reports a kernel the engine lacks before anything is prepared for
 // it; validation admits only combinations that have one, so this is a bug,
 // not a user error.
-func (l launcher) need(p problem, id kernelID) error {
+func (l launcher) need(p *problem, id kernelID) error {
 	if l.rec != nil || (id != 0 && int(id) < len(l.e.fns) && l.e.fns[id] != nil) {
 		return nil
 	}
@@ -161,7 +161,7 @@ func (l launcher) need(p problem, id kernelID) error {
 // while that kernel's last blocks still run, and the launch latency and
 // the kernel's set-up hide behind them. Stream order and every bit are
 // unchanged.
-func (l launcher) launch(p problem, id kernelID, grid cudaload.Dim3, threads, shared uint32, tm, tn int64) error {
+func (l launcher) launch(p *problem, id kernelID, grid cudaload.Dim3, threads, shared uint32, tm, tn int64) error {
 	if l.rec != nil {
 		if len(l.rec.Launches) == 0 {
 			l.rec.Tile = tileName(tm, tn)
@@ -170,13 +170,14 @@ func (l launcher) launch(p problem, id kernelID, grid cudaload.Dim3, threads, sh
 		l.rec.Launches = append(l.rec.Launches, Launch{en.Name, en.Family, grid, threads, shared})
 		return nil
 	}
-	if err := l.need(p, id); err != nil {
-		return err
-	}
 	e := l.e
+	fn := e.fns[id]
+	if fn == nil {
+		return l.need(p, id)
+	}
 	cfg := cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: shared, Stream: e.stream,
 		Overlap: !l.serial && e.arch.Major >= 9}
-	if err := e.fns[id].Launch(cfg, &e.args); err != nil {
+	if err := fn.Launch(cfg, &e.args); err != nil {
 		return fmt.Errorf("gemm.%s: %w", p.op, err)
 	}
 	return nil

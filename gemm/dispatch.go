@@ -72,7 +72,7 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 //
 // The choice may depend on M and on the GPU, because every strategy gives
 // the same bits. f, when set, overrides the choice (tests).
-func choose(l layout, rows, cols, red int64, sms int, f filter) (plan, error) {
+func choose(l layout, rows, cols, red int64, sms int, f *filter) (plan, error) {
 	p := plan{strategy: StrategyTiled, slabs: (red + ref.SlabLen - 1) / ref.SlabLen, width: squareWidth}
 	ws, wsOK := workspaceBytes(rows, cols, red)
 	mr := int64(rowsMR(rows))

@@ -194,16 +194,26 @@ func (e *Engine) Close() error {
 }
 
 // Forward enqueues Y = X @ W (+ bias).
-func (e *Engine) Forward(a ForwardArgs) error { return e.call(a.build(true)) }
+func (e *Engine) Forward(a ForwardArgs) error {
+	p, err := a.build(true)
+	if err != nil {
+		return err
+	}
+	return e.run(p, filter{})
+}
 
 // DW enqueues dW += Xᵀ @ dY.
-func (e *Engine) DW(a DWArgs) error { return e.call(a.build(true)) }
+func (e *Engine) DW(a DWArgs) error {
+	p, err := a.build(true)
+	if err != nil {
+		return err
+	}
+	return e.run(p, filter{})
+}
 
 // DX enqueues dX = dY @ Wᵀ.
-func (e *Engine) DX(a DXArgs) error { return e.call(a.build(true)) }
-
-// call runs a validated problem with the planner's free choice.
-func (e *Engine) call(p problem, err error) error {
+func (e *Engine) DX(a DXArgs) error {
+	p, err := a.build(true)
 	if err != nil {
 		return err
 	}
@@ -220,7 +230,7 @@ func (e *Engine) run(p problem, f filter) error {
 	if e.closed {
 		return ErrClosed
 	}
-	pl, err := e.choose(p, f)
+	pl, err := e.choose(p, &f)
 	if err != nil {
 		return err
 	}
@@ -230,7 +240,7 @@ func (e *Engine) run(p problem, f filter) error {
 	if err := e.ws.ensureCounters(p.op, pl.ctrs, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero); err != nil {
 		return err
 	}
-	return launcher{e: &e.device, serial: f.serial}.plan(p, pl)
+	return launcher{e: &e.device, serial: f.serial}.plan(&p, &pl)
 }
 
 // Explain says what c would run on this engine, without launching anything
@@ -257,7 +267,7 @@ func (e *Engine) Explain(c Call) (Explanation, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	pl, err := e.choose(p, filter{})
+	pl, err := e.choose(p, &filter{})
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -279,7 +289,7 @@ func (e *Engine) Explain(c Call) (Explanation, error) {
 			x.SlabsPerBlock = pl.tailG
 		}
 	}
-	if err := (launcher{e: &e.device, rec: &x}).plan(p, pl); err != nil {
+	if err := (launcher{e: &e.device, rec: &x}).plan(&p, &pl); err != nil {
 		return Explanation{}, err
 	}
 	return x, nil

@@ -176,7 +176,7 @@ func TestRowsOneLaunchMatchesReferenceBitForBit(t *testing.T) {
 						p, err = ForwardArgs{Tier: c.tier, M: s[0], K: red, N: s[2], In: c.in, Out: c.out}.build(false)
 					}
 					require.NoError(t, err)
-					require.True(t, eng.rowsOneLaunch(p, rowsMR(int64(s[0])), eng.f), name) // with W 256-byte aligned, as upload's are
+					require.True(t, eng.rowsOneLaunch(p, rowsMR(int64(s[0])), &eng.f), name) // with W 256-byte aligned, as upload's are
 					want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], red, s[2], (i+rep)%2 == 0)
 					requireSameBits(t, want, got, cols, name)
 				}
@@ -343,12 +343,12 @@ func TestStrategyTimings(t *testing.T) {
 		}
 		p, err := callFor(0).build(true)
 		require.NoError(t, err)
-		auto, err := eng.choose(p, filter{})
+		auto, err := eng.choose(p, &filter{})
 		require.NoError(t, err)
 		flops := 2 * float64(c.M) * float64(c.K) * float64(c.N)
 		line := fmt.Sprintf("%-4s %5dx%5dx%5d %-4v auto=%v/w%d/G%d:", c.op, c.M, c.K, c.N, c.in, auto.strategy, auto.width, auto.perBlock)
 		add := func(name string, f filter) {
-			if _, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, f); err != nil {
+			if _, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, &f); err != nil {
 				return
 			}
 			us := perCall(func(i int) error { return enqueue(t, forced(eng, f), callFor(i)) })
@@ -359,17 +359,17 @@ func TestStrategyTimings(t *testing.T) {
 		if c.M <= 32 && c.op != "dw" {
 			add("rows", filter{strategy: StrategyRows})
 			// The rows strategy's two kernels apart.
-			pl, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, filter{strategy: StrategyRows})
+			pl, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, &filter{strategy: StrategyRows})
 			require.NoError(t, err)
 			// No lock: perCall synchronises through the engine, and this
 			// test is the engine's only user.
 			kern := perCall(func(i int) error {
 				q, _ := callFor(i).build(true)
-				return launcher{e: &eng.device}.rows(q, pl)
+				return launcher{e: &eng.device}.rows(&q, &pl)
 			})
 			fold := perCall(func(i int) error {
 				q, _ := callFor(i).build(true)
-				return launcher{e: &eng.device}.fold(q, pl)
+				return launcher{e: &eng.device}.fold(&q, &pl)
 			})
 			line += fmt.Sprintf(" [rows kernel %.1f fold %.1f]", kern, fold)
 		}

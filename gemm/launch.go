@@ -5,21 +5,30 @@ import (
 	"github.com/detgemm/detgemm/gemm/ref"
 )
 
-// tiledKernel is the tiled kernel of a plan's width: gemm_simt's square
-// (detgemm_simt_*) or narrow (detgemm_simt64_*) tiles, their shared memory
-// and the blocks an SM holds by their registers.
-func tiledKernel(p problem, width int64) (id kernelID, shared uint32, regBlocks int64) {
+// tiledGeometry is the shared memory of gemm_simt's tiles of a width and
+// the blocks an SM holds by their registers.
+func tiledGeometry(width int64) (shared uint32, regBlocks int64) {
 	if width == narrowWidth {
-		return simt64IDs[kernelKey{p.layout, p.in, p.out}], simt64SharedBytes, simt64RegBlocks
+		return simt64SharedBytes, simt64RegBlocks
 	}
-	return simtIDs[kernelKey{p.layout, p.in, p.out}], simtSharedBytes, simtRegBlocks
+	return simtSharedBytes, simtRegBlocks
+}
+
+// tiledKernel is the tiled kernel of a width: gemm_simt's square
+// (detgemm_simt_*) or narrow (detgemm_simt64_*) tiles.
+func tiledKernel(p *problem, width int64) kernelID {
+	if width == narrowWidth {
+		return simt64IDs[kernelKey{p.layout, p.in, p.out}]
+	}
+	return simtIDs[kernelKey{p.layout, p.in, p.out}]
 }
 
 // tiled: gemm_simt, grid (row tiles, column tiles). A plan with a split
 // tail runs its last rows split-slab; one with a cut (tiledTail) runs the
 // grid's short last round in a launch of its own.
-func (l launcher) tiled(p problem, pl plan) error {
-	id, shared, _ := tiledKernel(p, pl.width)
+func (l launcher) tiled(p *problem, pl *plan) error {
+	id := tiledKernel(p, pl.width)
+	shared, _ := tiledGeometry(pl.width)
 	if err := l.need(p, id); err != nil {
 		return err
 	}
@@ -28,15 +37,15 @@ func (l launcher) tiled(p problem, pl plan) error {
 		// The plan's split tail: head rows tiled, the rest split-slab and
 		// folded (grids.splitTail); the workspace holds the tail's partials.
 		head, tail := p.split(cutRows, pl.tailRow)
-		if err := l.tileGrid(head, id, ty, shared, pl.width); err != nil {
+		if err := l.tileGrid(&head, id, ty, shared, pl.width); err != nil {
 			return err
 		}
 		tp := plan{strategy: StrategySplitSlab, slabs: pl.slabs, perBlock: pl.tailG,
 			groups: ceilDiv(pl.slabs, pl.tailG), width: squareWidth}
-		if err := l.slabs(tail, tp); err != nil {
+		if err := l.slabs(&tail, &tp); err != nil {
 			return err
 		}
-		return l.fold(tail, tp)
+		return l.fold(&tail, &tp)
 	}
 	if pl.cut == cutNone {
 		return l.tileGrid(p, id, ty, shared, pl.width)
@@ -46,15 +55,15 @@ func (l launcher) tiled(p problem, pl plan) error {
 		at, headTY, tailTY = pl.cutK*pl.width, pl.cutK, ty-pl.cutK
 	}
 	head, tail := p.split(pl.cut, at)
-	if err := l.tileGrid(head, id, headTY, shared, pl.width); err != nil {
+	if err := l.tileGrid(&head, id, headTY, shared, pl.width); err != nil {
 		return err
 	}
-	return l.tileGrid(tail, id, tailTY, l.e.loneShared, pl.width)
+	return l.tileGrid(&tail, id, tailTY, l.e.loneShared, pl.width)
 }
 
 // tileGrid launches one tiled kernel over all of p's row tiles and ty
 // column tiles of width w, with shared bytes of dynamic shared memory.
-func (l launcher) tileGrid(p problem, id kernelID, ty int64, shared uint32, w int64) error {
+func (l launcher) tileGrid(p *problem, id kernelID, ty int64, shared uint32, w int64) error {
 	l.e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
@@ -65,8 +74,8 @@ func (l launcher) tileGrid(p problem, id kernelID, ty int64, shared uint32, w in
 // tiledCut is the cut of a tiled plan without a split tail (tiledTail):
 // none unless a block can be kept alone on its SM (loneShared); f.tailSMs
 // stands in for the SM count.
-func (e *device) tiledCut(p problem, pl plan, f filter) (cut int, k int64) {
-	_, shared, regBlocks := tiledKernel(p, pl.width)
+func (e *device) tiledCut(p *problem, pl *plan, f *filter) (cut int, k int64) {
+	shared, regBlocks := tiledGeometry(pl.width)
 	if e.loneShared <= shared {
 		return cutNone, 0
 	}
@@ -181,7 +190,7 @@ func (p problem) split(cut int, at int64) (head, tail problem) {
 
 // slabs: gemm_slabs, grid (row tiles, column tiles, slab groups), tiles
 // 128 wide (detgemm_slabs_*) or 64 (detgemm_slabs64_*).
-func (l launcher) slabs(p problem, pl plan) error {
+func (l launcher) slabs(p *problem, pl *plan) error {
 	id := slabsIDs[slabsKey{p.layout, p.in}]
 	if pl.width == narrowWidth {
 		id = slabs64IDs[slabsKey{p.layout, p.in}]
@@ -198,7 +207,7 @@ func (l launcher) slabs(p problem, pl plan) error {
 
 // stream: gemm_dw_stream, grid (column blocks of 128, row blocks of
 // pl.sr).
-func (l launcher) stream(p problem, pl plan) error {
+func (l launcher) stream(p *problem, pl *plan) error {
 	k := streamKey{p.in, pl.sr}
 	id := streamIDs[k]
 	if err := l.need(p, id); err != nil {
@@ -212,7 +221,7 @@ func (l launcher) stream(p problem, pl plan) error {
 }
 
 // rows: gemm_rows' partials, grid (column runs, slabs, row groups).
-func (l launcher) rows(p problem, pl plan) error {
+func (l launcher) rows(p *problem, pl *plan) error {
 	id := rowsIDs[rowsKey{p.layout, p.in, pl.mr}]
 	if err := l.need(p, id); err != nil {
 		return err
@@ -228,11 +237,11 @@ func (l launcher) rows(p problem, pl plan) error {
 // rowsPathFor is the path a rows plan of mr rows a block runs on this
 // engine: gemm_rows_tma (rowsTMA), the one-launch kernel (rowsOneLaunch),
 // or partials and fold.
-func (e *device) rowsPathFor(p problem, mr int, f filter) rowsPath {
+func (e *device) rowsPathFor(p *problem, mr int, f *filter) rowsPath {
 	switch {
-	case e.rowsTMA(p, mr, f):
+	case e.rowsTMA(*p, mr, f):
 		return rowsPathTMA
-	case e.rowsOneLaunch(p, mr, f):
+	case e.rowsOneLaunch(*p, mr, f):
 		return rowsPathOne
 	}
 	return rowsPathTwo
@@ -246,7 +255,7 @@ func (e *device) rowsPathFor(p problem, mr int, f filter) rowsPath {
 // an SM — a second round of blocks costs it as much as the second launch
 // costs the two. f32 dX at MR = 4 stays on two launches: the one-launch
 // kernel stages W's rows in 64-byte pieces there.
-func (e *device) rowsOneLaunch(p problem, mr int, f filter) bool {
+func (e *device) rowsOneLaunch(p problem, mr int, f *filter) bool {
 	es := uintptr(p.in.Size())
 	if p.b%16 != 0 || (uintptr(p.ldb)*es)%16 != 0 {
 		return false
@@ -269,7 +278,7 @@ func (e *device) rowsOneLaunch(p problem, mr int, f filter) bool {
 
 // rowsFused: gemm_rows' one-launch kernel (partials, then the last block
 // of each column run folds them), grid (column runs, slabs, row groups).
-func (l launcher) rowsFused(p problem, pl plan) error {
+func (l launcher) rowsFused(p *problem, pl *plan) error {
 	id := rowsfIDs[rowsFusedKey{p.layout, p.in, p.out, pl.mr}]
 	if err := l.need(p, id); err != nil {
 		return err
@@ -286,7 +295,7 @@ func (l launcher) rowsFused(p problem, pl plan) error {
 
 // fold: gemm_fold over the rows·cols outputs (row stride cols: every
 // output of the triad is contiguous), a grid-stride loop.
-func (l launcher) fold(p problem, pl plan) error {
+func (l launcher) fold(p *problem, pl *plan) error {
 	id := foldIDs[foldKey{p.out, p.layout == layoutTN}]
 	if err := l.need(p, id); err != nil {
 		return err

@@ -193,7 +193,8 @@ type tcLaunch struct {
 	// as one plane: running sums (or a forced slab variant) with a 16-bit
 	// output.
 	toWS bool
-	// one: the kernel's one-slab twin runs (gemm_tc_rows_tma's NAME_one,
-	// built without the slab fold) where the plan has one slab.
-	one bool
+	// one: the kernel's one-slab twin, which runs instead where the plan
+	// has one slab (gemm_tc_rows_tma's NAME_one, built without the slab
+	// fold); 0 for none.
+	one kernelID
 }

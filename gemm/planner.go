@@ -12,7 +12,7 @@ import "fmt"
 // depends on this engine's GPU and the call's pointers is resolved — the
 // rows path, the tiled grid's tail cut, the one-slab twin — so that the
 // launcher and Explain only read the plan.
-func (e *device) choose(p problem, f filter) (plan, error) {
+func (e *device) choose(p problem, f *filter) (plan, error) {
 	if p.tier == TierTensorCore {
 		// One kernel per call, and gemm_fold where the plan's slabs go to
 		// planes (tc_plan.go).
@@ -20,7 +20,9 @@ func (e *device) choose(p problem, f filter) (plan, error) {
 		if err != nil {
 			return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
 		}
-		r.one = r.slabs <= 1 && tcOneIDs[r.k] != 0
+		if r.slabs <= 1 && tcTwinTiles[r.k.tile] {
+			r.one = tcOneIDs[r.k]
+		}
 		ws, _ := r.wsBytes(p)
 		if !r.planes {
 			return plan{strategy: StrategyTiled, slabs: r.slabs, ws: ws, tc: r}, nil
@@ -33,17 +35,17 @@ func (e *device) choose(p problem, f filter) (plan, error) {
 	}
 	switch {
 	case pl.strategy == StrategyRows:
-		pl.path = e.rowsPathFor(p, pl.mr, f)
+		pl.path = e.rowsPathFor(&p, pl.mr, f)
 	case pl.strategy == StrategyTiled && pl.tailRow == 0:
-		pl.cut, pl.cutK = e.tiledCut(p, pl, f)
+		pl.cut, pl.cutK = e.tiledCut(&p, &pl, f)
 	}
 	return pl, nil
 }
 
 // plan enqueues (or records) the kernels of plan pl for p.
-func (l launcher) plan(p problem, pl plan) error {
+func (l launcher) plan(p *problem, pl *plan) error {
 	if p.tier == TierTensorCore {
-		return l.tc(p, pl.tc) // tc.go
+		return l.tc(*p, pl.tc) // tc.go
 	}
 	switch pl.strategy {
 	case StrategySplitSlab:

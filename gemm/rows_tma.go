@@ -158,7 +158,7 @@ func rowsTMAFits(p problem) bool {
 // run in one wave (the kernel takes most of an SM's shared memory, one
 // block an SM, so a partial last wave leaves SMs idle) — except at one
 // row, where the many-wave ring (rowsTMAWaves) runs such grids in one wave.
-func (e *device) rowsTMA(p problem, mr int, f filter) bool {
+func (e *device) rowsTMA(p problem, mr int, f *filter) bool {
 	if !e.hasWG || mr > rowsTMAMaxRows || !rowsTMAFits(p) {
 		return false
 	}
@@ -187,16 +187,16 @@ func (e *device) rowsTMA(p problem, mr int, f filter) bool {
 	return p.layout == layoutNT || p.in == F32 || strips <= sms || rowsTMAMR(p.rows) == 1
 }
 
-// launchRowsTMA encodes the call's TMA maps (x or dY: boxes of a ring
+// rowsTMAKernel encodes the call's TMA maps (x or dY: boxes of a ring
 // slot's steps, 256 or 128 for f32 at MR = 16, × MR rows; W nn: 32
 // columns × a slot's steps; W nt: 128 bytes of the reduction × 32 rows,
 // 128-byte swizzle, as one 3-D box of a slot's boxes where the reduction
 // is a whole number of 128-byte chunks; zeros past the matrix) and
 // launches gemm_rows_tma, grid (column strips, row groups).
-func (l launcher) rowsTMAKernel(p problem) error {
+func (l launcher) rowsTMAKernel(p *problem) error {
 	e := l.e
 	mr := rowsTMAMR(p.rows)
-	waves := rowsTMAWaves(p, e.sms)
+	waves := rowsTMAWaves(*p, e.sms)
 	id := rowsTMAIDs[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
 	if err := l.need(p, id); err != nil {
 		return err
@@ -259,7 +259,7 @@ func (l launcher) rowsTMAKernel(p problem) error {
 
 // rowsTMALaunch packs gemm_rows_tma's arguments around the maps in e.tmA
 // and e.tmB and launches it, grid (column strips, row groups).
-func (l launcher) rowsTMALaunch(p problem, id kernelID, mr int, waves bool, w3d int64) error {
+func (l launcher) rowsTMALaunch(p *problem, id kernelID, mr int, waves bool, w3d int64) error {
 	e := l.e
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).

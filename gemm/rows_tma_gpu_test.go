@@ -48,7 +48,7 @@ func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
 						}
 						require.NoError(t, err)
 						p.a, p.b = 256, 512 // upload's buffers are 256-byte aligned
-						require.True(t, eng.rowsTMA(p, rowsMR(int64(s[0])), eng.f))
+						require.True(t, eng.rowsTMA(p, rowsMR(int64(s[0])), &eng.f))
 						want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], s[1], s[2], (i+rep)%2 == 0)
 						requireSameBits(t, want, got, cols, name)
 					})

@@ -120,7 +120,7 @@ func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
 func (l launcher) tcDW(p problem, k tcKey, id kernelID) error {
 	g := tcDWGeometries[k.tile]
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return l.launch(p, id, grid, g.threads, tcDWSharedBytes(k.tile), g.bm, g.bn)
+	return l.launch(&p, id, grid, g.threads, tcDWSharedBytes(k.tile), g.bm, g.bn)
 }
 
 func (g tcDWGeometry) tileName() string { return g.name }

@@ -21,6 +21,15 @@ var (
 	tcOneIDs = indexOf(tcKeyOf, "tmarows_one")
 )
 
+// tcTwinTiles marks the tiles whose entry points have one-slab twins (an
+// array, so the planner's check costs no map lookup).
+var tcTwinTiles = func() (a [256]bool) {
+	for k := range tcOneIDs {
+		a[k.tile] = true
+	}
+	return a
+}()
+
 // tcKeyOf is the typed key of a tensor-core entry description.
 func tcKeyOf(k entries.Key) tcKey {
 	return tcKey{tileOf(k.Tile), layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out), k.Vec}
@@ -190,11 +199,11 @@ func (l launcher) tcKernel(p problem, r tcLaunch) error {
 		}
 		return l.wg(p, r, tcIDs[k], ws)
 	}
-	id := tcIDs[k]
-	if r.one {
-		id = tcOneIDs[k] // the same chain, no fold compiled in
+	id := r.one // the same chain, no fold compiled in
+	if id == 0 {
+		id = tcIDs[k]
 	}
-	if err := l.need(p, id); err != nil {
+	if err := l.need(&p, id); err != nil {
 		return err
 	}
 	e.args.Reset().
@@ -213,7 +222,7 @@ func (l launcher) tcKernel(p problem, r tcLaunch) error {
 		z = uint32(r.slabs)
 	}
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, g.bm)), Y: uint32(ceilDiv(p.cols, g.bn)), Z: z}
-	return l.launch(p, id, grid, g.threads, tcSharedBytes(k.tile, k.layout), g.bm, g.bn)
+	return l.launch(&p, id, grid, g.threads, tcSharedBytes(k.tile, k.layout), g.bm, g.bn)
 }
 
 // oneSlabName is the entry point of gemm_tc_rows_tma's twin of k for
@@ -430,7 +439,7 @@ func wgPlanesFaster(tiles, S, sms int64) bool {
 func (l launcher) tcFold(p problem, r tcLaunch) error {
 	acc := p.layout == layoutTN && r.planes
 	id := foldIDs[foldKey{p.out, acc}]
-	if err := l.need(p, id); err != nil {
+	if err := l.need(&p, id); err != nil {
 		return err
 	}
 	planes := r.foldPlanes(p)
@@ -438,5 +447,5 @@ func (l launcher) tcFold(p problem, r tcLaunch) error {
 	l.e.args.Reset().
 		Ptr(l.e.ws.ptr + cudaload.DevicePtr(r.runBytes(p))).Ptr(cudaload.DevicePtr(p.c)).Ptr(0).
 		Uint64(n).Uint64(uint64(p.cols)).Uint64(uint64(planes))
-	return l.launch(p, id, cudaload.Dim3{X: foldBlocks(n, l.e.sms), Y: 1, Z: 1}, foldThreads, 0, 1, 1)
+	return l.launch(&p, id, cudaload.Dim3{X: foldBlocks(n, l.e.sms), Y: 1, Z: 1}, foldThreads, 0, 1, 1)
 }

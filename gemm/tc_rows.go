@@ -159,7 +159,7 @@ func (l launcher) tcRows(p problem, r tcLaunch, id kernelID) error {
 			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(r.slabL)
 	}
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return l.launch(p, id, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout), g.mr, g.bn)
+	return l.launch(&p, id, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout), g.mr, g.bn)
 }
 
 // encodeTCRowsTMA encodes gemm_tc_rows_tma's maps into e.tmA (X or dY:

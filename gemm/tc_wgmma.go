@@ -106,7 +106,7 @@ func wgCost(t tcTile, p problem, sms int) float64 {
 // this call, then a persistent one-dimensional grid.
 func (l launcher) wg(p problem, r tcLaunch, id kernelID, ws cudaload.DevicePtr) error {
 	k := r.k
-	if err := l.need(p, id); err != nil {
+	if err := l.need(&p, id); err != nil {
 		return err
 	}
 	e := l.e
@@ -126,7 +126,7 @@ func (l launcher) wg(p problem, r tcLaunch, id kernelID, ws cudaload.DevicePtr) 
 		items *= r.slabs
 	}
 	blocks := min(items, int64(max(e.sms, 1)))
-	return l.launch(p, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile), g.bm, g.bn)
+	return l.launch(&p, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile), g.bm, g.bn)
 }
 
 // encodeWG encodes gemm_wgmma's maps of both operands into e.tmA and e.tmB.

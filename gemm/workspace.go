@@ -12,7 +12,7 @@ func (e *Engine) planCall(c Call) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	return e.choose(p, filter{})
+	return e.choose(p, &filter{})
 }
 
 // nilCall reports a nil Call, or a nil *ForwardArgs, *DWArgs or *DXArgs in
