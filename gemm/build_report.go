@@ -90,14 +90,6 @@ func (r BuildReport) String() string {
 	return b.String()
 }
 
-// BuildReport returns how this engine got its kernels.
-func (e *Engine) BuildReport() BuildReport {
-	r := e.report
-	r.Families = slices.Clone(r.Families)
-	r.Warnings = slices.Clone(r.Warnings)
-	return r
-}
-
 // reportOf summarises a kernels build.
 func reportOf(b *kernels.Bundle) BuildReport {
 	r := BuildReport{

@@ -1,6 +1,9 @@
 package gemm
 
 import (
+	"errors"
+	"fmt"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
 	"sync"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -107,4 +110,111 @@ func sharedEngines() int {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	return len(registry.m)
+}
+
+// loadModules loads every family of the bundle the engine uses
+// (engineFamilies) and resolves its entry points into a table indexed by
+// kernelID. On error, the modules loaded so far are returned too, for the
+// caller to close.
+//
+// The tiled kernels may take up to lone bytes of dynamic shared memory (the
+// tail launches of launch.go), at least what they need.
+func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]*cudaload.Module, functions, error) {
+	fns := make(functions, len(kernelEntries))
+	var mods []*cudaload.Module
+	load := func(family string) (*cudaload.Module, error) {
+		m, ok := bundle.Modules[family]
+		if !ok {
+			return nil, fmt.Errorf("gemm.New: kernel family %s missing from the build", family)
+		}
+		mod, err := ctx.LoadModule(m.CUBIN)
+		// A driver may refuse an embedded CUBIN (a variant newer than it
+		// really loads): the bundle falls back to an older variant, then
+		// NVRTC (ModeAuto), or says what to do (ModeEmbedded).
+		for err != nil && m.Origin == kernels.OriginEmbedded {
+			if m, err = bundle.Fallback(family, err); err != nil {
+				return nil, fmt.Errorf("gemm.New: loading %s: %w", family, err)
+			}
+			mod, err = ctx.LoadModule(m.CUBIN)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gemm.New: loading %s: %w", family, err)
+		}
+		mods = append(mods, mod)
+		return mod, nil
+	}
+	limit := tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin())
+	for _, family := range engineFamilies(bundle.Arch) {
+		mod, err := load(family)
+		if err != nil {
+			return mods, fns, err
+		}
+		for id := range kernelEntries {
+			en := kernelEntries[id]
+			if en.Family != family {
+				continue
+			}
+			shared, ok := entryShared(en, lone, limit)
+			if !ok {
+				continue // this GPU's blocks are too small for the tile; the planner skips it too
+			}
+			fn, err := mod.Function(en.Name)
+			if err != nil {
+				return mods, fns, fmt.Errorf("gemm.New: %w", err)
+			}
+			if shared > 48<<10 {
+				if err := fn.SetMaxDynamicSharedMemory(int(shared)); err != nil {
+					return mods, fns, fmt.Errorf("gemm.New: %s needs %d bytes of shared memory per block: %w", en.Name, shared, err)
+				}
+			}
+			fns[id] = fn
+		}
+	}
+	return mods, fns, nil
+}
+
+// entryShared is the most dynamic shared memory entry point en is launched
+// with, and whether a GPU whose blocks may take limit bytes loads it (the
+// tensor-core tiles that do not fit are skipped; the planner never picks
+// them there). lone is the tiled kernels' tail launches' (launch.go).
+func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
+	k := en.Key
+	l, in := layoutOf(k.Layout), dtypeOf(k.In)
+	switch k.Kind {
+	case "simt":
+		return max(simtSharedBytes, lone), true
+	case "simt64":
+		return max(simt64SharedBytes, lone), true
+	case "rows":
+		return rowsSharedBytes(in, k.MR, rowsCN(k.MR)), true
+	case "rowsf":
+		return rowsFusedSharedBytes(in, k.MR, l == layoutNT), true
+	case "rowst":
+		return rowsTMASharedBytes(in, k.MR, k.Waves), true
+	case "dwstream":
+		return streamKey{in, int64(k.SR)}.sharedBytes(), true
+	case "tc":
+		s := tcSharedBytes(tileOf(k.Tile), l)
+		return s, s <= limit
+	case "tcrows":
+		s := tcRowsSharedBytes(tileOf(k.Tile), l)
+		return s, s <= limit
+	case "tcdw":
+		s := tcDWSharedBytes(tileOf(k.Tile))
+		return s, s <= limit
+	case "tmarows", "tmarows_one":
+		return tcRowsSharedBytes(tileOf(k.Tile), l), true
+	case "wg":
+		return wgSharedBytes(tileOf(k.Tile)), true
+	}
+	return 0, true // slabs, fold: static shared memory only
+}
+
+// closeAll closes every module, joining the errors.
+func closeAll(mods []*cudaload.Module) error {
+	var errs []error
+	for _, m := range mods {
+		errs = append(errs, m.Close())
+	}
+	return errors.Join(errs...)
 }

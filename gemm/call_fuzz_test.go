@@ -194,7 +194,7 @@ func FuzzCall(f *testing.F) {
 			t.Fatalf("%#v: Strategy says %v, WorkspaceBytes %v", c, sErr, wErr)
 		}
 		if sErr == nil {
-			pl, err := e.plan(c)
+			pl, err := e.planCall(c)
 			if err != nil {
 				t.Fatalf("%#v: plan %v after Strategy accepted", c, err)
 			}

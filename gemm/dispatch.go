@@ -1,70 +1,17 @@
 package gemm
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/detgemm/detgemm/gemm/ref"
 )
 
-// Strategy is how the engine spreads one call over the GPU. Every strategy
-// computes the same plan — the same slab chains, folded by the same
-// additions in the same order — so the choice never changes a bit of the
-// output. It only changes speed and the workspace a call needs.
-type Strategy uint8
-
-// The strategies. The zero Strategy means "let the dispatcher choose".
-const (
-	// StrategyTiled: one kernel (gemm_simt), 128×128 output tiles (128×64
-	// where the square tiles underfill the GPU), each block running every
-	// slab of its tile and folding them in place. No workspace. Best when
-	// the tiles fill the GPU.
-	StrategyTiled Strategy = iota + 1
-	// StrategySplitSlab: the slabs of each 128×128 (or 128×64) tile are
-	// spread over several blocks (gemm_slabs), each slab's partial written
-	// to the workspace, then a fold kernel (gemm_fold) adds them in order.
-	// For shapes whose tiles underfill the GPU and whose reduction has
-	// several slabs.
-	StrategySplitSlab
-	// StrategyRows: for Forward and DX with few rows (M ≤ 32): one block per
-	// slab and run of columns (gemm_rows), W read once, bandwidth-bound;
-	// partials to the workspace, folded in slab order by the last block of
-	// each run to finish (one launch), or, when W is not 16-byte aligned,
-	// by the fold kernel (two launches).
-	StrategyRows
-	// StrategyStream: dW with a short reduction (M ≤ 96): one kernel
-	// (gemm_dw_stream) streams the f32 master once, each block copying its
-	// 64×128 (M > 16) or 32×128 (M ≤ 16) tile of dW to shared memory
-	// asynchronously while it runs the slab chains over M from rows of X and
-	// dY staged there, then folding each slab onto the copied values and
-	// storing. No workspace. dW only.
-	StrategyStream
-)
-
-// String returns "tiled", "split-slab", "rows", "stream", "auto" (0), or
-// "Strategy(n)".
-func (s Strategy) String() string {
-	switch s {
-	case StrategyTiled:
-		return "tiled"
-	case StrategySplitSlab:
-		return "split-slab"
-	case StrategyRows:
-		return "rows"
-	case StrategyStream:
-		return "stream"
-	case 0:
-		return "auto"
-	}
-	return fmt.Sprintf("Strategy(%d)", uint8(s))
-}
-
 // Dispatch parameters. They decide speed only.
 const (
 	// rowsMaxM is the largest M the rows strategy takes. Each W element
 	// feeds M fused multiply-adds: up to 32 rows the product stays near the
-	// memory roofline (f32: 32 FMA per 4 bytes is about the H200's FMA-to-
-	// bandwidth ratio), while a 128-row tile would waste three quarters of
+	// memory roofline (f32: 32 FMA per 4 bytes is about a Hopper GPU's
+	// FMA-to-bandwidth ratio), while a 128-row tile would waste three quarters of
 	// its work on padding rows.
 	rowsMaxM = 32
 	// tiledBlocksPerSM is how many blocks of the tiled kernels an SM runs at
@@ -73,36 +20,9 @@ const (
 	// maxWorkspaceBytes caps the workspace an IEEE strategy may need; a
 	// shape needing more runs tiled. 512 MiB admits the split of the
 	// mid-size dW shapes (4096×1536×3072: 16 slabs of 1536×3072 partials,
-	// 302 MB). The tensor-core tier's cut plans are not capped (tc_slabs.go).
+	// 302 MB). The tensor-core tier's cut plans are not capped (tc_plan.go).
 	maxWorkspaceBytes = 512 << 20
-	// maxGridYZ is the launch limit of grid.y and grid.z.
-	maxGridYZ = 65535
 )
-
-// errStrategy is returned when a forced strategy cannot run a call (tests
-// only: the dispatcher never picks one that cannot).
-var errStrategy = errors.New("strategy cannot run this call")
-
-// force pins the strategy (tests run every contract check once per
-// strategy). perBlock, for split-slab, pins the slabs each block computes;
-// rowsPath pins the rows strategy's path; width, for tiled and split-slab,
-// pins the tile width (squareWidth or narrowWidth; 0: the model's);
-// tailSMs, for tiled, is the SM count the tail cut assumes (launch.go's
-// tiledTail; 0: the device's), so small grids exercise the cut; splitTail,
-// for square tiled, takes the split tail (grids.splitTail) wherever the
-// grid has one, gain or not; streamRows, for stream, pins the rows of dW a
-// block owns (streamTall or streamShort; 0: streamRowsFor's); serial
-// launches the engine's kernels plainly, without the overlap (launch).
-type force struct {
-	strategy   Strategy
-	perBlock   int64
-	rowsPath   rowsPath
-	width      int64
-	tailSMs    int64
-	splitTail  bool
-	serial     bool
-	streamRows int64
-}
 
 // The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):
 // square 128×128 tiles, and narrow 128×64 ones, which give twice the blocks
@@ -111,35 +31,6 @@ const (
 	squareWidth = tileCols
 	narrowWidth = 64
 )
-
-// rowsPath is how a rows call runs: the one-launch kernel (gemm_rows'
-// rowsf: partials and fold in one launch), two launches (gemm_rows'
-// partials, then gemm_fold), or on sm_90a Forward with M ≤ 4 the
-// gemm_rows_tma kernel (a block folds all the slabs of its columns).
-type rowsPath uint8
-
-const (
-	rowsPathAuto rowsPath = iota // rowsOneLaunch's rule
-	rowsPathOne                  // one launch wherever W is aligned for it
-	rowsPathTwo                  // always two launches
-	rowsPathTMA                  // gemm_rows_tma wherever it fits (rows_tma.go)
-)
-
-// plan is the dispatcher's decision for one call.
-type plan struct {
-	strategy Strategy
-	slabs    int64 // S = ceil(R / 256)
-	perBlock int64 // split-slab: slabs per block (G)
-	groups   int64 // split-slab: grid.z = ceil(S / G)
-	width    int64 // tiled and split-slab: tile width, squareWidth or narrowWidth
-	mr, cn   int   // rows: rows per block (MR) and columns per thread (CN)
-	// tiled, square: output rows [tailRow, rows) run split-slab with
-	// tailG slabs a block, then the fold (grids.splitTail); 0: no split tail.
-	tailRow, tailG int64
-	ws             uint64
-	ctrs           uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
-	sr             int64  // stream: rows of dW a block owns (streamTall or streamShort)
-}
 
 // workspaceBytes is the workspace of the strategies that write slab
 // partials: S·rows·cols f32, laid out [S][rows][cols]. It is a function of
@@ -181,7 +72,7 @@ func workspaceBytes(rows, cols, red int64) (uint64, bool) {
 //
 // The choice may depend on M and on the GPU, because every strategy gives
 // the same bits. f, when set, overrides the choice (tests).
-func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
+func choose(l layout, rows, cols, red int64, sms int, f *filter) (plan, error) {
 	p := plan{strategy: StrategyTiled, slabs: (red + ref.SlabLen - 1) / ref.SlabLen, width: squareWidth}
 	ws, wsOK := workspaceBytes(rows, cols, red)
 	mr := int64(rowsMR(rows))
@@ -292,7 +183,7 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 
 // The time model that picks between tiled and split-slab and the tile
 // width, in units of one slab of one 128×128 tile on an SM that runs two
-// such blocks at once (on the H200: about 48 µs):
+// such blocks at once:
 //   - an SM runs its blocks two at a time; a block alone on its SM runs its
 //     slabs in loneFrac of that time (the SM's throughput barely depends on
 //     whether one or two blocks share it), so an SM with c blocks of g slabs
@@ -304,24 +195,17 @@ func choose(l layout, rows, cols, red int64, sms int, f force) (plan, error) {
 //     blockOverhead) (see smCostW);
 //   - split-slab adds the fold: a second launch, then every partial read and
 //     the output written (dW: read and written) once. smUnitBytes is what
-//     one SM's share of the memory bandwidth moves in one unit
-//     (4.1 TB/s · 48 µs / 132 SMs).
+//     one SM's share of the memory bandwidth moves in one unit.
 //
-// The constants are a least-squares fit to 60 timings of every strategy
-// and G on the bench's shapes on the H200 (bench/NOTES-simt.md, round 2;
-// the narrow ones to the timings of round 5); the model's typical error
-// there is 5-10 %. blockOverhead was refitted in round 11 (session 6) to
-// about 390 timings of every forced strategy and G on 11 underfilled
-// shapes (TestStrategyThroughput): 10 chose G = 3-6 where one slab a block
-// ran 2-8 % faster (bench/NOTES-simt.md); every value from 1 to 4 picks, on all 22 shape × dtype
-// cases, the fastest measured strategy or one within 1.1 % of it (the
-// split tail of dW 4096×1536×3072 stays). Times are in hundredths of a
-// unit so the arithmetic stays in integers.
+// The constants are a least-squares fit to timings of every strategy and
+// G on the bench's shapes (bench/NOTES-simt.md, rounds 2, 5 and 11; the
+// fit and its error in bench/NOTES-engine.md, dispatch.go). Times are in
+// hundredths of a unit so the arithmetic stays in integers.
 const (
 	loneFrac      = 60      // hundredths
 	blockOverhead = 3       // hundredths of a slab: prologue, pipeline fill, epilogue
 	smUnitBytes   = 1490000 // bytes per SM per unit
-	foldLaunch    = 12      // hundredths: the second launch (about 6 µs)
+	foldLaunch    = 12      // hundredths: the second launch
 	// splitMinGainPct: split only when the model gains at least this much
 	// over tiled, and narrow the tiles only when it gains this much over
 	// the square choice.
@@ -452,21 +336,6 @@ func foldCost(S, out, sms int64, accumulate bool) int64 {
 	return foldLaunch + bytes/(sms*smUnitBytes/100)
 }
 
-// splitSlabs picks G, the slabs each split-slab block computes, for a grid
-// of tiles square output tiles of out elements in all, S slabs and sms
-// multiprocessors: the G of least modelled time over every distinct group
-// count ⌈S/G⌉ (see smCost and foldCost). ok is false when it does not beat
-// the square tiled kernel's modelled time by splitMinGainPct.
-func splitSlabs(tiles, S, out, sms int64, accumulate bool) (g int64, ok bool) {
-	sms = max(sms, 1)
-	g, c := splitSlabsCost(tiles, S, sms, squareWidth)
-	if g == 0 {
-		return 0, false
-	}
-	c += foldCost(S, out, sms, accumulate)
-	return g, c*100 <= smCost(tiles, S, sms)*(100-splitMinGainPct)
-}
-
 // splitSlabsCost is the G of least modelled block time (fold not counted:
 // it does not depend on G) for tiles of width w, and that time.
 func splitSlabsCost(tiles, S, sms, w int64) (best, bestCost int64) {
@@ -486,17 +355,6 @@ func splitSlabsCost(tiles, S, sms, w int64) (best, bestCost int64) {
 		z = ceilDiv(S, gz-1)
 	}
 	return best, bestCost
-}
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-// mulOK is a·b for non-negative a, b, with ok = false (and the product
-// capped) on overflow.
-func mulOK(a, b int64) (int64, bool) {
-	if a != 0 && b > (1<<62)/a {
-		return 1 << 62, false
-	}
-	return a * b, true
 }
 
 // rowsMR is the rows-per-block configuration of the rows kernels.
@@ -604,11 +462,9 @@ func rowsCounterBytes(rows, cols int64, mr int) uint64 {
 // The stream strategy's parameters. They decide speed only.
 const (
 	// streamMaxM is the largest M (dW's reduction) the dispatcher streams:
-	// on the H200 the stream kernel beat the best tiled or split-slab
-	// kernel by 6-25 % at M = 64 and 96 and lost by 2-12 % at M = 128
-	// (bench/NOTES-dw.md, round 2). Its inner loop runs at about 40 % of
-	// the f32 FMA rate, the tiled kernels' at 50-60 %, so from there the
-	// fmas outweigh the master's prologue the tiled kernels pay.
+	// beyond it the tiled kernels, whose inner loop runs nearer the FMA
+	// rate, win back the master's prologue they pay (bench/NOTES-dw.md,
+	// round 2; bench/NOTES-engine.md, dispatch.go).
 	streamMaxM = 96
 	// streamStage is gemm_dw_stream.cu's CH: the rows of M one stage holds.
 	streamStage = 16
@@ -633,10 +489,8 @@ func streamFits(l layout, rows, red, sr int64) bool {
 // reduction of red rows: 32-row blocks (five an SM, 80 KiB of master in
 // flight) while M fits one stage and the call is a pure stream; 64-row
 // blocks (three an SM, 96 KiB; 32 fmas per three shared-memory reads
-// against 16 per two) beyond, where the fmas start to count. Measured on
-// the H200 (bench/NOTES-dw.md, round 2): M = 1 and 16 at 4096×4096, 32-row
-// 35.1 and 35.6 µs against 35.6 and 36.8; M = 32, 64 and 96, 64-row 51.7,
-// 87.1 and 122.9 against 56.1, 101.1 and 145.0.
+// against 16 per two) beyond, where the fmas start to count
+// (bench/NOTES-dw.md, round 2; bench/NOTES-engine.md, dispatch.go).
 func streamRowsFor(red int64) int64 {
 	if red <= streamStage {
 		return streamShort

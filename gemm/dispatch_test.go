@@ -3,7 +3,6 @@ package gemm
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -75,7 +74,7 @@ func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.p.name, func(t *testing.T) {
-			pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
+			pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, &filter{})
 			require.NoError(t, err)
 			require.Equal(t, c.want, pl.strategy, "plan %+v", pl)
 			require.Equal(t, c.mr, pl.mr)
@@ -86,7 +85,7 @@ func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
 func TestDispatchSplitsTheUnderfilledDXOfTheBench(t *testing.T) {
 	// dX[128,4096] = dY[128,11008]·Wᵀ: 32 tiles for 132 SMs, 43 slabs.
 	p := dx(128, 11008, 4096)
-	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.Equal(t, StrategySplitSlab, pl.strategy)
 	require.EqualValues(t, 43, pl.slabs)
@@ -111,7 +110,10 @@ func TestSplitSlabsNeverModelsSlowerThanTiled(t *testing.T) {
 			for _, S := range []int64{2, 3, 16, 43, 257, 4096} {
 				for _, acc := range []bool{false, true} {
 					out := tiles * 128 * 128
-					g, ok := splitSlabs(tiles, S, out, sms, acc)
+					gr := grids{rows: tiles * tileRows, cols: squareWidth, slabs: S, out: out, sms: sms, acc: acc, splitOK: true}
+					g, _ := gr.split(squareWidth)
+					s, _, _ := gr.pickFor(squareWidth, splitMinGainPct)
+					ok := s == StrategySplitSlab
 					require.Positive(t, g)
 					require.LessOrEqual(t, g, S)
 					cost := func(g int64) int64 { return smCost(tiles*ceilDiv(S, g), g, sms) + foldCost(S, out, sms, acc) }
@@ -129,7 +131,7 @@ func TestSplitSlabsNeverModelsSlowerThanTiled(t *testing.T) {
 
 func TestWorkspaceIsSlabPartialsOfTheOutputShape(t *testing.T) {
 	for _, p := range []tileProblem{fwd(1, 4096, 4096), fwd(16, 4097, 300), dx(128, 11008, 4096), dw(8192, 1024, 1024), fwd(4096, 4096, 4096)} {
-		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 		require.NoError(t, err)
 		if pl.strategy == StrategyTiled {
 			require.Zero(t, pl.ws, p.name)
@@ -148,14 +150,14 @@ func TestWorkspaceIsSlabPartialsOfTheOutputShape(t *testing.T) {
 func TestDispatchKeepsGridsWithinLaunchLimits(t *testing.T) {
 	// S = 65536 slabs is one too many for grid.y of the rows kernel.
 	p := fwd(1, 65536*256, 8)
-	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.NotEqual(t, StrategyRows, pl.strategy)
-	_, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyRows})
+	_, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{strategy: StrategyRows})
 	require.ErrorIs(t, err, errStrategy)
 
 	for _, p := range []tileProblem{fwd(1, 4096, 4096), dx(128, 11008, 4096), dw(1<<16, 64, 64), fwd(32, 65535*256, 1)} {
-		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 		require.NoError(t, err)
 		switch pl.strategy {
 		case StrategyRows:
@@ -169,30 +171,30 @@ func TestDispatchKeepsGridsWithinLaunchLimits(t *testing.T) {
 
 func TestForcedStrategiesAreHonouredOrRefused(t *testing.T) {
 	p := fwd(1000, 4097, 129)
-	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyRows})
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{strategy: StrategyRows})
 	require.NoError(t, err)
 	require.Equal(t, StrategyRows, pl.strategy)
 	require.Equal(t, 32, pl.mr, "many rows run in row groups of 32")
 
-	pl, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategySplitSlab, perBlock: 2})
+	pl, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{strategy: StrategySplitSlab, perBlock: 2})
 	require.NoError(t, err)
 	require.Equal(t, StrategySplitSlab, pl.strategy)
 	require.EqualValues(t, 2, pl.perBlock)
 	require.EqualValues(t, 9, pl.groups) // 17 slabs in blocks of 2
 
-	pl, err = choose(p.l, 3, 5, 100, h200SMs, force{strategy: StrategySplitSlab, perBlock: 4})
+	pl, err = choose(p.l, 3, 5, 100, h200SMs, &filter{strategy: StrategySplitSlab, perBlock: 4})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, pl.perBlock, "never more slabs per block than slabs")
 
-	pl, err = choose(p.l, 3, 5, 100, h200SMs, force{strategy: StrategyTiled})
+	pl, err = choose(p.l, 3, 5, 100, h200SMs, &filter{strategy: StrategyTiled})
 	require.NoError(t, err)
 	require.Equal(t, StrategyTiled, pl.strategy)
 	require.Zero(t, pl.ws)
 
 	q := dw(8, 16, 16)
-	_, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: StrategyRows})
+	_, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, &filter{strategy: StrategyRows})
 	require.ErrorIs(t, err, errStrategy, "dW has no rows kernel")
-	_, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: 9})
+	_, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, &filter{strategy: 9})
 	require.ErrorIs(t, err, errStrategy)
 }
 
@@ -215,7 +217,7 @@ func TestRowsSharedBytesMatchTheKernelGeometry(t *testing.T) {
 		require.Equal(t, c.want, rowsSharedBytes(c.in, c.mr, c.cn), "%v m%d c%d", c.in, c.mr, c.cn)
 		require.LessOrEqual(t, c.want, uint32(99<<10), "fits two blocks on an sm_86 SM")
 	}
-	for _, k := range rowsKernels {
+	for k := range rowsIDs {
 		require.Equal(t, uint32(0), rowsSharedBytes(k.in, k.mr, rowsCN(k.mr))%16, k.name())
 	}
 }
@@ -249,72 +251,31 @@ func TestRowsFusedGeometryMatchesTheKernel(t *testing.T) {
 	require.EqualValues(t, 128, rowsFusedCols(32))
 	require.EqualValues(t, 16*4, rowsCounterBytes(1, 4096, 4))
 	require.EqualValues(t, 3*2*4, rowsCounterBytes(33, 257, 32))
-	pl, err := choose(layoutNN, 16, 4096, 4096, h200SMs, force{})
+	pl, err := choose(layoutNN, 16, 4096, 4096, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.EqualValues(t, 16*4, pl.ctrs)
-	pl, err = choose(layoutNN, 64, 4096, 4096, h200SMs, force{})
+	pl, err = choose(layoutNN, 64, 4096, 4096, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.Zero(t, pl.ctrs, "only rows counts arrivals")
-}
-
-// Every entry point the engine resolves exists in the CUDA source of its
-// family (so New cannot fail on a name), and every accepted call has, for
-// every strategy that can run it, a kernel in the tables.
-func TestKernelTablesMatchTheSources(t *testing.T) {
-	check := func(family string, names []string) {
-		src, err := kernels.Source(family)
-		require.NoError(t, err)
-		for _, n := range names {
-			require.True(t, strings.Contains(src, n+","), "%s defines %s", family, n)
-		}
-	}
-	var names []string
-	for _, k := range simtKernels {
-		names = append(names, k.simtName(), k.simt64Name())
-	}
-	check(simtFamily, names)
-	names = nil
-	for _, k := range slabsKernels {
-		names = append(names, k.name(), k.name64())
-	}
-	check(slabsFamily, names)
-	names = nil
-	for _, k := range rowsKernels {
-		names = append(names, k.name())
-	}
-	for _, k := range rowsFusedKernels {
-		names = append(names, k.name())
-	}
-	check(rowsFamily, names)
-	names = nil
-	for _, k := range foldKernels {
-		names = append(names, k.name())
-	}
-	check(foldFamily, names)
-	names = nil
-	for _, k := range streamKernels {
-		names = append(names, k.name())
-	}
-	check(streamFamily, names)
 }
 
 func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 	slabs, rows, folds := map[slabsKey]bool{}, map[rowsKey]bool{}, map[foldKey]bool{}
 	rowsf := map[rowsFusedKey]bool{}
-	for _, k := range rowsFusedKernels {
+	for k := range rowsfIDs {
 		rowsf[k] = true
 	}
-	for _, k := range slabsKernels {
+	for k := range slabsIDs {
 		slabs[k] = true
 	}
-	for _, k := range rowsKernels {
+	for k := range rowsIDs {
 		rows[k] = true
 	}
-	for _, k := range foldKernels {
+	for k := range foldIDs {
 		folds[k] = true
 	}
 	stream := map[streamKey]bool{}
-	for _, k := range streamKernels {
+	for k := range streamIDs {
 		stream[k] = true
 	}
 	var calls []Call
@@ -336,7 +297,7 @@ func TestEveryStrategyHasAKernelForEveryAcceptedCall(t *testing.T) {
 			continue
 		}
 		for _, s := range []Strategy{StrategySplitSlab, StrategyRows, StrategyStream} {
-			pl, err := choose(p.layout, p.rows, p.cols, p.red, h200SMs, force{strategy: s})
+			pl, err := choose(p.layout, p.rows, p.cols, p.red, h200SMs, &filter{strategy: s})
 			if errors.Is(err, errStrategy) {
 				if s == StrategyStream {
 					require.NotEqual(t, layoutTN, p.layout, "every dW streams")
@@ -475,7 +436,7 @@ func TestDispatchKeepsSquareTilesWhereTheyAreFaster(t *testing.T) {
 		fwd(4096, 1536, 3072), dx(4096, 3072, 1536), dw(4096, 1536, 3072),
 		fwd(2048, 768, 3072),
 	} {
-		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 		require.NoError(t, err)
 		require.EqualValues(t, squareWidth, pl.width, "%s: plan %+v", p.name, pl)
 		g := grids{rows: p.rows, cols: p.cols, slabs: pl.slabs, sms: h200SMs}
@@ -485,7 +446,7 @@ func TestDispatchKeepsSquareTilesWhereTheyAreFaster(t *testing.T) {
 	// square plans: the split-slab dX and dW of 2048x768x3072 (narrow: 297
 	// and 286 µs against 265 and 267), the forward of 512x1024x1024.
 	for _, p := range []tileProblem{dx(2048, 3072, 768), dw(2048, 768, 3072), fwd(512, 1024, 1024), dw(1024, 1024, 1024), dx(128, 11008, 4096)} {
-		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 		require.NoError(t, err)
 		require.Equal(t, StrategySplitSlab, pl.strategy, p.name)
 		require.EqualValues(t, squareWidth, pl.width, "%s: plan %+v", p.name, pl)
@@ -499,7 +460,7 @@ func TestDispatchKeepsSquareTilesWhereTheyAreFaster(t *testing.T) {
 		{fwd(4096, 4096, 4096), StrategyTiled, 0},
 		{fwd(4096, 1536, 3072), StrategyTiled, 0}, {dx(4096, 3072, 1536), StrategyTiled, 0},
 	} {
-		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
+		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, &filter{})
 		require.NoError(t, err)
 		require.Equal(t, c.s, pl.strategy, c.p.name)
 		require.Equal(t, c.g, pl.perBlock, c.p.name)
@@ -512,7 +473,7 @@ func TestDispatchKeepsSquareTilesWhereTheyAreFaster(t *testing.T) {
 // tiles of 16 slabs, 11 whole row tiles in the head (264) and 24 tiles left.
 func TestDispatchSplitsTheTailOfLongReductions(t *testing.T) {
 	p := dw(4096, 1536, 3072)
-	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.Equal(t, StrategyTiled, pl.strategy)
 	require.EqualValues(t, 11*tileRows, pl.tailRow)
@@ -523,7 +484,7 @@ func TestDispatchSplitsTheTailOfLongReductions(t *testing.T) {
 	// A short reduction keeps the lone-block tail (2048x768x3072 forward:
 	// 3 slabs), and full rounds have no tail.
 	for _, q := range []tileProblem{fwd(2048, 768, 3072), fwd(4096, 4096, 4096), fwd(8192, 8192, 8192)} {
-		pl, err := choose(q.l, q.rows, q.cols, q.red, h200SMs, force{})
+		pl, err := choose(q.l, q.rows, q.cols, q.red, h200SMs, &filter{})
 		require.NoError(t, err)
 		require.Zero(t, pl.tailRow, q.name)
 		require.Zero(t, pl.ws, q.name)
@@ -531,7 +492,7 @@ func TestDispatchSplitsTheTailOfLongReductions(t *testing.T) {
 
 	// Forced (tests), on a small grid with a small SM count.
 	q := fwd(640, 300, 384) // 5 × 3 tiles
-	pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: StrategyTiled, splitTail: true, tailSMs: 2})
+	pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, &filter{strategy: StrategyTiled, splitTail: true, tailSMs: 2})
 	require.NoError(t, err)
 	require.EqualValues(t, 4*tileRows, pl.tailRow, "slots 4: head 12 tiles (4 rows), tail 3")
 	require.Positive(t, pl.tailG)
@@ -552,7 +513,7 @@ func TestDispatchNarrowsUnderfilledGrids(t *testing.T) {
 		{dw(2048, 768, 512), StrategySplitSlab, narrowWidth},  // 24 square tiles, 8 slabs
 		{fwd(256, 256, 256), StrategyTiled, narrowWidth},      // one slab: nothing to split, still narrower
 	} {
-		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, force{})
+		pl, err := choose(c.p.l, c.p.rows, c.p.cols, c.p.red, h200SMs, &filter{})
 		require.NoError(t, err)
 		require.Equal(t, c.s, pl.strategy, "%s: plan %+v", c.p.name, pl)
 		require.Equal(t, c.width, pl.width, "%s: plan %+v", c.p.name, pl)
@@ -565,22 +526,22 @@ func TestDispatchNarrowsUnderfilledGrids(t *testing.T) {
 func TestForcedTileWidth(t *testing.T) {
 	p := fwd(4096, 4096, 4096)
 	for _, s := range []Strategy{StrategyTiled, StrategySplitSlab} {
-		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: s, width: narrowWidth})
+		pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{strategy: s, width: narrowWidth})
 		require.NoError(t, err)
 		require.Equal(t, s, pl.strategy)
 		require.EqualValues(t, narrowWidth, pl.width)
-		pl, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: s})
+		pl, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{strategy: s})
 		require.NoError(t, err)
 		require.EqualValues(t, squareWidth, pl.width, "forced without a width: square")
 	}
-	_, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyTiled, width: 32})
+	_, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{strategy: StrategyTiled, width: 32})
 	require.ErrorIs(t, err, errStrategy)
-	_, err = choose(layoutNN, 128, 64*maxGridYZ+1, 256, h200SMs, force{strategy: StrategyTiled, width: narrowWidth})
+	_, err = choose(layoutNN, 128, 64*maxGridYZ+1, 256, h200SMs, &filter{strategy: StrategyTiled, width: narrowWidth})
 	require.ErrorIs(t, err, errStrategy)
-	pl, err := choose(layoutNN, 128, 64*maxGridYZ+1, 256, h200SMs, force{})
+	pl, err := choose(layoutNN, 128, 64*maxGridYZ+1, 256, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.EqualValues(t, squareWidth, pl.width, "too many narrow column tiles for grid.y")
-	pl, err = choose(layoutNN, 1, 4096, 4096, h200SMs, force{})
+	pl, err = choose(layoutNN, 1, 4096, 4096, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.Equal(t, StrategyRows, pl.strategy)
 	require.Zero(t, pl.width)
@@ -597,7 +558,7 @@ func TestStrategyNames(t *testing.T) {
 // and it needs no workspace.
 func TestDispatchStreamsShortDWOnly(t *testing.T) {
 	p := dw(16, 4096, 4096)
-	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, force{})
+	pl, err := choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.Equal(t, StrategyStream, pl.strategy)
 	require.EqualValues(t, streamShort, pl.sr, "one stage of M: 32-row blocks")
@@ -605,33 +566,33 @@ func TestDispatchStreamsShortDWOnly(t *testing.T) {
 	require.Zero(t, pl.ctrs)
 	require.Zero(t, pl.width)
 	q := dw(17, 512, 512)
-	pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{})
+	pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, &filter{})
 	require.NoError(t, err)
 	require.EqualValues(t, streamTall, pl.sr, "two stages of M: 64-row blocks")
 	for _, sr := range []int64{streamTall, streamShort} {
-		pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, force{strategy: StrategyStream, streamRows: sr})
+		pl, err = choose(q.l, q.rows, q.cols, q.red, h200SMs, &filter{strategy: StrategyStream, streamRows: sr})
 		require.NoError(t, err)
 		require.Equal(t, sr, pl.sr)
 	}
 	big := dw(100000, 64, 64)
-	pl, err = choose(big.l, big.rows, big.cols, big.red, h200SMs, force{strategy: StrategyStream})
+	pl, err = choose(big.l, big.rows, big.cols, big.red, h200SMs, &filter{strategy: StrategyStream})
 	require.NoError(t, err, "a long reduction streams when forced")
 	require.Equal(t, StrategyStream, pl.strategy)
-	_, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, force{strategy: StrategyStream, streamRows: 48})
+	_, err = choose(p.l, p.rows, p.cols, p.red, h200SMs, &filter{strategy: StrategyStream, streamRows: 48})
 	require.ErrorIs(t, err, errStrategy)
 	src, err := kernels.Source(streamFamily)
 	require.NoError(t, err)
 	require.Contains(t, src, fmt.Sprintf("SM_BYTES<8> == %d && dws::SM_BYTES<4> == %d",
 		streamKey{F32, streamTall}.sharedBytes(), streamKey{F32, streamShort}.sharedBytes()), "the kernel asserts the shared memory the engine launches with")
 	for _, r := range []tileProblem{fwd(1, 4096, 4096), dx(1, 4096, 4096), dw(streamMaxM+1, 4096, 4096), dw(streamMaxM+1, 64, 64)} {
-		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{})
+		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, &filter{})
 		require.NoError(t, err, r.name)
 		require.NotEqual(t, StrategyStream, pl.strategy, r.name)
 	}
 	for _, r := range []tileProblem{fwd(1, 4096, 4096), dx(1, 4096, 4096), dw(1<<30+1, 4, 4), dw(1, 32*maxGridYZ+1, 4)} {
-		_, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{strategy: StrategyStream, streamRows: streamShort})
+		_, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, &filter{strategy: StrategyStream, streamRows: streamShort})
 		require.ErrorIs(t, err, errStrategy, r.name)
-		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, force{})
+		pl, err = choose(r.l, r.rows, r.cols, r.red, h200SMs, &filter{})
 		require.NoError(t, err, r.name)
 		require.NotEqual(t, StrategyStream, pl.strategy, r.name)
 	}

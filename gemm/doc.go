@@ -48,7 +48,7 @@
 // truncated to a grid set by the step's largest exponent, and the sum is
 // truncated to f32), so the bits depend on the GPU architecture, and the
 // CPU reproduces them from ref.TCModel: ref.Hopper is verified bit for bit
-// on an H200 (sm_90) against every kernel below, adversarial inputs
+// on sm_90 against every kernel below, adversarial inputs
 // included. The engine runs the tier on sm_80, sm_86 and sm_89 too, but
 // there the CPU model (ref.Ampere, the published description) is not
 // verified. Special values are part of the model, and the GPU tests compare
@@ -58,18 +58,19 @@
 // infinities of both signs give the canonical NaN; otherwise an infinite
 // addend wins); a step whose exact sum reaches 2^128 gives ±Inf on the GPU
 // and in the model alike (not IEEE's round-toward-zero ±MaxFloat32); and
-// the sign of a zero sum follows the model's IEEE rule. (On the H200:
-// TestTCNaNAndInfPropagateAsModel and TestTCDWSpecialsAsModel under every
-// kernel, TestTCModelEdgeRulesOnGPU on the kernel the dispatcher picks for
-// a small Forward. DX with special inputs runs the same kernels but has no
-// test of its own.)
+// the sign of a zero sum follows the model's IEEE rule. (On sm_90: the
+// contract suite, TestContractEveryVariant, runs Forward, DX and DW with
+// special inputs under every registered kernel variant;
+// TestTCDWSpecialsAsModel under every dW kernel, and
+// TestTCModelEdgeRulesOnGPU on the kernel the dispatcher picks for a small
+// Forward.)
 //
 // The cut (ref.TCSlabs) is a function of the reduction length and the
 // output's other dimension only: one slab unless the reduction is at least
 // 8192 long and twice the other dimension, where a grid of a few rows
 // would leave most SMs idle behind one long chain; then S =
 // min(12288/other, R/3072) slabs of whole 256-term chunks (dX of
-// 128×4096×11008: 3 slabs, 71 → 35 µs on the H200). So a Forward or DX row
+// 128×4096×11008: 3 slabs; bench/NOTES-engine.md, doc.go). So a Forward or DX row
 // has the same bits in a batch of 1 or 100 000. DW's cut (ref.TCDWSlabs)
 // depends on the batch: one slab below 1024 rows or for a master over 2^20
 // elements, else S = min(2^21/(K·N), M/512). DW micro-batches split at
@@ -187,7 +188,7 @@
 // in the stream (the engine's or the caller's) still runs, and every thread
 // waits for that kernel to finish, its writes visible, before it reads or
 // writes global memory. Stream order holds as for any launch; only the
-// launch gap (1-4 µs a call on the H200) is hidden. Graph capture records
+// launch gap is hidden (bench/NOTES-engine.md, doc.go). Graph capture records
 // the same dependency.
 //
 // # Concurrency

@@ -43,9 +43,8 @@ func streamShiftedDW(t *testing.T, eng *Engine, ctx *cudaload.Context, in DType,
 		}
 		return upload(t, ctx, fromValues(o.d, append(pad, o.values...))) + cudaload.DevicePtr(shift*o.d.Size())
 	}
-	withForce(t, eng, force{strategy: StrategyStream, streamRows: sr})
 	dwP := place(dw0)
-	require.NoError(t, eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: place(x), DY: place(dy), DW: dwP, In: in}))
+	require.NoError(t, forced(eng, filter{strategy: StrategyStream, streamRows: sr}).DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: place(x), DY: place(dy), DW: dwP, In: in}))
 	return readBits(t, eng, ctx, dwP, F32, K*N)
 }
 
@@ -147,20 +146,19 @@ func TestDWStreamMicroBatches(t *testing.T) {
 			x, dy, dw0 := randomOperand(r, c.in, c.M*K), randomOperand(r, c.in, c.M*N), randomOperand(r, F32, K*N)
 			xP, dyP := upload(t, ctx, x), upload(t, ctx, dy)
 			es := cudaload.DevicePtr(c.in.Size())
-			call := func(f force, dwP cudaload.DevicePtr, first, rows int) {
-				defer setForce(eng, setForce(eng, f))
-				require.NoError(t, eng.DW(DWArgs{Tier: tier, M: rows, K: K, N: N,
+			call := func(f filter, dwP cudaload.DevicePtr, first, rows int) {
+				require.NoError(t, forced(eng, f).DW(DWArgs{Tier: tier, M: rows, K: K, N: N,
 					X: xP + cudaload.DevicePtr(first*K)*es, DY: dyP + cudaload.DevicePtr(first*N)*es, DW: dwP, In: c.in}))
 			}
 			one, parts, tiled := upload(t, ctx, dw0), upload(t, ctx, dw0), upload(t, ctx, dw0)
-			call(force{strategy: StrategyStream}, one, 0, c.M)
+			call(filter{strategy: StrategyStream}, one, 0, c.M)
 			first := 0
 			for _, n := range c.split {
-				call(force{strategy: StrategyStream}, parts, first, n)
+				call(filter{strategy: StrategyStream}, parts, first, n)
 				first += n
 			}
 			require.Equal(t, c.M, first)
-			call(force{strategy: StrategyTiled}, tiled, 0, c.M)
+			call(filter{strategy: StrategyTiled}, tiled, 0, c.M)
 			want := append([]float32(nil), dw0.values...)
 			require.NoError(t, ref.DW(want, x.values, dy.values, c.M, K, N))
 			wb := refBits(F32, want)
@@ -198,14 +196,14 @@ func TestDWStreamHeadlineShapes(t *testing.T) {
 			if eng.sms >= 100 {
 				require.Equal(t, StrategyStream, s)
 			}
-			run := func(f force) []uint32 {
-				defer setForce(eng, setForce(eng, f))
+			run := func(f filter) []uint32 {
+				eng := forced(eng, f)
 				a.DW = upload(t, ctx, dw0)
 				require.NoError(t, eng.DW(a))
 				return readBits(t, eng, ctx, a.DW, F32, c.K*c.N)
 			}
-			auto := run(force{})
-			requireSameBits(t, run(force{strategy: StrategyTiled}), auto, c.N, name+": tiled vs auto")
+			auto := run(filter{})
+			requireSameBits(t, run(filter{strategy: StrategyTiled}), auto, c.N, name+": tiled vs auto")
 			if c.checkRef {
 				want := append([]float32(nil), dw0.values...)
 				require.NoError(t, ref.DW(want, x.values, dy.values, c.M, c.K, c.N))

@@ -14,33 +14,13 @@ import (
 
 // Engine runs the triad's products on one device and one stream.
 type Engine struct {
-	ctx    *cudaload.Context
-	stream *cudaload.Stream
-	owns   bool // the stream was created here
-	arch   kernels.Arch
-	sms    int     // multiprocessors: the dispatcher's only device input
+	device         // the GPU, its kernels, the stream, the workspace (device.go)
+	owns   bool    // the stream was created here
 	mods   *loaded // the modules, maybe shared with other engines on ctx
 	report BuildReport
-	fns    functions
-
-	mu    sync.Mutex // serialises launches (args and the workspace are shared)
-	args  cudaload.Args
-	ws    workspace
-	force force // tests: run every call with this strategy
-	// tcForce: tests run every TierTensorCore call with this kernel.
-	tcForce  tcForce
-	tcShared uint32 // shared memory a gemm_tc block may use (tc.go)
-	// smemPerSM: shared memory per multiprocessor; loneShared: the dynamic
-	// shared memory that keeps a tiled block alone on its SM (launch.go's
-	// tail launches), 0 where the device cannot give it.
-	smemPerSM, loneShared uint32
-	// gemm_wgmma (sm_90a): whether it is loaded, and the per-call TMA maps
-	// (encoded under mu, without allocating).
-	hasWG    bool
-	tmEnc    *cudaload.TiledEncoder
-	tmA, tmB cudaload.TensorMap
-	closed   bool
-	key      shareKey // where mods is registered
+	mu     sync.Mutex // serialises launches (args and the workspace are shared)
+	closed bool
+	key    shareKey // where mods is registered
 }
 
 // Option configures New.
@@ -108,8 +88,8 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 	if len(cfg.buildOpts) > 0 {
 		key.private = new(byte) // options the key cannot see: never shared
 	}
-	e := &Engine{ctx: ctx, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin()),
-		tmEnc: ctx.NewTiledEncoder()}
+	e := &Engine{device: device{ctx: ctx, sms: ctx.Device().SMCount(), tcShared: tcSharedLimit(ctx.Device().MaxSharedMemoryPerBlockOptin()),
+		tmEnc: ctx.NewTiledEncoder()}}
 	perSM, err := ctx.Device().Attribute(cudaload.DevAttrMaxSharedMemoryPerMultiprocessor)
 	if err != nil {
 		return nil, fmt.Errorf("gemm.New: %w", err)
@@ -178,14 +158,6 @@ func buildAndLoad(ctx *cudaload.Context, major, minor int, mode kernels.Mode, bu
 	return &loaded{mods: mods, fns: fns, arch: arch, report: rep}, nil
 }
 
-func closeAll(mods []*cudaload.Module) error {
-	var errs []error
-	for _, m := range mods {
-		errs = append(errs, m.Close())
-	}
-	return errors.Join(errs...)
-}
-
 // Arch is the architecture the kernels were built for.
 func (e *Engine) Arch() kernels.Arch { return e.arch }
 
@@ -222,10 +194,145 @@ func (e *Engine) Close() error {
 }
 
 // Forward enqueues Y = X @ W (+ bias).
-func (e *Engine) Forward(a ForwardArgs) error { return e.run(a.problem()) }
+func (e *Engine) Forward(a ForwardArgs) error {
+	p, err := a.build(true)
+	if err != nil {
+		return err
+	}
+	return e.run(p, filter{})
+}
 
 // DW enqueues dW += Xᵀ @ dY.
-func (e *Engine) DW(a DWArgs) error { return e.run(a.problem()) }
+func (e *Engine) DW(a DWArgs) error {
+	p, err := a.build(true)
+	if err != nil {
+		return err
+	}
+	return e.run(p, filter{})
+}
 
 // DX enqueues dX = dY @ Wᵀ.
-func (e *Engine) DX(a DXArgs) error { return e.run(a.problem()) }
+func (e *Engine) DX(a DXArgs) error {
+	p, err := a.build(true)
+	if err != nil {
+		return err
+	}
+	return e.run(p, filter{})
+}
+
+// run plans a validated call and enqueues its kernels: one for the tiled
+// strategy, partials then fold for the others. f narrows the plan (tests);
+// every public call passes the zero filter. Nothing is allocated unless
+// the workspace must grow (see Presize).
+func (e *Engine) run(p problem, f filter) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	pl, err := e.choose(p, &f)
+	if err != nil {
+		return err
+	}
+	if err := e.ws.ensure(p.op, pl.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
+		return err
+	}
+	if err := e.ws.ensureCounters(p.op, pl.ctrs, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero); err != nil {
+		return err
+	}
+	return launcher{e: &e.device, serial: f.serial}.plan(&p, &pl)
+}
+
+// Explain says what c would run on this engine, without launching anything
+// or allocating: the strategy, the plan's slabs, the workspace and each
+// kernel launch (entry point, grid, block, shared memory). It makes the
+// decision the call itself makes — the same planner, fed the same problem
+// — and runs the call's own launch code with a recorder in place of the
+// launches, so a call with these arguments on this engine runs exactly
+// these launches.
+//
+// The pointers matter where set: alignment picks the load path of some
+// kernels (16-byte copies or element-wise), so Explain validates them as
+// the call does. With every pointer of c left zero it reads the tier,
+// types and shape only and assumes buffers as MemAlloc returns them
+// (256-byte aligned), like Strategy and WorkspaceBytes.
+func (e *Engine) Explain(c Call) (Explanation, error) {
+	set, err := pointersSet(c)
+	if err != nil {
+		return Explanation{}, err
+	}
+	p, err := c.build(set)
+	if err != nil {
+		return Explanation{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pl, err := e.choose(p, &filter{})
+	if err != nil {
+		return Explanation{}, err
+	}
+	x := Explanation{Op: p.op, Tier: p.tier, In: p.in, Out: p.out, Strategy: pl.strategy, Slabs: pl.slabs,
+		WorkspaceBytes: pl.ws + pl.ctrs}
+	switch p.layout {
+	case layoutNN:
+		x.M, x.K, x.N = int(p.rows), int(p.red), int(p.cols)
+	case layoutTN:
+		x.M, x.K, x.N = int(p.red), int(p.rows), int(p.cols)
+	default:
+		x.M, x.K, x.N = int(p.rows), int(p.cols), int(p.red)
+	}
+	if p.tier != TierTensorCore {
+		switch {
+		case pl.strategy == StrategySplitSlab:
+			x.SlabsPerBlock = pl.perBlock
+		case pl.strategy == StrategyTiled && pl.tailRow > 0:
+			x.SlabsPerBlock = pl.tailG
+		}
+	}
+	if err := (launcher{e: &e.device, rec: &x}).plan(&p, &pl); err != nil {
+		return Explanation{}, err
+	}
+	return x, nil
+}
+
+// pointersSet reports whether c sets any device pointer; a nil *Args is an
+// error, as a nil Call is.
+func pointersSet(c Call) (bool, error) {
+	nilArgs := func() (bool, error) {
+		return false, argErr("Explain", "call", ErrNilPointer, "nil Call")
+	}
+	switch a := c.(type) {
+	case nil:
+		return nilArgs()
+	case ForwardArgs:
+		return a.X != 0 || a.W != 0 || a.Y != 0 || a.Bias != 0, nil
+	case *ForwardArgs:
+		if a == nil {
+			return nilArgs()
+		}
+		return pointersSet(*a)
+	case DWArgs:
+		return a.X != 0 || a.DY != 0 || a.DW != 0, nil
+	case *DWArgs:
+		if a == nil {
+			return nilArgs()
+		}
+		return pointersSet(*a)
+	case DXArgs:
+		return a.DY != 0 || a.W != 0 || a.DX != 0, nil
+	case *DXArgs:
+		if a == nil {
+			return nilArgs()
+		}
+		return pointersSet(*a)
+	}
+	return true, nil
+}
+
+// BuildReport returns how this engine got its kernels.
+func (e *Engine) BuildReport() BuildReport {
+	r := e.report
+	r.Families = slices.Clone(r.Families)
+	r.Warnings = slices.Clone(r.Warnings)
+	return r
+}

@@ -11,43 +11,10 @@ import (
 // loadedNames is the entry point of every function e loaded, by name.
 func loadedNames(e *Engine) map[string]bool {
 	names := map[string]bool{}
-	add := func(fn *cudaload.Function) {
+	for _, fn := range e.fns {
 		if fn != nil {
 			names[fn.Name()] = true
 		}
-	}
-	for _, fn := range e.fns.simt {
-		add(fn)
-	}
-	for _, fn := range e.fns.simt64 {
-		add(fn)
-	}
-	for _, fn := range e.fns.slabs {
-		add(fn)
-	}
-	for _, fn := range e.fns.slabs64 {
-		add(fn)
-	}
-	for _, fn := range e.fns.rows {
-		add(fn)
-	}
-	for _, fn := range e.fns.rowsf {
-		add(fn)
-	}
-	for _, fn := range e.fns.rowsTMA {
-		add(fn)
-	}
-	for _, fn := range e.fns.fold {
-		add(fn)
-	}
-	for _, fn := range e.fns.stream {
-		add(fn)
-	}
-	for _, fn := range e.fns.tc {
-		add(fn)
-	}
-	for _, fn := range e.fns.tcRowsOne {
-		add(fn)
 	}
 	return names
 }

@@ -34,74 +34,24 @@ var fakeDevices = []fakeDevice{
 // remove deletes the entry point of a name from the tables, as if the
 // module lacked it.
 func fakeEngine(d fakeDevice) (e *Engine, remove map[string]func()) {
-	e = &Engine{arch: d.arch, sms: d.sms, tcShared: tcSharedLimit(d.optin), hasWG: wgArch(d.arch),
-		smemPerSM: uint32(d.perSM), loneShared: loneShared(d.perSM, d.optin)}
+	e = &Engine{device: device{arch: d.arch, sms: d.sms, tcShared: tcSharedLimit(d.optin), hasWG: wgArch(d.arch),
+		smemPerSM: uint32(d.perSM), loneShared: loneShared(d.perSM, d.optin)}}
 	e.ws.bytes, e.ws.ctrBytes = 1<<62, 1<<62
-	f := &e.fns
-	*f = functions{
-		simt: map[kernelKey]*cudaload.Function{}, simt64: map[kernelKey]*cudaload.Function{},
-		slabs: map[slabsKey]*cudaload.Function{}, slabs64: map[slabsKey]*cudaload.Function{},
-		rows: map[rowsKey]*cudaload.Function{}, rowsf: map[rowsFusedKey]*cudaload.Function{},
-		rowsTMA: map[rowsTMAKey]*cudaload.Function{}, fold: map[foldKey]*cudaload.Function{},
-		stream: map[streamKey]*cudaload.Function{}, tc: map[tcKey]*cudaload.Function{},
-		tcRowsOne: map[tcKey]*cudaload.Function{},
-	}
+	e.fns = make(functions, len(kernelEntries))
 	remove = map[string]func(){}
-	for _, k := range simtKernels {
-		f.simt[k], f.simt64[k] = new(cudaload.Function), new(cudaload.Function)
-		remove[k.simtName()] = func() { delete(f.simt, k) }
-		remove[k.simt64Name()] = func() { delete(f.simt64, k) }
+	fams := map[string]bool{}
+	for _, f := range engineFamilies(d.arch) {
+		fams[f] = true
 	}
-	for _, k := range slabsKernels {
-		f.slabs[k], f.slabs64[k] = new(cudaload.Function), new(cudaload.Function)
-		remove[k.name()] = func() { delete(f.slabs, k) }
-		remove[k.name64()] = func() { delete(f.slabs64, k) }
-	}
-	for _, k := range rowsKernels {
-		f.rows[k] = new(cudaload.Function)
-		remove[k.name()] = func() { delete(f.rows, k) }
-	}
-	for _, k := range rowsFusedKernels {
-		f.rowsf[k] = new(cudaload.Function)
-		remove[k.name()] = func() { delete(f.rowsf, k) }
-	}
-	for _, k := range foldKernels {
-		f.fold[k] = new(cudaload.Function)
-		remove[k.name()] = func() { delete(f.fold, k) }
-	}
-	for _, k := range streamKernels {
-		f.stream[k] = new(cudaload.Function)
-		remove[k.name()] = func() { delete(f.stream, k) }
-	}
-	tc := func(k tcKey, shared uint32) {
-		if shared > e.tcShared {
-			return // loadModules skips it too
+	for id, en := range kernelEntries {
+		if !fams[en.Family] {
+			continue
 		}
-		f.tc[k] = new(cudaload.Function)
-		remove[k.name()] = func() { delete(f.tc, k) }
-	}
-	for _, k := range tcKernels {
-		tc(k, tcSharedBytes(k.tile, k.layout))
-	}
-	for _, k := range tcRowsKernels {
-		tc(k, tcRowsSharedBytes(k.tile, k.layout))
-	}
-	for _, k := range tcDWKernels {
-		tc(k, tcDWSharedBytes(k.tile))
-	}
-	if e.hasWG {
-		for _, k := range append(append([]tcKey{}, wgKernels...), wgSlabKernels...) {
-			tc(k, 0)
+		if _, ok := entryShared(en, e.loneShared, e.tcShared); !ok {
+			continue // loadModules skips it too
 		}
-		for _, k := range tcRowsTMAKernels {
-			tc(k, 0)
-			f.tcRowsOne[k] = new(cudaload.Function)
-			remove[k.oneSlabName()] = func() { delete(f.tcRowsOne, k) }
-		}
-		for _, k := range rowsTMAKernels {
-			f.rowsTMA[k] = new(cudaload.Function)
-			remove[k.name()] = func() { delete(f.rowsTMA, k) }
-		}
+		e.fns[id] = new(cudaload.Function)
+		remove[en.Name] = func() { e.fns[id] = nil }
 	}
 	return e, remove
 }

@@ -109,7 +109,7 @@ func poisoned(t *testing.T, ctx *cudaload.Context, bytes uint64) cudaload.Device
 
 // readBits reads n elements of type d back as raw bits (uint32 for f32 widened
 // from uint16 for the half types), so comparisons are exact.
-func readBits(t *testing.T, eng *Engine, ctx *cudaload.Context, p cudaload.DevicePtr, d DType, n int) []uint32 {
+func readBits(t *testing.T, eng interface{ Synchronize() error }, ctx *cudaload.Context, p cudaload.DevicePtr, d DType, n int) []uint32 {
 	t.Helper()
 	require.NoError(t, eng.Synchronize())
 	out := make([]uint32, n)
@@ -157,8 +157,46 @@ func requireSameBits(t *testing.T, want, got []uint32, cols int, what string) {
 	}
 }
 
+// caller runs the triad's calls: an *Engine, or a forcedEngine.
+type caller interface {
+	Forward(ForwardArgs) error
+	DW(DWArgs) error
+	DX(DXArgs) error
+	Synchronize() error
+}
+
+// forcedEngine runs every call of its engine with the planner narrowed by
+// f (Engine.run's filter): the tests' way to pin a strategy, tile, load
+// path or plain launches, leaving the engine itself as it is.
+type forcedEngine struct {
+	*Engine
+	f filter
+}
+
+// forced is e with every call narrowed by f.
+func forced(e *Engine, f filter) forcedEngine { return forcedEngine{e, f} }
+
+// Forward runs a with the filter.
+func (x forcedEngine) Forward(a ForwardArgs) error { return x.runFiltered(a, x.f) }
+
+// DW runs a with the filter.
+func (x forcedEngine) DW(a DWArgs) error { return x.runFiltered(a, x.f) }
+
+// DX runs a with the filter.
+func (x forcedEngine) DX(a DXArgs) error { return x.runFiltered(a, x.f) }
+
+// runFiltered is the test-only entry to the engine: c validated as its
+// public call validates it, then planned with f and launched.
+func (e *Engine) runFiltered(c Call, f filter) error {
+	p, err := c.build(true)
+	if err != nil {
+		return err
+	}
+	return e.run(p, f)
+}
+
 // enqueue runs one call of any op on eng (tests hold calls as Call values).
-func enqueue(t *testing.T, eng *Engine, c Call) error {
+func enqueue(t *testing.T, eng caller, c Call) error {
 	t.Helper()
 	switch a := c.(type) {
 	case ForwardArgs:

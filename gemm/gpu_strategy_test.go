@@ -14,112 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// strategyCase is one way the engine can compute a call.
-type strategyCase struct {
-	name string
-	f    force
-}
-
-// strategyCases is every way the engine can compute a call. The contract
-// tests run once per case; each must give the reference's bits.
-var strategyCases = []strategyCase{
-	{"auto", force{}},
-	{"tiled", force{strategy: StrategyTiled}},
-	{"split-slab", force{strategy: StrategySplitSlab}},
-	{"split-slab/1-per-block", force{strategy: StrategySplitSlab, perBlock: 1}},
-	{"split-slab/2-per-block", force{strategy: StrategySplitSlab, perBlock: 2}},
-	{"split-slab/3-per-block", force{strategy: StrategySplitSlab, perBlock: 3}},
-	{"tiled/narrow", force{strategy: StrategyTiled, width: narrowWidth}},
-	{"split-slab/narrow", force{strategy: StrategySplitSlab, width: narrowWidth}},
-	{"split-slab/narrow/1-per-block", force{strategy: StrategySplitSlab, perBlock: 1, width: narrowWidth}},
-	{"split-slab/narrow/3-per-block", force{strategy: StrategySplitSlab, perBlock: 3, width: narrowWidth}},
-	{"rows", force{strategy: StrategyRows}},
-	{"rows/one-launch", force{strategy: StrategyRows, rowsPath: rowsPathOne}},
-	{"rows/two-pass", force{strategy: StrategyRows, rowsPath: rowsPathTwo}},
-	{"rows/tma", force{strategy: StrategyRows, rowsPath: rowsPathTMA}},
-	{"stream", force{strategy: StrategyStream}},
-	{"stream/tall", force{strategy: StrategyStream, streamRows: streamTall}},
-	{"stream/short", force{strategy: StrategyStream, streamRows: streamShort}},
-}
-
-// runsOp reports whether the case can run op (rows has no dW kernel: dW's
-// reduction is the batch itself; stream is dW's only).
-func (sc strategyCase) runsOp(op string) bool {
-	switch sc.f.strategy {
-	case StrategyRows:
-		return op != "DW"
-	case StrategyStream:
-		return op == "DW"
-	}
-	return true
-}
-
-// setForce makes eng run every call with f and returns the previous force.
-func setForce(eng *Engine, f force) force {
-	eng.mu.Lock()
-	defer eng.mu.Unlock()
-	old := eng.force
-	eng.force = f
-	return old
-}
-
-// withForce makes eng run every call with f until the test ends.
-func withForce(t *testing.T, eng *Engine, f force) {
-	t.Helper()
-	old := setForce(eng, f)
-	t.Cleanup(func() { setForce(eng, old) })
-}
-
-// TestRowsInvariantAcrossStrategies is batch invariance across kernel
-// families: rows computed alone or in small blocks — by the rows kernels
-// (M ≤ 32), split-slab or the dispatcher's choice — have the bits of the
-// same rows inside a batch of 8192 computed by the tiled kernel.
-func TestRowsInvariantAcrossStrategies(t *testing.T) {
-	eng, ctx := gpuEngine(t)
-	r := newRand(t)
-	const big, red, cols = 8192, 1100, 300 // five slabs, the last one short
-	for _, c := range []struct {
-		op      string
-		tier    Tier
-		in, out DType
-		bias    bool
-	}{
-		{"Forward", TierF32, F32, F32, true}, {"Forward", TierTyped, BF16, BF16, false}, {"Forward", TierTyped, F16, F32, true},
-		{"DX", TierF32, F32, F32, false}, {"DX", TierTyped, BF16, F32, false},
-	} {
-		t.Run(fmt.Sprintf("%s/%v-%v", c.op, c.in, c.out), func(t *testing.T) {
-			es, os := uint64(c.in.Size()), uint64(c.out.Size())
-			lhsP := upload(t, ctx, randomOperand(r, c.in, big*red))
-			rhsP := upload(t, ctx, randomOperand(r, c.in, red*cols))
-			var biasP cudaload.DevicePtr
-			if c.bias {
-				biasP = upload(t, ctx, randomOperand(r, F32, cols))
-			}
-			run := func(f force, first, rows int) []uint32 {
-				defer setForce(eng, setForce(eng, f))
-				outP := poisoned(t, ctx, uint64(rows)*cols*os)
-				src := lhsP + cudaload.DevicePtr(uint64(first)*red*es)
-				if c.op == "Forward" {
-					require.NoError(t, eng.Forward(ForwardArgs{Tier: c.tier, M: rows, K: red, N: cols, X: src, W: rhsP, Bias: biasP, Y: outP, In: c.in, Out: c.out}))
-				} else {
-					require.NoError(t, eng.DX(DXArgs{Tier: c.tier, M: rows, N: red, K: cols, DY: src, W: rhsP, DX: outP, In: c.in, Out: c.out}))
-				}
-				return readBits(t, eng, ctx, outP, c.out, rows*cols)
-			}
-			all := run(force{strategy: StrategyTiled}, 0, big)
-			for _, sc := range strategyCases {
-				if !sc.runsOp(c.op) {
-					continue
-				}
-				for _, blk := range []struct{ first, n int }{{0, 1}, {1, 1}, {4095, 1}, {8191, 1}, {100, 3}, {17, 16}, {1000, 33}, {128, 129}, {3000, 1000}, {0, big}} {
-					requireSameBits(t, all[blk.first*cols:(blk.first+blk.n)*cols], run(sc.f, blk.first, blk.n), cols,
-						fmt.Sprintf("%s: rows [%d,+%d) alone vs inside %d tiled", sc.name, blk.first, blk.n, big))
-				}
-			}
-		})
-	}
-}
-
 // TestDWMicroBatchesAcrossStrategies: dW over 1024 rows in one tiled call
 // equals micro-batches split at a multiple of 256 rows run by split-slab.
 func TestDWMicroBatchesAcrossStrategies(t *testing.T) {
@@ -135,14 +29,12 @@ func TestDWMicroBatchesAcrossStrategies(t *testing.T) {
 		xP, dyP := upload(t, ctx, x), upload(t, ctx, dy)
 		dw0 := randomOperand(r, F32, K*N)
 		one := upload(t, ctx, dw0)
-		old := setForce(eng, force{strategy: StrategyTiled})
-		require.NoError(t, eng.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: xP, DY: dyP, DW: one, In: in}))
-		setForce(eng, force{strategy: StrategySplitSlab, perBlock: 1})
+		tiled, split := forced(eng, filter{strategy: StrategyTiled}), forced(eng, filter{strategy: StrategySplitSlab, perBlock: 1})
+		require.NoError(t, tiled.DW(DWArgs{Tier: tier, M: M, K: K, N: N, X: xP, DY: dyP, DW: one, In: in}))
 		two := upload(t, ctx, dw0)
 		es := cudaload.DevicePtr(in.Size())
-		require.NoError(t, eng.DW(DWArgs{Tier: tier, M: 256, K: K, N: N, X: xP, DY: dyP, DW: two, In: in}))
-		require.NoError(t, eng.DW(DWArgs{Tier: tier, M: M - 256, K: K, N: N, X: xP + 256*K*es, DY: dyP + 256*N*es, DW: two, In: in}))
-		setForce(eng, old)
+		require.NoError(t, split.DW(DWArgs{Tier: tier, M: 256, K: K, N: N, X: xP, DY: dyP, DW: two, In: in}))
+		require.NoError(t, split.DW(DWArgs{Tier: tier, M: M - 256, K: K, N: N, X: xP + 256*K*es, DY: dyP + 256*N*es, DW: two, In: in}))
 		want := append([]float32(nil), dw0.values...)
 		require.NoError(t, ref.DW(want, x.values, dy.values, M, K, N))
 		requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, one, F32, K*N), N, fmt.Sprintf("%v one tiled call", in))
@@ -182,8 +74,8 @@ func TestHeadlineShapesSameBitsAcrossStrategies(t *testing.T) {
 			lhsP, rhsP := upload(t, ctx, lhs), upload(t, ctx, rhs)
 			n := c.a * c.b
 			var call Call
-			run := func(f force) []uint32 {
-				defer setForce(eng, setForce(eng, f))
+			run := func(f filter) []uint32 {
+				eng := forced(eng, f)
 				out := poisoned(t, ctx, uint64(n*c.in.Size()))
 				if c.op == "Forward" {
 					a := ForwardArgs{Tier: tier, M: c.a, K: c.red, N: c.b, X: lhsP, W: rhsP, Y: out, In: c.in, Out: c.in}
@@ -196,13 +88,13 @@ func TestHeadlineShapesSameBitsAcrossStrategies(t *testing.T) {
 				}
 				return readBits(t, eng, ctx, out, c.in, n)
 			}
-			auto := run(force{})
+			auto := run(filter{})
 			got, err := eng.Strategy(call)
 			require.NoError(t, err)
 			if eng.sms >= 100 { // the dispatch rule's expectations are for big GPUs
 				require.Equal(t, c.want, got)
 			}
-			requireSameBits(t, run(force{strategy: StrategyTiled}), auto, c.b, name+": tiled vs "+got.String())
+			requireSameBits(t, run(filter{strategy: StrategyTiled}), auto, c.b, name+": tiled vs "+got.String())
 			if c.checkRef {
 				want := make([]float32, n)
 				if c.op == "Forward" {
@@ -260,9 +152,9 @@ func TestPresizedCallsAllocateNothing(t *testing.T) {
 // twice, and shapes of different grids in turn, so a counter a launch
 // failed to reset would show as a wrong or missing fold.
 func TestRowsOneLaunchMatchesReferenceBitForBit(t *testing.T) {
-	eng, ctx := gpuEngine(t)
+	base, ctx := gpuEngine(t)
 	r := newRand(t)
-	withForce(t, eng, force{strategy: StrategyRows, rowsPath: rowsPathOne})
+	eng := forced(base, filter{strategy: StrategyRows, rowsPath: rowsPathOne})
 	// (M, K+3, N) for Forward (K odd: the last slab ends in single steps),
 	// (M, N, K) for DX (N a multiple of 8: W's rows aligned).
 	shapes := [][3]int{
@@ -284,7 +176,7 @@ func TestRowsOneLaunchMatchesReferenceBitForBit(t *testing.T) {
 						p, err = ForwardArgs{Tier: c.tier, M: s[0], K: red, N: s[2], In: c.in, Out: c.out}.build(false)
 					}
 					require.NoError(t, err)
-					require.True(t, eng.rowsOneLaunch(p, rowsMR(int64(s[0]))), name) // with W 256-byte aligned, as upload's are
+					require.True(t, eng.rowsOneLaunch(p, rowsMR(int64(s[0])), &eng.f), name) // with W 256-byte aligned, as upload's are
 					want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], red, s[2], (i+rep)%2 == 0)
 					requireSameBits(t, want, got, cols, name)
 				}
@@ -449,47 +341,44 @@ func TestStrategyTimings(t *testing.T) {
 			}
 			return DWArgs{Tier: tier, M: c.M, K: c.K, N: c.N, X: s.x, DY: s.y, DW: s.dw, In: c.in}
 		}
-		run := func(i int) error { return enqueue(t, eng, callFor(i)) }
 		p, err := callFor(0).build(true)
 		require.NoError(t, err)
-		auto, err := eng.choose(p)
+		auto, err := eng.choose(p, &filter{})
 		require.NoError(t, err)
 		flops := 2 * float64(c.M) * float64(c.K) * float64(c.N)
 		line := fmt.Sprintf("%-4s %5dx%5dx%5d %-4v auto=%v/w%d/G%d:", c.op, c.M, c.K, c.N, c.in, auto.strategy, auto.width, auto.perBlock)
-		add := func(name string, f force) {
-			old := setForce(eng, f)
-			defer setForce(eng, old)
-			if _, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, f); err != nil {
+		add := func(name string, f filter) {
+			if _, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, &f); err != nil {
 				return
 			}
-			us := perCall(run)
+			us := perCall(func(i int) error { return enqueue(t, forced(eng, f), callFor(i)) })
 			line += fmt.Sprintf(" %s %.1f (%.1fT)", name, us, flops/us/1e6)
 		}
-		add("auto", force{})
-		add("tiled", force{strategy: StrategyTiled})
+		add("auto", filter{})
+		add("tiled", filter{strategy: StrategyTiled})
 		if c.M <= 32 && c.op != "dw" {
-			add("rows", force{strategy: StrategyRows})
+			add("rows", filter{strategy: StrategyRows})
 			// The rows strategy's two kernels apart.
-			pl, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, force{strategy: StrategyRows})
+			pl, err := choose(p.layout, p.rows, p.cols, p.red, eng.sms, &filter{strategy: StrategyRows})
 			require.NoError(t, err)
 			// No lock: perCall synchronises through the engine, and this
 			// test is the engine's only user.
 			kern := perCall(func(i int) error {
 				q, _ := callFor(i).build(true)
-				return eng.launchRows(q, pl)
+				return launcher{e: &eng.device}.rows(&q, &pl)
 			})
 			fold := perCall(func(i int) error {
 				q, _ := callFor(i).build(true)
-				return eng.launchFold(q, pl)
+				return launcher{e: &eng.device}.fold(&q, &pl)
 			})
 			line += fmt.Sprintf(" [rows kernel %.1f fold %.1f]", kern, fold)
 		}
 		if c.M > 32 || c.op == "dw" {
-			add("narrow", force{strategy: StrategyTiled, width: narrowWidth})
+			add("narrow", filter{strategy: StrategyTiled, width: narrowWidth})
 		}
 		if c.op == "dw" {
-			add("stream", force{strategy: StrategyStream, streamRows: streamTall})
-			add("stream32", force{strategy: StrategyStream, streamRows: streamShort})
+			add("stream", filter{strategy: StrategyStream, streamRows: streamTall})
+			add("stream32", filter{strategy: StrategyStream, streamRows: streamShort})
 		}
 		if S := int64(p.red+255) / 256; S >= 2 && c.M > 32 || c.op == "dw" {
 			seen := map[int64]bool{}
@@ -499,8 +388,8 @@ func TestStrategyTimings(t *testing.T) {
 					continue
 				}
 				seen[g] = true
-				add(fmt.Sprintf("G%d", g), force{strategy: StrategySplitSlab, perBlock: g})
-				add(fmt.Sprintf("nG%d", g), force{strategy: StrategySplitSlab, perBlock: g, width: narrowWidth})
+				add(fmt.Sprintf("G%d", g), filter{strategy: StrategySplitSlab, perBlock: g})
+				add(fmt.Sprintf("nG%d", g), filter{strategy: StrategySplitSlab, perBlock: g, width: narrowWidth})
 			}
 		}
 		fmt.Println(line)
@@ -512,80 +401,6 @@ func TestStrategyTimings(t *testing.T) {
 	for _, fam := range []string{simtFamily, slabsFamily, rowsFamily, streamFamily} {
 		for _, r := range b.Modules[fam].Resources {
 			fmt.Printf("resources %s %s: %d registers, %d stack, %d/%d spill\n", b.NVRTCVersion, r.Kernel, r.Registers, r.StackBytes, r.SpillStores, r.SpillLoads)
-		}
-	}
-}
-
-// TestTiledTailCutMatchesReference runs tiled calls whose grid launch.go
-// cuts into a head and a lone-block tail (tiledTail), both ways and at
-// both tile widths, and square tiled calls whose last rows run split-slab
-// (the plan's split tail), against the CPU reference. The SM count the
-// cuts assume is forced down so that small grids are cut.
-func TestTiledTailCutMatchesReference(t *testing.T) {
-	eng, ctx := gpuEngine(t)
-	require.NotZero(t, eng.loneShared, "this GPU can hold a block alone on an SM")
-	r := newRand(t)
-	for _, op := range []string{"Forward", "DX", "DW"} {
-		a, red, b := 640, 300, 384 // 5 × 3 output tiles, 2 slabs
-		if op == "DW" {
-			a, red = red, a
-		}
-		f := force{strategy: StrategyTiled, splitTail: true, tailSMs: 2}
-		for _, c := range ieeeCombos[:2] {
-			name := fmt.Sprintf("split-tail/%s/%v-%v/%dx%dx%d", op, c.in, c.out, a, red, b)
-			t.Run(name, func(t *testing.T) {
-				withForce(t, eng, f)
-				rows := int64(a)
-				if op == "DW" {
-					rows = int64(red)
-				}
-				pl, err := choose(layoutNN, rows, int64(b), 300, eng.sms, f)
-				require.NoError(t, err)
-				require.Positive(t, pl.tailRow, "the forced plan has a split tail")
-				gotWant, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, a, red, b, true)
-				requireSameBits(t, gotWant, got, cols, name)
-			})
-		}
-	}
-	for _, width := range []int64{squareWidth, narrowWidth} {
-		shared, regBlocks := uint32(simtSharedBytes), simtRegBlocks
-		if width == narrowWidth {
-			shared, regBlocks = simt64SharedBytes, simt64RegBlocks
-		}
-		perSM := blocksPerSM(shared, regBlocks, eng.smemPerSM)
-		for _, want := range []int{cutCols, cutRows} {
-			for _, op := range []string{"Forward", "DX", "DW"} {
-				// (a, red, b) as runOp reads them; the output is rows × cols.
-				a, red, b := 384, 200, 640
-				if want == cutRows {
-					a, b = 640, 384
-				}
-				rows := a
-				if op == "DW" {
-					a, red = red, a
-					rows = red
-				}
-				tx, ty := ceilDiv(int64(rows), tileRows), ceilDiv(int64(b), width)
-				sms := int64(0)
-				for s := int64(1); s <= 64 && sms == 0; s++ {
-					if cut, _ := tiledTail(tx, ty, perSM, s); cut == want {
-						sms = s
-					}
-				}
-				require.NotZero(t, sms, "no SM count cuts the %dx%d grid that way", tx, ty)
-				for _, c := range ieeeCombos[:2] { // f32 and bf16 → bf16
-					out := c.out
-					if op == "DW" {
-						out = F32
-					}
-					name := fmt.Sprintf("w%d/cut%d/%s/%v-%v/%dx%dx%d/sms%d", width, want, op, c.in, out, a, red, b, sms)
-					t.Run(name, func(t *testing.T) {
-						withForce(t, eng, force{strategy: StrategyTiled, width: width, tailSMs: sms})
-						gotWant, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, out, a, red, b, true)
-						requireSameBits(t, gotWant, got, cols, name)
-					})
-				}
-			}
 		}
 	}
 }

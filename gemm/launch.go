@@ -1,139 +1,89 @@
 package gemm
 
 import (
-	"fmt"
-
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/ref"
 )
 
-// run dispatches a validated call and enqueues its kernels: one for the
-// tiled strategy, partials then fold for the others. Nothing is allocated
-// unless the workspace must grow (see Presize).
-func (e *Engine) run(p problem, err error) error {
-	if err != nil {
-		return err
+// tiledGeometry is the shared memory of gemm_simt's tiles of a width and
+// the blocks an SM holds by their registers.
+func tiledGeometry(width int64) (shared uint32, regBlocks int64) {
+	if width == narrowWidth {
+		return simt64SharedBytes, simt64RegBlocks
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return ErrClosed
-	}
-	if p.tier == TierTensorCore {
-		return e.launchTC(p) // tc.go
-	}
-	pl, err := e.choose(p)
-	if err != nil {
-		return err
-	}
-	if err := e.ws.ensure(p.op, pl.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
-		return err
-	}
-	if err := e.ws.ensureCounters(p.op, pl.ctrs, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero); err != nil {
-		return err
-	}
-	switch pl.strategy {
-	case StrategySplitSlab:
-		err = e.launchSlabs(p, pl)
-	case StrategyStream:
-		return e.launchStream(p, pl) // one kernel, no workspace
-	case StrategyRows:
-		if e.rowsTMA(p, pl.mr) {
-			return e.launchRowsTMA(p) // every slab of a strip in one block (rows_tma.go)
-		}
-		if e.rowsOneLaunch(p, pl.mr) {
-			return e.launchRowsFused(p, pl) // folds in the same kernel
-		}
-		err = e.launchRows(p, pl)
-	default:
-		return e.launchTiled(p, pl)
-	}
-	if err != nil {
-		return err
-	}
-	return e.launchFold(p, pl)
+	return simtSharedBytes, simtRegBlocks
 }
 
-// launch enqueues one engine kernel on the engine's stream with the
-// arguments in e.args. Every engine kernel waits for the kernel ahead of it
-// in the stream before it touches global memory (prelude.cuh's
-// dg_grid_dependency_wait), so on sm_90 and newer it is launched
-// overlapped (programmatic dependent launch): the grid may be scheduled
-// while that kernel's last blocks still run, and the launch latency and
-// the kernel's set-up hide behind them. Stream order and every bit are
-// unchanged; the test-only force.serial launches plainly.
-func (e *Engine) launch(op string, fn *cudaload.Function, grid cudaload.Dim3, threads, shared uint32) error {
-	cfg := cudaload.LaunchConfig{Grid: grid, Block: cudaload.Dim3{X: threads, Y: 1, Z: 1}, SharedMemBytes: shared, Stream: e.stream,
-		Overlap: !e.force.serial && e.arch.Major >= 9}
-	if err := fn.Launch(cfg, &e.args); err != nil {
-		return fmt.Errorf("gemm.%s: %w", op, err)
+// tiledKernel is the tiled kernel of a width: gemm_simt's square
+// (detgemm_simt_*) or narrow (detgemm_simt64_*) tiles.
+func tiledKernel(p *problem, width int64) kernelID {
+	if width == narrowWidth {
+		return simt64IDs[kernelKey{p.layout, p.in, p.out}]
 	}
-	return nil
+	return simtIDs[kernelKey{p.layout, p.in, p.out}]
 }
 
-// missing reports a kernel the tables lack; validation admits only
-// combinations that have one, so this is a bug, not a user error.
-func missing(p problem, what string) error {
-	return fmt.Errorf("gemm.%s: no %s kernel for %v %v→%v", p.op, what, p.layout, p.in, p.out)
-}
-
-// launchTiled: gemm_simt, grid (row tiles, column tiles), tiles 128 wide
-// (detgemm_simt_*) or 64 (detgemm_simt64_*). A plan with a split tail runs
-// its last rows split-slab; otherwise, where the grid ends in a short
-// partial round, that round goes in a launch of its own (tiledTail).
-func (e *Engine) launchTiled(p problem, pl plan) error {
-	fn, shared, regBlocks := e.fns.simt[kernelKey{p.layout, p.in, p.out}], uint32(simtSharedBytes), simtRegBlocks
-	if pl.width == narrowWidth {
-		fn, shared, regBlocks = e.fns.simt64[kernelKey{p.layout, p.in, p.out}], simt64SharedBytes, simt64RegBlocks
+// tiled: gemm_simt, grid (row tiles, column tiles). A plan with a split
+// tail runs its last rows split-slab; one with a cut (tiledTail) runs the
+// grid's short last round in a launch of its own.
+func (l launcher) tiled(p *problem, pl *plan) error {
+	id := tiledKernel(p, pl.width)
+	shared, _ := tiledGeometry(pl.width)
+	if err := l.need(p, id); err != nil {
+		return err
 	}
-	if fn == nil {
-		return missing(p, "tiled")
-	}
-	tx, ty := ceilDiv(p.rows, tileRows), ceilDiv(p.cols, pl.width)
+	ty := ceilDiv(p.cols, pl.width)
 	if pl.tailRow > 0 {
 		// The plan's split tail: head rows tiled, the rest split-slab and
 		// folded (grids.splitTail); the workspace holds the tail's partials.
 		head, tail := p.split(cutRows, pl.tailRow)
-		if err := e.launchTileGrid(head, fn, ty, shared); err != nil {
+		if err := l.tileGrid(&head, id, ty, shared, pl.width); err != nil {
 			return err
 		}
 		tp := plan{strategy: StrategySplitSlab, slabs: pl.slabs, perBlock: pl.tailG,
 			groups: ceilDiv(pl.slabs, pl.tailG), width: squareWidth}
-		if err := e.launchSlabs(tail, tp); err != nil {
+		if err := l.slabs(&tail, &tp); err != nil {
 			return err
 		}
-		return e.launchFold(tail, tp)
+		return l.fold(&tail, &tp)
 	}
-	cut, k := cutNone, int64(0)
-	if e.loneShared > shared {
-		sms := int64(e.sms)
-		if e.force.tailSMs > 0 {
-			sms = e.force.tailSMs
-		}
-		cut, k = tiledTail(tx, ty, blocksPerSM(shared, regBlocks, e.smemPerSM), sms)
+	if pl.cut == cutNone {
+		return l.tileGrid(p, id, ty, shared, pl.width)
 	}
-	if cut == cutNone {
-		return e.launchTileGrid(p, fn, ty, shared)
+	at, headTY, tailTY := pl.cutK*tileRows, ty, ty
+	if pl.cut == cutCols {
+		at, headTY, tailTY = pl.cutK*pl.width, pl.cutK, ty-pl.cutK
 	}
-	at, headTY, tailTY := k*tileRows, ty, ty
-	if cut == cutCols {
-		at, headTY, tailTY = k*pl.width, k, ty-k
-	}
-	head, tail := p.split(cut, at)
-	if err := e.launchTileGrid(head, fn, headTY, shared); err != nil {
+	head, tail := p.split(pl.cut, at)
+	if err := l.tileGrid(&head, id, headTY, shared, pl.width); err != nil {
 		return err
 	}
-	return e.launchTileGrid(tail, fn, tailTY, e.loneShared)
+	return l.tileGrid(&tail, id, tailTY, l.e.loneShared, pl.width)
 }
 
-// launchTileGrid launches one tiled kernel over all of p's row tiles and ty
-// column tiles, with shared bytes of dynamic shared memory.
-func (e *Engine) launchTileGrid(p problem, fn *cudaload.Function, ty int64, shared uint32) error {
-	e.args.Reset().
+// tileGrid launches one tiled kernel over all of p's row tiles and ty
+// column tiles of width w, with shared bytes of dynamic shared memory.
+func (l launcher) tileGrid(p *problem, id kernelID, ty int64, shared uint32, w int64) error {
+	l.e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, tileRows)), Y: uint32(ty), Z: 1}
-	return e.launch(p.op, fn, grid, simtThreads, shared)
+	return l.launch(p, id, grid, simtThreads, shared, tileRows, w)
+}
+
+// tiledCut is the cut of a tiled plan without a split tail (tiledTail):
+// none unless a block can be kept alone on its SM (loneShared); f.tailSMs
+// stands in for the SM count.
+func (e *device) tiledCut(p *problem, pl *plan, f *filter) (cut int, k int64) {
+	shared, regBlocks := tiledGeometry(pl.width)
+	if e.loneShared <= shared {
+		return cutNone, 0
+	}
+	sms := int64(e.sms)
+	if f.tailSMs > 0 {
+		sms = f.tailSMs
+	}
+	return tiledTail(ceilDiv(p.rows, tileRows), ceilDiv(p.cols, pl.width), blocksPerSM(shared, regBlocks, e.smemPerSM), sms)
 }
 
 // The blocks of a tiled kernel one SM holds by its launch bounds
@@ -177,8 +127,7 @@ const (
 // in a partial round of at most sms blocks would best run that round one
 // block per SM, but the hardware starts each block where a slot frees
 // first, and it has been seen to double them up on some SMs while others
-// idle (2048×768×3072 f32 forward on the H200: up to 4 blocks on one SM,
-// 1.2× the time of 3). So whole column (or row) tiles are cut off the end,
+// idle (bench/NOTES-engine.md, launch.go). So whole column (or row) tiles are cut off the end,
 // at most sms blocks, and launched after the rest with loneShared bytes of
 // shared memory, which no SM can hold twice. The cut is the one with the
 // smaller tail (columns on a tie); cutNone where the grid has no such
@@ -239,70 +188,79 @@ func (p problem) split(cut int, at int64) (head, tail problem) {
 	return head, tail
 }
 
-// launchSlabs: gemm_slabs, grid (row tiles, column tiles, slab groups),
-// tiles 128 wide (detgemm_slabs_*) or 64 (detgemm_slabs64_*).
-func (e *Engine) launchSlabs(p problem, pl plan) error {
-	fn := e.fns.slabs[slabsKey{p.layout, p.in}]
+// slabs: gemm_slabs, grid (row tiles, column tiles, slab groups), tiles
+// 128 wide (detgemm_slabs_*) or 64 (detgemm_slabs64_*).
+func (l launcher) slabs(p *problem, pl *plan) error {
+	id := slabsIDs[slabsKey{p.layout, p.in}]
 	if pl.width == narrowWidth {
-		fn = e.fns.slabs64[slabsKey{p.layout, p.in}]
+		id = slabs64IDs[slabsKey{p.layout, p.in}]
 	}
-	if fn == nil {
-		return missing(p, "split-slab")
+	if err := l.need(p, id); err != nil {
+		return err
 	}
-	e.args.Reset().
-		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(e.ws.ptr).
+	l.e.args.Reset().
+		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(l.e.ws.ptr).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(pl.perBlock)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.rows, tileRows)), Y: uint32(ceilDiv(p.cols, pl.width)), Z: uint32(pl.groups)}
-	return e.launch(p.op, fn, grid, slabsThreads, 0)
+	return l.launch(p, id, grid, slabsThreads, 0, tileRows, pl.width)
 }
 
-// launchStream: gemm_dw_stream, grid (column blocks of 128, row blocks of
+// stream: gemm_dw_stream, grid (column blocks of 128, row blocks of
 // pl.sr).
-func (e *Engine) launchStream(p problem, pl plan) error {
+func (l launcher) stream(p *problem, pl *plan) error {
 	k := streamKey{p.in, pl.sr}
-	fn := e.fns.stream[k]
-	if fn == nil {
-		return missing(p, "stream")
+	id := streamIDs[k]
+	if err := l.need(p, id); err != nil {
+		return err
 	}
-	e.args.Reset().
+	l.e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, streamCols)), Y: uint32(ceilDiv(p.rows, pl.sr)), Z: 1}
-	return e.launch(p.op, fn, grid, streamThreads, k.sharedBytes())
+	return l.launch(p, id, grid, streamThreads, k.sharedBytes(), pl.sr, streamCols)
 }
 
-// launchRows: gemm_rows, grid (column runs, slabs, row groups).
-func (e *Engine) launchRows(p problem, pl plan) error {
-	fn := e.fns.rows[rowsKey{p.layout, p.in, pl.mr}]
-	if fn == nil {
-		return missing(p, "rows")
+// rows: gemm_rows' partials, grid (column runs, slabs, row groups).
+func (l launcher) rows(p *problem, pl *plan) error {
+	id := rowsIDs[rowsKey{p.layout, p.in, pl.mr}]
+	if err := l.need(p, id); err != nil {
+		return err
 	}
-	e.args.Reset().
-		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(e.ws.ptr).
+	l.e.args.Reset().
+		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(l.e.ws.ptr).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb)
 	jt := int64(rowsThreads * pl.cn)
 	grid := cudaload.Dim3{X: uint32((p.cols + jt - 1) / jt), Y: uint32(pl.slabs), Z: uint32((p.rows + int64(pl.mr) - 1) / int64(pl.mr))}
-	return e.launch(p.op, fn, grid, rowsThreads, rowsSharedBytes(p.in, pl.mr, pl.cn))
+	return l.launch(p, id, grid, rowsThreads, rowsSharedBytes(p.in, pl.mr, pl.cn), int64(pl.mr), jt)
+}
+
+// rowsPathFor is the path a rows plan of mr rows a block runs on this
+// engine: gemm_rows_tma (rowsTMA), the one-launch kernel (rowsOneLaunch),
+// or partials and fold.
+func (e *device) rowsPathFor(p *problem, mr int, f *filter) rowsPath {
+	switch {
+	case e.rowsTMA(*p, mr, f):
+		return rowsPathTMA
+	case e.rowsOneLaunch(*p, mr, f):
+		return rowsPathOne
+	}
+	return rowsPathTwo
 }
 
 // rowsOneLaunch reports whether a rows call of mr rows a block takes the
 // one-launch kernel. Its 16-byte copies of W need W and W's row stride
-// 16-byte aligned. Beyond that it is a speed rule, from the H200 figures in
-// bench/NOTES-simt.md (rounds 4 and 7): one launch wins at MR = 16 and 32
-// (M = 16 at 4096x4096: 31-34 µs against 39-42); at MR = 4 for 16-bit
-// inputs (M = 1 bf16 at 4096x4096: forward 14.8 µs against 19.0, dX 16.8
-// against 20.6), and for f32 forward while its blocks fit the GPU at once,
-// three an SM (M = 1 at 4096x4096, 256 blocks: 22.7 against 24.3); a
-// second round of blocks (4096x11008: 688) costs it as much as the second
-// launch costs the two (53.6 against 53.8, 55.3 against 54.3 at
-// 11008x4096). f32 dX at MR = 4 stays on two launches (M = 1: 26.2 against
-// 24.3): the one-launch kernel stages W's rows in 64-byte pieces there.
-func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
+// 16-byte aligned. Beyond that it is a speed rule (bench/NOTES-engine.md,
+// launch.go): one launch wins at MR = 16 and 32; at MR = 4 for 16-bit
+// inputs, and for f32 forward while its blocks fit the GPU at once, three
+// an SM — a second round of blocks costs it as much as the second launch
+// costs the two. f32 dX at MR = 4 stays on two launches: the one-launch
+// kernel stages W's rows in 64-byte pieces there.
+func (e *device) rowsOneLaunch(p problem, mr int, f *filter) bool {
 	es := uintptr(p.in.Size())
 	if p.b%16 != 0 || (uintptr(p.ldb)*es)%16 != 0 {
 		return false
 	}
-	switch e.force.rowsPath {
+	switch f.rowsPath {
 	case rowsPathOne:
 		return true
 	case rowsPathTwo:
@@ -318,35 +276,35 @@ func (e *Engine) rowsOneLaunch(p problem, mr int) bool {
 	return blocks <= 3*int64(e.sms)
 }
 
-// launchRowsFused: gemm_rows' one-launch kernel (partials, then the last
-// block of each column run folds them), grid (column runs, slabs, row
-// groups).
-func (e *Engine) launchRowsFused(p problem, pl plan) error {
-	fn := e.fns.rowsf[rowsFusedKey{p.layout, p.in, p.out, pl.mr}]
-	if fn == nil {
-		return missing(p, "one-launch rows")
+// rowsFused: gemm_rows' one-launch kernel (partials, then the last block
+// of each column run folds them), grid (column runs, slabs, row groups).
+func (l launcher) rowsFused(p *problem, pl *plan) error {
+	id := rowsfIDs[rowsFusedKey{p.layout, p.in, p.out, pl.mr}]
+	if err := l.need(p, id); err != nil {
+		return err
 	}
+	e := l.e
 	e.args.Reset().
 		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(e.ws.ptr).Ptr(e.ws.ctr).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb)
 	jt := rowsFusedCols(pl.mr)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, jt)), Y: uint32(pl.slabs), Z: uint32(ceilDiv(p.rows, int64(pl.mr)))}
-	return e.launch(p.op, fn, grid, uint32(rowsFusedThreads(pl.mr)), rowsFusedSharedBytes(p.in, pl.mr, p.layout == layoutNT))
+	return l.launch(p, id, grid, uint32(rowsFusedThreads(pl.mr)), rowsFusedSharedBytes(p.in, pl.mr, p.layout == layoutNT), int64(pl.mr), jt)
 }
 
-// launchFold: gemm_fold over the rows·cols outputs (row stride cols: every
+// fold: gemm_fold over the rows·cols outputs (row stride cols: every
 // output of the triad is contiguous), a grid-stride loop.
-func (e *Engine) launchFold(p problem, pl plan) error {
-	fn := e.fns.fold[foldKey{p.out, p.layout == layoutTN}]
-	if fn == nil {
-		return missing(p, "fold")
+func (l launcher) fold(p *problem, pl *plan) error {
+	id := foldIDs[foldKey{p.out, p.layout == layoutTN}]
+	if err := l.need(p, id); err != nil {
+		return err
 	}
 	n := uint64(p.rows) * uint64(p.cols)
-	e.args.Reset().
-		Ptr(e.ws.ptr).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
+	l.e.args.Reset().
+		Ptr(l.e.ws.ptr).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Uint64(n).Uint64(uint64(p.cols)).Uint64(uint64(pl.slabs))
-	return e.launch(p.op, fn, cudaload.Dim3{X: foldBlocks(n, e.sms), Y: 1, Z: 1}, foldThreads, 0)
+	return l.launch(p, id, cudaload.Dim3{X: foldBlocks(n, l.e.sms), Y: 1, Z: 1}, foldThreads, 0, 1, 1)
 }
 
 // foldBlocks covers n elements with one per thread, capped at 16 blocks

@@ -42,13 +42,15 @@ func TestRowsPathThroughput(t *testing.T) {
 			x, y := alloc(t, ctx, uint64(M*R*d.Size())), alloc(t, ctx, uint64(M*cols*d.Size()))
 			require.NoError(t, ctx.MemsetD8(x, 0x3c, uint64(M*R*d.Size())))
 			for _, op := range []string{"fwd", "dx"} {
-				launch := func(i int) error {
-					w := ws[i%sets]
-					if op == "fwd" {
-						return eng.Forward(ForwardArgs{Tier: tier, M: M, K: R, N: cols, X: x, W: w, Y: y, In: d, Out: d})
+				launchOn := func(eng caller) func(int) error {
+					return func(i int) error {
+						w := ws[i%sets]
+						if op == "fwd" {
+							return eng.Forward(ForwardArgs{Tier: tier, M: M, K: R, N: cols, X: x, W: w, Y: y, In: d, Out: d})
+						}
+						// dY [M, R], W [cols, R]: the reduction is dX's N.
+						return eng.DX(DXArgs{Tier: tier, M: M, N: R, K: cols, DY: x, W: w, DX: y, In: d, Out: d})
 					}
-					// dY [M, R], W [cols, R]: the reduction is dX's N.
-					return eng.DX(DXArgs{Tier: tier, M: M, N: R, K: cols, DY: x, W: w, DX: y, In: d, Out: d})
 				}
 				for _, path := range []struct {
 					name   string
@@ -58,10 +60,9 @@ func TestRowsPathThroughput(t *testing.T) {
 					if only := os.Getenv("DETGEMM_ROWS_PERF_PATHS"); only != "" && !strings.Contains(","+only+",", ","+path.name+",") {
 						continue // a narrow A/B times only the paths it names ("auto,tma")
 					}
-					old := setForce(eng, force{strategy: StrategyRows, rowsPath: path.p, serial: path.serial})
+					launch := launchOn(forced(eng, filter{strategy: StrategyRows, rowsPath: path.p, serial: path.serial}))
 					require.NoError(t, launch(0))
 					best := bestPerLaunch(t, eng, start, end, 30, launch)
-					setForce(eng, old)
 					by := float64(d.Size()) * float64(R*cols+M*R+M*cols)
 					t.Logf("rowspath %-3s %-4v M=%d R=%-5d cols=%-5d %-10s %7.2f us %5.2f TB/s", op, d, M, R, cols, path.name,
 						float64(best.Nanoseconds())/1e3, by/best.Seconds()/1e12)
@@ -88,15 +89,13 @@ func TestOverlapThroughput(t *testing.T) {
 		for _, s := range [][3]int{{1, 4096, 4096}, {16, 4096, 4096}, {2048, 768, 3072}, {2048, 768, 512}, {128, 4096, 11008}, {4096, 4096, 4096}} {
 			M, K, N := s[0], s[1], s[2]
 			d, tier := c.d, c.tier
-			call := perfCall(t, eng, ctx, tier, d, M, K, N)
+			call := perfCall(t, ctx, tier, d, M, K, N)
 			for _, op := range []string{"fwd", "dx", "dw"} {
-				launch := call(op)
 				var us [2]float64
 				for i, serial := range []bool{false, true} {
-					old := setForce(eng, force{serial: serial})
+					launch := call(forced(eng, filter{serial: serial}), op)
 					require.NoError(t, launch(0))
 					us[i] = float64(bestPerLaunch(t, eng, start, end, 20, launch).Nanoseconds()) / 1e3
-					setForce(eng, old)
 				}
 				t.Logf("overlapperf %-4v %-5v %5dx%5dx%5d %-3s overlapped %8.2f us plain %8.2f us", tier, d, M, K, N, op, us[0], us[1])
 			}
@@ -122,18 +121,18 @@ func TestStrategyThroughput(t *testing.T) {
 	}
 	forces := []struct {
 		name string
-		f    force
-	}{{"auto", force{}}, {"tiled", force{strategy: StrategyTiled}}, {"tiled-narrow", force{strategy: StrategyTiled, width: narrowWidth}}}
+		f    filter
+	}{{"auto", filter{}}, {"tiled", filter{strategy: StrategyTiled}}, {"tiled-narrow", filter{strategy: StrategyTiled, width: narrowWidth}}}
 	for _, g := range []int64{1, 2, 3, 4, 6, 8, 12, 16} {
 		forces = append(forces,
 			struct {
 				name string
-				f    force
-			}{fmt.Sprintf("split-G%d", g), force{strategy: StrategySplitSlab, perBlock: g}},
+				f    filter
+			}{fmt.Sprintf("split-G%d", g), filter{strategy: StrategySplitSlab, perBlock: g}},
 			struct {
 				name string
-				f    force
-			}{fmt.Sprintf("split-narrow-G%d", g), force{strategy: StrategySplitSlab, perBlock: g, width: narrowWidth}})
+				f    filter
+			}{fmt.Sprintf("split-narrow-G%d", g), filter{strategy: StrategySplitSlab, perBlock: g, width: narrowWidth}})
 	}
 	for _, d := range []DType{F32, BF16} {
 		tier := TierF32
@@ -142,15 +141,13 @@ func TestStrategyThroughput(t *testing.T) {
 		}
 		for _, s := range []shape{{"dx", 2048, 768, 3072}, {"dw", 2048, 768, 3072}, {"fwd", 2048, 768, 512}, {"dx", 2048, 768, 512}, {"dw", 2048, 768, 512}, {"fwd", 128, 4096, 11008}, {"dx", 128, 4096, 11008}, {"dw", 4096, 1536, 3072}, {"dx", 4096, 1536, 3072}, {"fwd", 64, 4096, 4096}, {"dx", 256, 4096, 4096}} {
 			M, K, N := s.M, s.K, s.N
-			launch := perfCall(t, eng, ctx, tier, d, M, K, N)(s.op)
+			call := perfCall(t, ctx, tier, d, M, K, N)
 			for _, fc := range forces {
-				old := setForce(eng, fc.f)
+				launch := call(forced(eng, fc.f), s.op)
 				if err := launch(0); err != nil {
-					setForce(eng, old)
 					continue
 				}
 				best := bestPerLaunch(t, eng, start, end, 10, launch)
-				setForce(eng, old)
 				t.Logf("strategyperf %-4v %-3s %5dx%5dx%5d %-17s %8.2f us", d, s.op, M, K, N, fc.name, float64(best.Nanoseconds())/1e3)
 			}
 		}
@@ -159,9 +156,9 @@ func TestStrategyThroughput(t *testing.T) {
 
 // perfCall allocates the operands of an M×K×N call in type d — X, W, Y,
 // dX, and an f32 dW — filled with a fixed non-zero pattern (timing only),
-// and returns, for an op ("fwd", "dx" or "dw"), a launcher of that call in
-// tier, for bestPerLaunch.
-func perfCall(t *testing.T, eng *Engine, ctx *cudaload.Context, tier Tier, d DType, M, K, N int) func(op string) func(int) error {
+// and returns, for an engine and an op ("fwd", "dx" or "dw"), a launcher
+// of that call in tier, for bestPerLaunch.
+func perfCall(t *testing.T, ctx *cudaload.Context, tier Tier, d DType, M, K, N int) func(eng caller, op string) func(int) error {
 	t.Helper()
 	x, w := alloc(t, ctx, uint64(M*K*d.Size())), alloc(t, ctx, uint64(K*N*d.Size()))
 	y, dw := alloc(t, ctx, uint64(M*N*d.Size())), alloc(t, ctx, uint64(K*N*4))
@@ -170,7 +167,7 @@ func perfCall(t *testing.T, eng *Engine, ctx *cudaload.Context, tier Tier, d DTy
 	require.NoError(t, ctx.MemsetD8(w, 0x3c, uint64(K*N*d.Size())))
 	require.NoError(t, ctx.MemsetD8(y, 0x3c, uint64(M*N*d.Size())))
 	require.NoError(t, ctx.MemsetD8(dw, 0, uint64(K*N*4)))
-	return func(op string) func(int) error {
+	return func(eng caller, op string) func(int) error {
 		return func(int) error {
 			switch op {
 			case "fwd":

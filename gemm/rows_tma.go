@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
 	"math"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -40,20 +41,10 @@ func (k rowsTMAKey) name() string {
 	return fmt.Sprintf("detgemm_rowst_%v_%v_%v_m%d%s", k.layout, k.in, k.out, k.mr, w)
 }
 
-// rowsTMAKernels is every gemm_rows_tma entry point.
-var rowsTMAKernels = func() (out []rowsTMAKey) {
-	for _, l := range []layout{layoutNN, layoutNT} {
-		for _, mr := range []int{1, 4, 16} {
-			for _, io := range [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}} {
-				out = append(out, rowsTMAKey{l, io[0], io[1], mr, false})
-				if mr == 1 && io[0].Half() {
-					out = append(out, rowsTMAKey{l, io[0], io[1], mr, true})
-				}
-			}
-		}
-	}
-	return out
-}()
+// rowsTMAIDs is gemm_rows_tma's lookup table, from the entry descriptions.
+var rowsTMAIDs = indexOf(func(k entries.Key) rowsTMAKey {
+	return rowsTMAKey{layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out), k.MR, k.Waves}
+}, "rowst")
 
 // rowsTMAMR is the rows a block (the kernel's MR) for a call of rows rows:
 // 1 for one row (no padding rows to compute), 4 up to four, else 16.
@@ -109,9 +100,8 @@ func rowsTMAStages(in DType, mr int, waves bool) int {
 
 // rowsTMAWarpsPerStage is Cfg::WPS: one consumer warp a stage, two at
 // MR = 16, eight rows each, two columns a lane, the half-warps on even and
-// odd rows (gemm_rows_tma.cu's slab16). One warp of all sixteen rows
-// measured 33.0 µs at 16×4096×4096 f32 Forward against 29.2 for two, and
-// four warps of four rows slower still (bench/NOTES-simt.md, round 10).
+// odd rows (gemm_rows_tma.cu's slab16): faster than one warp of all
+// sixteen rows or four of four (bench/NOTES-simt.md, round 10).
 func rowsTMAWarpsPerStage(mr int) int {
 	if mr == 16 {
 		return 2
@@ -162,24 +152,17 @@ func rowsTMAFits(p problem) bool {
 // rowsTMA reports whether a rows call runs gemm_rows_tma: the family is
 // loaded (sm_90a), the call has at most 16 rows (MR = 4 or 16 in the rows
 // plan) and fits the kernel, and the test forced it or the rule below takes
-// it. The rule, from the H200 (bench/NOTES-simt.md, round 9;
-// TestRowsPathThroughput, µs against the best other path), for M ≤ 4
-// (MR = 16 below): every dX (nt)
-// and every f32 call — 1×4096×4096 f32 forward 20.8 against 22.5, dX 21.7
-// against 23.7, 1×4096×1024 f32 forward 11.9 against 18.7, 4096×11008
-// (344 strips, 2.6 waves) f32 forward 52.3 against 53.7, bf16 dX 31.7
-// against 36.0 — and 16-bit Forward while its strips run in one wave
-// (1×4096×4096 bf16 13.5 against 14.9): with 344 strips bf16 Forward lost,
-// 35.0 against 31.6 (the kernel takes most of an SM's shared memory, one
-// block an SM, so a partial last wave leaves SMs idle) — except at one row,
-// where the many-wave ring (rowsTMAWaves) runs such grids in one wave:
-// 1×4096×11008 bf16 Forward 25.7 against 29.7, dX 24.4 against 29.7 (H200,
-// session 6).
-func (e *Engine) rowsTMA(p problem, mr int) bool {
+// it. The rule, from timings of every path (bench/NOTES-simt.md, round
+// 9; bench/NOTES-engine.md, rows_tma.go), for M ≤ 4 (MR = 16 below):
+// every dX (nt) and every f32 call, and 16-bit Forward while its strips
+// run in one wave (the kernel takes most of an SM's shared memory, one
+// block an SM, so a partial last wave leaves SMs idle) — except at one
+// row, where the many-wave ring (rowsTMAWaves) runs such grids in one wave.
+func (e *device) rowsTMA(p problem, mr int, f *filter) bool {
 	if !e.hasWG || mr > rowsTMAMaxRows || !rowsTMAFits(p) {
 		return false
 	}
-	switch e.force.rowsPath {
+	switch f.rowsPath {
 	case rowsPathTMA:
 		return true
 	case rowsPathOne, rowsPathTwo:
@@ -188,43 +171,39 @@ func (e *Engine) rowsTMA(p problem, mr int) bool {
 	strips, sms := ceilDiv(p.cols, rowsTMACols), int64(max(e.sms, 1))
 	if rowsTMAMR(p.rows) == rowsTMAMaxRows {
 		// MR = 16 (5-16 rows) is bound by its FMA loop and its shared-memory
-		// reads (eight or twelve consumer warps an SM, about 22 µs a strip
-		// for f32 at R = 4096, 25 for 16-bit, whatever the grid and the
-		// rows), so it wins where the others are slower than that: f32
-		// whenever the strips fill the GPU (16×4096×4096 Forward 22.5
-		// against 32.1, dX 22.8 against 33.2; 344 strips, 16×4096×11008,
-		// Forward 64.3 against 82.9, dX 65.4 against 86.3), and 16-bit in
-		// one full wave (16×4096×4096 bf16 Forward 25.1 against 29.0, dX
-		// 25.1 against 30.2; 8 rows 25.0 against 26.0, dX 24.9 against
-		// 26.9; 5 rows 24.8 against 25.5, 25.1 against 26.5). It loses with
-		// 32 strips (f32 Forward 21.9 against 19.6, bf16 26.0 against 18.7)
-		// and with a second, partial wave of 16-bit (8×4096×11008 bf16
-		// Forward 72.8 against 67.9, dX 72.0 against 66.8; at 16 rows within
-		// 1.5 %) — H200, TestRowsPathThroughput, bench/NOTES-simt.md rounds
-		// 9-11 and 15.
+		// reads (eight or twelve consumer warps an SM), whatever the grid
+		// and the rows, so it wins where the others are slower than that:
+		// f32 whenever the strips fill the GPU, and 16-bit in one full wave;
+		// it loses with few strips and with a second, partial wave of 16-bit
+		// (bench/NOTES-simt.md rounds 9-11 and 15; bench/NOTES-engine.md,
+		// rows_tma.go).
 		if p.in == F32 {
 			return 2*strips > sms
 		}
 		return 2*strips > sms && strips <= sms
 	}
 	// One row of 16-bit inputs over more strips than SMs runs the many-wave
-	// ring (rowsTMAWaves): 1×4096×11008 bf16 Forward 25.5 against 29.8 on
-	// the one-launch path.
+	// ring (rowsTMAWaves), faster than the one-launch path.
 	return p.layout == layoutNT || p.in == F32 || strips <= sms || rowsTMAMR(p.rows) == 1
 }
 
-// launchRowsTMA encodes the call's TMA maps (x or dY: boxes of a ring
+// rowsTMAKernel encodes the call's TMA maps (x or dY: boxes of a ring
 // slot's steps, 256 or 128 for f32 at MR = 16, × MR rows; W nn: 32
 // columns × a slot's steps; W nt: 128 bytes of the reduction × 32 rows,
 // 128-byte swizzle, as one 3-D box of a slot's boxes where the reduction
 // is a whole number of 128-byte chunks; zeros past the matrix) and
 // launches gemm_rows_tma, grid (column strips, row groups).
-func (e *Engine) launchRowsTMA(p problem) error {
+func (l launcher) rowsTMAKernel(p *problem) error {
+	e := l.e
 	mr := rowsTMAMR(p.rows)
-	waves := rowsTMAWaves(p, e.sms)
-	fn := e.fns.rowsTMA[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
-	if fn == nil {
-		return missing(p, "TMA rows")
+	waves := rowsTMAWaves(*p, e.sms)
+	id := rowsTMAIDs[rowsTMAKey{p.layout, p.in, p.out, mr, waves}]
+	if err := l.need(p, id); err != nil {
+		return err
+	}
+	if l.rec != nil {
+		// Explain: the maps are this call's; only the launch is recorded.
+		return l.rowsTMALaunch(p, id, mr, waves, 0)
 	}
 	dt := cudaload.TensorMapFloat32
 	if p.in.Half() {
@@ -233,12 +212,10 @@ func (e *Engine) launchRowsTMA(p problem) error {
 	es := uint64(p.in.Size())
 	// L2 promotion: with promotion each 64-byte row of a 16-bit nn box
 	// brings its neighbour's row into L2, which the neighbouring strip then
-	// hits; with 128-byte rows (f32 nn, every nt box) promotion measured
-	// slower (H200, 1×4096×4096 Forward f32 20.6 against 19.9 µs without
-	// it, dX 21.2 against 20.4; bench/NOTES-simt.md, round 9). For 16-bit
-	// nn, 128 bytes beat 256 at one to four rows (1×4096×4096 Forward 11.86
-	// → 11.46 µs, 1×8192×4096 20.41 → 19.61; none: 12.55) and lost at 16
-	// (25.84 → 26.25; round 12).
+	// hits; with 128-byte rows (f32 nn, every nt box) promotion was slower.
+	// For 16-bit nn, 128 bytes beat 256 at one to four rows and lost at 16
+	// (bench/NOTES-simt.md, rounds 9 and 12; bench/NOTES-engine.md,
+	// rows_tma.go).
 	l2 := cudaload.TensorMapL2PromotionNone
 	if p.in.Half() && p.layout == layoutNN {
 		l2 = cudaload.TensorMapL2Promotion128B
@@ -247,10 +224,8 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		}
 	}
 	const oob = cudaload.TensorMapOOBFillNone
-	// x: one plain box a ring slot. (At MR = 16 x used to come in 128-byte
-	// swizzled boxes, four copies a slot; one copy measured 16×4096×4096 f32
-	// dX 27.9 → 24.0 µs, 16×4096×11008 81.1 → 69.0, Forward 22.8 → 22.4:
-	// bench/NOTES-simt.md, round 15.)
+	// x: one plain box a ring slot: faster than four 128-byte swizzled
+	// boxes at MR = 16 (bench/NOTES-simt.md, round 15).
 	xBox := uint32(ref.SlabLen / rowsTMAHalves(p.in, mr))
 	var w3d int64
 	err := e.tmEnc.Encode2D(&e.tmA, dt, cudaload.DevicePtr(p.a), uint64(p.red), uint64(p.rows), uint64(p.lda)*es,
@@ -262,10 +237,8 @@ func (e *Engine) launchRowsTMA(p problem) error {
 			rowsTMACols, uint32(ref.SlabLen/rowsTMAHalves(p.in, mr)), cudaload.TensorMapSwizzleNone, l2, oob)
 	case p.red%int64(128/es) == 0:
 		// nt, the reduction a whole number of 128-byte chunks: W[cols][red]
-		// read as (128 bytes, row, chunk), a slot's boxes in one copy
-		// (H200, TestRowsPathThroughput: 16×4096×4096 f32 dX 24.04 → 22.89
-		// µs, 16×4096×11008 69.03 → 65.56, bf16 26.00 → 25.05; one row
-		// unchanged; bench/NOTES-simt.md, round 15). Elsewhere the last
+		// read as (128 bytes, row, chunk), a slot's boxes in one copy, which
+		// is faster (bench/NOTES-simt.md, round 15). Elsewhere the last
 		// chunk would run past the row, so the 2-D boxes stay.
 		w3d = 1
 		chunk := uint64(128 / es)
@@ -281,18 +254,24 @@ func (e *Engine) launchRowsTMA(p problem) error {
 		// rowsTMAFits admitted the call, so this is a bug, not a user error.
 		return fmt.Errorf("gemm.%s: encoding the TMA maps of the TMA rows kernel: %w", p.op, err)
 	}
+	return l.rowsTMALaunch(p, id, mr, waves, w3d)
+}
+
+// rowsTMALaunch packs gemm_rows_tma's arguments around the maps in e.tmA
+// and e.tmB and launches it, grid (column strips, row groups).
+func (l launcher) rowsTMALaunch(p *problem, id kernelID, mr int, waves bool, w3d int64) error {
+	e := l.e
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(w3d)
 	grid := cudaload.Dim3{X: uint32(ceilDiv(p.cols, rowsTMACols)), Y: uint32(ceilDiv(p.rows, int64(mr))), Z: 1}
-	return e.launch(p.op, fn, grid, rowsTMAThreads(p.in, mr, waves), rowsTMASharedBytes(p.in, mr, waves))
+	return l.launch(p, id, grid, rowsTMAThreads(p.in, mr, waves), rowsTMASharedBytes(p.in, mr, waves), int64(mr), rowsTMACols)
 }
 
 // rowsTMAWaves reports whether a call takes the many-wave ring: one row of
 // 16-bit inputs over more column strips than the GPU has SMs, where three
-// shallow-ring blocks an SM run the grid as one wave (1×4096×11008 bf16:
-// Forward 32.5 → 25.5 µs, dX 29.5 → 24.0, H200, TestRowsPathThroughput);
-// the deep ring keeps grids of one wave (1×4096×4096: 11.9 against 14.7).
+// shallow-ring blocks an SM run the grid as one wave; the deep ring keeps
+// grids of one wave (bench/NOTES-engine.md, rows_tma.go).
 func rowsTMAWaves(p problem, sms int) bool {
 	return p.in.Half() && rowsTMAMR(p.rows) == 1 && ceilDiv(p.cols, rowsTMACols) > int64(max(sms, 1))
 }

@@ -15,12 +15,12 @@ import (
 // than one; a last strip of columns cut short and outputs narrower than
 // one strip; bias on and off; each shape twice.
 func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
-	eng, ctx := gpuEngine(t)
-	if !eng.hasWG {
-		t.Skipf("gemm_rows_tma is built for sm_90a only; this GPU is %v", eng.Arch())
+	base, ctx := gpuEngine(t)
+	if !base.hasWG {
+		t.Skipf("gemm_rows_tma is built for sm_90a only; this GPU is %v", base.Arch())
 	}
 	r := newRand(t)
-	withForce(t, eng, force{strategy: StrategyRows, rowsPath: rowsPathTMA})
+	eng := forced(base, filter{strategy: StrategyRows, rowsPath: rowsPathTMA})
 	// (M, reduction, output columns): both multiples of 8, so the rows of
 	// x (dY) and W are 16-byte aligned for every input type, as TMA needs.
 	shapes := [][3]int{
@@ -48,7 +48,7 @@ func TestRowsTMAMatchesReferenceBitForBit(t *testing.T) {
 						}
 						require.NoError(t, err)
 						p.a, p.b = 256, 512 // upload's buffers are 256-byte aligned
-						require.True(t, eng.rowsTMA(p, rowsMR(int64(s[0]))))
+						require.True(t, eng.rowsTMA(p, rowsMR(int64(s[0])), &eng.f))
 						want, got, cols := runOp(t, eng, ctx, r, op, c.tier, c.in, c.out, s[0], s[1], s[2], (i+rep)%2 == 0)
 						requireSameBits(t, want, got, cols, name)
 					})

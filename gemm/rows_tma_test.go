@@ -72,46 +72,47 @@ func TestRowsTMAFitsOnlyWhatTMAAndTheBlockCanTake(t *testing.T) {
 // The dispatcher's rule: every dX and every f32 call, 16-bit Forward only
 // while its strips run in one wave; never without the sm_90a family.
 func TestRowsTMAAutoRule(t *testing.T) {
-	e := &Engine{hasWG: true, sms: 132}
+	e := &Engine{device: device{hasWG: true, sms: 132}}
+	var f filter
 	p := problem{layout: layoutNN, in: BF16, out: BF16, rows: 1, cols: 4096, red: 4096, a: 256, b: 512, lda: 4096, ldb: 4096}
-	require.True(t, e.rowsTMA(p, 4), "128 strips on 132 SMs")
-	require.False(t, e.rowsTMA(p, 32), "at most 16 rows")
+	require.True(t, e.rowsTMA(p, 4, &f), "128 strips on 132 SMs")
+	require.False(t, e.rowsTMA(p, 32, &f), "at most 16 rows")
 	q := p
 	q.cols = 1024
-	require.True(t, e.rowsTMA(q, 4), "32 strips: one wave")
+	require.True(t, e.rowsTMA(q, 4, &f), "32 strips: one wave")
 	q.cols = 132*32 + 8
-	require.True(t, e.rowsTMA(q, 4), "133 strips of bf16 Forward at one row: the many-wave ring")
+	require.True(t, e.rowsTMA(q, 4, &f), "133 strips of bf16 Forward at one row: the many-wave ring")
 	require.True(t, rowsTMAWaves(q, 132))
 	require.False(t, rowsTMAWaves(p, 132), "128 strips: the deep ring")
 	q.rows = 2
-	require.False(t, e.rowsTMA(q, 4), "133 strips of bf16 Forward at two rows: a second wave")
+	require.False(t, e.rowsTMA(q, 4, &f), "133 strips of bf16 Forward at two rows: a second wave")
 	require.False(t, rowsTMAWaves(q, 132), "the many-wave ring takes one row")
 	q.rows = 1
 	q.in, q.out = F32, F32
-	require.True(t, e.rowsTMA(q, 4), "f32 Forward, any number of waves")
+	require.True(t, e.rowsTMA(q, 4, &f), "f32 Forward, any number of waves")
 	q.in, q.out, q.layout = BF16, BF16, layoutNT
-	require.True(t, e.rowsTMA(q, 4), "dX, any number of waves")
-	e.force.rowsPath = rowsPathTMA
+	require.True(t, e.rowsTMA(q, 4, &f), "dX, any number of waves")
+	f.rowsPath = rowsPathTMA
 	q.layout = layoutNN
-	require.True(t, e.rowsTMA(q, 4), "forced")
-	e.force.rowsPath = rowsPathOne
-	require.False(t, e.rowsTMA(p, 4), "the one-launch path forced")
-	e.force.rowsPath = rowsPathAuto
+	require.True(t, e.rowsTMA(q, 4, &f), "forced")
+	f.rowsPath = rowsPathOne
+	require.False(t, e.rowsTMA(p, 4, &f), "the one-launch path forced")
+	f.rowsPath = rowsPathAuto
 	r := p
 	r.rows, r.in, r.out = 16, F32, F32
-	require.True(t, e.rowsTMA(r, 16), "16 rows of f32 in one full wave")
+	require.True(t, e.rowsTMA(r, 16, &f), "16 rows of f32 in one full wave")
 	r.cols = 11008
-	require.True(t, e.rowsTMA(r, 16), "16 rows of f32, 344 strips")
+	require.True(t, e.rowsTMA(r, 16, &f), "16 rows of f32, 344 strips")
 	r.cols = 1024
-	require.False(t, e.rowsTMA(r, 16), "16 rows, 32 strips: the FMA loop bounds it")
+	require.False(t, e.rowsTMA(r, 16, &f), "16 rows, 32 strips: the FMA loop bounds it")
 	r.cols, r.in, r.out = 4096, BF16, BF16
-	require.True(t, e.rowsTMA(r, 16), "16 rows of bf16 in one full wave")
+	require.True(t, e.rowsTMA(r, 16, &f), "16 rows of bf16 in one full wave")
 	r.cols = 11008
-	require.False(t, e.rowsTMA(r, 16), "16 rows of bf16, 344 strips")
+	require.False(t, e.rowsTMA(r, 16, &f), "16 rows of bf16, 344 strips")
 	r.cols, r.rows = 4096, 8
-	require.True(t, e.rowsTMA(r, 16), "8 rows of bf16 in one full wave")
+	require.True(t, e.rowsTMA(r, 16, &f), "8 rows of bf16 in one full wave")
 	r.cols = 11008
-	require.False(t, e.rowsTMA(r, 16), "8 rows of bf16, 344 strips")
-	e = &Engine{hasWG: false, sms: 132}
-	require.False(t, e.rowsTMA(p, 4), "no sm_90a family")
+	require.False(t, e.rowsTMA(r, 16, &f), "8 rows of bf16, 344 strips")
+	e = &Engine{device: device{hasWG: false, sms: 132}}
+	require.False(t, e.rowsTMA(p, 4, &f), "no sm_90a family")
 }

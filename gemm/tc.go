@@ -1,19 +1,11 @@
 package gemm
 
 import (
-	"errors"
-	"fmt"
 	"math"
-
-	"github.com/detgemm/detgemm/cudaload"
 )
 
 // tcFamily is the tensor-core kernel family (kernels/cuda/gemm_tc.cu).
 const tcFamily = "gemm_tc"
-
-// tcTile names one tile shape of gemm_tc.cu. The zero value means "let the
-// dispatcher choose".
-type tcTile uint8
 
 const (
 	tcTile256 tcTile = iota + 1 // 128×256 output tiles, 8 warps of 64×64; 16-byte path only
@@ -29,10 +21,10 @@ type tcGeometry struct {
 	threads    uint32
 	anyVariant bool
 	// relCost is the time of one block per output relative to tc256's on
-	// the forward and dX layouts, relCostTN on dW's; measured on the H200
-	// (bf16, 4096³ and 8192³, 2026-11-21): smaller tiles reuse less of
-	// each staged operand, and tc256's dW kernel (238 registers, transposed
-	// A loads) runs about 13 % below tc128's.
+	// the forward and dX layouts, relCostTN on dW's, as measured
+	// (bench/NOTES-engine.md, tc.go): smaller tiles reuse less of each
+	// staged operand, and tc256's dW kernel (238 registers, transposed A
+	// loads) runs below tc128's.
 	relCost, relCostTN float64
 }
 
@@ -45,25 +37,6 @@ var tcGeometries = map[tcTile]tcGeometry{
 // tcTilesBySize lists the tile shapes from the largest down: the order in
 // which the dispatcher tries them.
 var tcTilesBySize = []tcTile{tcTile256, tcTile128, tcTile64}
-
-func (t tcTile) String() string {
-	if g, ok := tcGeometries[t]; ok {
-		return g.name
-	}
-	if g, ok := wgGeometries[t]; ok {
-		return g.name
-	}
-	if g, ok := tcRowsGeometries[t]; ok {
-		return g.name
-	}
-	if g, ok := tcDWGeometries[t]; ok {
-		return g.name
-	}
-	if t == 0 {
-		return "auto"
-	}
-	return fmt.Sprintf("tcTile(%d)", uint8(t))
-}
 
 // Staging constants of gemm_tc.cu: k per stage, stages, and the halves of
 // padding per shared-memory row.
@@ -90,77 +63,6 @@ func tcSharedBytes(t tcTile, l layout) uint32 {
 	return uint32(tcStages * (a + b) * 2)
 }
 
-// tcKey names one gemm_tc entry point.
-type tcKey struct {
-	tile    tcTile
-	layout  layout
-	in, out DType
-	vec     bool
-}
-
-func (k tcKey) name() string {
-	if isWG(k.tile) {
-		// gemm_wgmma has the TMA path only.
-		return fmt.Sprintf("detgemm_%v_%v_%v_%v", k.tile, k.layout, k.in, k.out)
-	}
-	path := "any"
-	if k.vec {
-		path = "vec"
-	}
-	return fmt.Sprintf("detgemm_%v_%v_%v_%v_%s", k.tile, k.layout, k.in, k.out, path)
-}
-
-// tcEntryCombos calls add for every (layout, input, output) a tensor-core
-// kernel family implements: nn and nt write the input type or f32, tn the
-// f32 dW.
-func tcEntryCombos(add func(l layout, in, out DType)) {
-	for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
-		for _, in := range []DType{BF16, F16} {
-			outs := []DType{in, F32}
-			if l == layoutTN {
-				outs = []DType{F32}
-			}
-			for _, o := range outs {
-				add(l, in, o)
-			}
-		}
-	}
-}
-
-// tcKernels is every gemm_tc entry point: each tile shape × tcEntryCombos × load
-// path.
-var tcKernels = func() (out []tcKey) {
-	for _, t := range tcTilesBySize {
-		tcEntryCombos(func(l layout, in, o DType) {
-			out = append(out, tcKey{t, l, in, o, true})
-			if tcGeometries[t].anyVariant {
-				out = append(out, tcKey{t, l, in, o, false})
-			}
-		})
-	}
-	return out
-}()
-
-// tcForce pins the tensor-core kernel (tests run the contract suite once
-// per kernel). tile 0 lets the dispatcher choose the tile; path 0 the load
-// path.
-type tcForce struct {
-	tile tcTile
-	path tcPath
-}
-
-// tcPath is a load path: the 16-byte cp.async path or the element-wise one.
-type tcPath uint8
-
-const (
-	tcPathVec tcPath = iota + 1
-	tcPathAny
-)
-
-// errTCKernel is returned when a forced tensor-core kernel cannot run a
-// call (tests only: the dispatcher never picks one that cannot).
-var errTCKernel = errors.New("tensor-core kernel cannot run this call")
-
 // tcVecOK reports whether the 16-byte path can read both operands: every
 // row starts 16-byte aligned when the base pointers are and the leading
 // dimensions are multiples of 8 halves.
@@ -172,168 +74,23 @@ func tcVecOK(p problem) bool {
 // grid.x, column tiles on grid.y).
 func tcFits(t tcTile, rows, cols int64) bool {
 	g := tcGeometries[t]
-	return tcCeilDiv(rows, g.bm) <= math.MaxInt32 && tcCeilDiv(cols, g.bn) <= maxGridYZ
-}
-
-// chooseTC picks the tensor-core kernel for a validated problem on a GPU
-// with sms multiprocessors. Every kernel computes each element by the same
-// chain, so this decides speed only.
-//
-//   - The load path: _vec when both operands' base pointers are 16-byte
-//     aligned and their leading dimensions multiples of 8, _any otherwise.
-//   - Few rows: Forward and dX calls of at most 16 rows on the _vec path
-//     take a gemm_tc_rows tile (chooseTCRows, tc_rows.go).
-//     On sm_90a, launchTC then swaps in gemm_tc_rows_tma for up to 32
-//     rows (tcRowsOnHopper).
-//   - Short dW: a dW call of at most tcDWMaxRed batch rows takes
-//     gemm_tc_dw_stream on either path (chooseTCDW, tc_dw_stream.go).
-//   - The tile otherwise: among the shapes whose grid fits the launch limits and
-//     whose shared memory fits the GPU's block (maxShared: sm_86 and sm_89
-//     hold 99 KiB, too little for tc256), tc256 only on the _vec path, the
-//     one with the least modelled time, the larger on a tie. The model is
-//     the busiest SM's work: a grid of T blocks leaves ceil(T / sms) blocks
-//     on some SM, each bm·bn outputs at the tile's measured relative cost
-//     for the layout (whether the SM runs them one after another or several
-//     at once). So a shape
-//     that fills the GPU with 128×256 tiles takes them, and one whose big
-//     tiles would leave most SMs idle in the last wave takes a smaller one.
-func chooseTC(p problem, sms int, maxShared uint32, f tcForce) (tcKey, error) {
-	if isTCDW(f.tile) {
-		return chooseTCDWForced(p, maxShared, f)
-	}
-	if f == (tcForce{}) {
-		if k, ok := chooseTCDW(p, maxShared); ok {
-			return k, nil
-		}
-	}
-	k := tcKey{layout: p.layout, in: p.in, out: p.out, vec: tcVecOK(p)}
-	switch f.path {
-	case 0:
-	case tcPathVec:
-		if !k.vec {
-			return tcKey{}, fmt.Errorf("%w: the 16-byte path needs 16-byte aligned operands and leading dimensions that are multiples of 8 (lda %d, ldb %d)", errTCKernel, p.lda, p.ldb)
-		}
-	case tcPathAny:
-		k.vec = false
-	default:
-		return tcKey{}, fmt.Errorf("%w: load path %d", errTCKernel, f.path)
-	}
-	usable := func(t tcTile) bool {
-		g, ok := tcGeometries[t]
-		return ok && (k.vec || g.anyVariant) && tcFits(t, p.rows, p.cols) && tcSharedBytes(t, p.layout) <= maxShared
-	}
-	if _, rows := tcRowsGeometries[f.tile]; rows {
-		if !tcRowsUsable(f.tile, p, k.vec, maxShared) {
-			return tcKey{}, fmt.Errorf("%w: %v (vec %v, layout %v) for %d×%d outputs", errTCKernel, f.tile, k.vec, p.layout, p.rows, p.cols)
-		}
-		k.tile = f.tile
-		return k, nil
-	}
-	if f.tile != 0 {
-		if !usable(f.tile) {
-			return tcKey{}, fmt.Errorf("%w: %v (vec %v) for %d×%d outputs", errTCKernel, f.tile, k.vec, p.rows, p.cols)
-		}
-		k.tile = f.tile
-		return k, nil
-	}
-	if t, ok := chooseTCRows(p, k.vec, maxShared); ok {
-		k.tile = t
-		return k, nil
-	}
-	best, bestCost := tcTile(0), 0.0
-	for _, t := range tcTilesBySize {
-		if !usable(t) {
-			continue
-		}
-		cost := tcCost(t, p, sms)
-		if best == 0 || cost < bestCost {
-			best, bestCost = t, cost
-		}
-	}
-	if best == 0 {
-		// Validation admits only shapes whose 128-wide column tiles fit
-		// grid.y, so tc128 always fits; this is a bug, not a user error.
-		return tcKey{}, fmt.Errorf("%w: no tile fits %d×%d outputs", errTCKernel, p.rows, p.cols)
-	}
-	k.tile = best
-	return k, nil
+	return ceilDiv(rows, g.bm) <= math.MaxInt32 && ceilDiv(cols, g.bn) <= maxGridYZ
 }
 
 // tcCost is the modelled time of gemm_tc tile t on p: the busiest SM's
 // blocks times each block's outputs at the tile's relative cost.
 func tcCost(t tcTile, p problem, sms int) float64 {
 	g := tcGeometries[t]
-	blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
+	blocks := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
 	rel := g.relCost
 	if p.layout == layoutTN {
 		rel = g.relCostTN
 	}
-	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
-}
-
-// launchTC enqueues a tensor-core call: its kernel (gemm_wgmma's,
-// tc_wgmma.go, or gemm_tc's, grid (row tiles, column tiles, slabs on
-// planes)), and where the plan's slabs go to planes, gemm_fold
-// (chooseTCLaunch, tc_slabs.go).
-func (e *Engine) launchTC(p problem) error {
-	r, err := chooseTCLaunch(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
-	if err != nil {
-		return fmt.Errorf("gemm.%s: %w", p.op, err)
-	}
-	if need, _ := r.wsBytes(p); need > 0 { // chooseTCLaunch checked the overflow
-		if err := e.ws.ensure(p.op, need, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
-			return err
-		}
-	}
-	if err := e.launchTCKernel(p, r); err != nil || r.foldPlanes(p) == 0 {
-		return err
-	}
-	return e.launchTCFold(p, r)
-}
-
-// launchTCKernel enqueues run r's kernel.
-func (e *Engine) launchTCKernel(p problem, r tcLaunch) error {
-	k := r.k
-	ws := cudaload.DevicePtr(0)
-	if r.planes || r.runsum || r.toWS {
-		ws = e.ws.ptr
-	}
-	if isWG(k.tile) {
-		if r.toWS {
-			// The result goes to the workspace after the running sums,
-			// f32, for gemm_fold to round.
-			p.c, p.ldc = uintptr(ws)+uintptr(r.runBytes(p)), p.cols
-		}
-		return e.launchWG(p, r, ws)
-	}
-	fn := e.fns.tc[k]
-	if one := e.fns.tcRowsOne[k]; one != nil && r.slabs <= 1 {
-		fn = one // the same chain, no fold compiled in
-	}
-	if fn == nil {
-		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
-	}
-	g := tcGeometries[k.tile]
-	e.args.Reset().
-		Ptr(cudaload.DevicePtr(p.a)).Ptr(cudaload.DevicePtr(p.b)).Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.lda).Int64(p.ldb).Int64(p.ldc)
-	if isTCDW(k.tile) {
-		return e.launchTCDW(p, k, fn) // tc_dw_stream.go
-	}
-	e.args.Ptr(ws).Int64(r.slabL)
-	if _, rows := tcRowsGeometries[k.tile]; rows {
-		return e.launchTCRows(p, r, fn)
-	}
-	z := uint32(1)
-	if r.planes {
-		z = uint32(r.slabs)
-	}
-	grid := cudaload.Dim3{X: uint32(tcCeilDiv(p.rows, g.bm)), Y: uint32(tcCeilDiv(p.cols, g.bn)), Z: z}
-	return e.launch(p.op, fn, grid, g.threads, tcSharedBytes(k.tile, k.layout))
+	return float64(ceilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * rel
 }
 
 // tcSharedLimit is the shared memory a gemm_tc block may use on a device
 // whose opt-in limit per block is optin bytes (48 KiB needs no opt-in).
 func tcSharedLimit(optin int) uint32 { return uint32(max(optin, 48<<10)) }
 
-func tcCeilDiv(a, b int64) int64 { return (a + b - 1) / b }
+func (g tcGeometry) tileName() string { return g.name }

@@ -17,8 +17,8 @@ const tcDWFamily = "gemm_tc_dw_stream"
 
 // The tile of gemm_tc_dw_stream.cu, numbered apart from the other
 // families': 64 rows of dW × 128 columns, 8 warps of 16×64, three ring
-// slots. (32×256 and 128×128 tiles and bulk copies of the master measured
-// slower on the H200: bench/NOTES-tcdw.md.)
+// slots. (32×256 and 128×128 tiles and bulk copies of the master were
+// slower: bench/NOTES-tcdw.md.)
 const tcTileDW64 tcTile = 48
 
 // tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
@@ -57,21 +57,8 @@ func tcDWSharedBytes(t tcTile) uint32 {
 
 // blocks is the one-dimensional grid: row tiles × column tiles.
 func (g tcDWGeometry) blocks(rows, cols int64) int64 {
-	return tcCeilDiv(rows, g.bm) * tcCeilDiv(cols, g.bn)
+	return ceilDiv(rows, g.bm) * ceilDiv(cols, g.bn)
 }
-
-// tcDWKernels is every gemm_tc_dw_stream entry point: tile × input × load
-// path, layout tn, f32 out.
-var tcDWKernels = func() (out []tcKey) {
-	for _, t := range tcDWTiles {
-		for _, in := range []DType{BF16, F16} {
-			for _, vec := range []bool{true, false} {
-				out = append(out, tcKey{t, layoutTN, in, F32, vec})
-			}
-		}
-	}
-	return out
-}()
 
 // tcDWVecOK reports whether the _vec kernels can run p: tcVecOK for X and
 // dY, and 16-byte pieces of master rows (dW 16-byte aligned, ldc and N
@@ -116,17 +103,11 @@ const tcDWMaxRed = 128
 // whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64,
 // on the 16-byte path where tcDWVecOK allows, the element path otherwise.
 //
-// Measured on the H200 (bf16, TestTCDWStreamThroughput, 2026-11-21 06:26
-// UTC, µs, tcdw64 against the fastest gemm_tc or gemm_wgmma tile): at K =
-// N = 4096, M = 1, 16, 64, 128: 36.7, 37.0, 39.2, 50.1 against 45.8, 48.1,
-// 54.1, 57.8; M = 256: 68.6 against 62.8 (gemm_wgmma wins from here). At
-// 4096×11008, M = 1 … 128: 90.5 … 117.4 against 122.2 … 148.8; M = 256
-// about even (158.3 against 161.7); M = 512: 249.8 against 193.6. On the
-// element path (X one element off alignment), M = 1, 16, 128 at 4096²:
-// 40.9, 42.7, 82.3 against gemm_tc's 48.2, 54.9, 90.0. Without gemm_wgmma
-// the stream also beat gemm_tc's 16-byte tiles at M = 256 and 512 on the
-// H200, but neither the element path there nor an older GPU was measured,
-// so the rule is one limit for every GPU (bench/NOTES-tcdw.md).
+// The stream beats the fastest gemm_tc or gemm_wgmma tile up to 128 batch
+// rows on both paths, and loses to gemm_wgmma from 256; the rule is one
+// limit for every GPU, since neither the element path beyond 128 nor an
+// older GPU was timed (bench/NOTES-tcdw.md; bench/NOTES-engine.md,
+// tc_dw_stream.go).
 func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
 	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, maxShared) {
 		return tcKey{}, false
@@ -134,10 +115,12 @@ func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
 	return tcKey{tcTileDW64, p.layout, p.in, p.out, tcDWVecOK(p)}, true
 }
 
-// launchTCDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args
+// tcDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args
 // already holds (gemm_tc's): a one-dimensional grid of its tiles.
-func (e *Engine) launchTCDW(p problem, k tcKey, fn *cudaload.Function) error {
+func (l launcher) tcDW(p problem, k tcKey, id kernelID) error {
 	g := tcDWGeometries[k.tile]
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return e.launch(p.op, fn, grid, g.threads, tcDWSharedBytes(k.tile))
+	return l.launch(&p, id, grid, g.threads, tcDWSharedBytes(k.tile), g.bm, g.bn)
 }
+
+func (g tcDWGeometry) tileName() string { return g.name }

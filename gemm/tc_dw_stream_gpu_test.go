@@ -43,7 +43,7 @@ func uploadAt(t *testing.T, ctx *cudaload.Context, o operand, shift int) cudaloa
 // guardedDW uploads dW0 shift elements into a buffer of NaN guards
 // (tcDWGuard elements on each side) and returns dW's address and a reader
 // that checks the guards are untouched and returns dW's bits.
-func guardedDW(t *testing.T, eng *Engine, ctx *cudaload.Context, dw0 []float32, shift int) (cudaload.DevicePtr, func() []uint32) {
+func guardedDW(t *testing.T, eng caller, ctx *cudaload.Context, dw0 []float32, shift int) (cudaload.DevicePtr, func() []uint32) {
 	t.Helper()
 	n := len(dw0)
 	all := make([]float32, tcDWGuard+shift+n+tcDWGuard)
@@ -88,8 +88,7 @@ func TestTCDWStreamThroughput(t *testing.T) {
 	require.NoError(t, ctx.MemsetD8(dy, 0x3c, maxM*maxN*2+16))
 	require.NoError(t, ctx.MemsetD8(dw, 0, maxK*maxN*4))
 	timeOne := func(args DWArgs, f tcForce) (time.Duration, bool) {
-		old := setTCForce(eng, f)
-		defer setTCForce(eng, old)
+		eng := forced(eng, filter{tc: f})
 		if refused(t, f, eng.DW(args)) {
 			return 0, false
 		}
@@ -153,9 +152,8 @@ func TestTCDWStreamMatchesModelOnOddShapes(t *testing.T) {
 							xP, dyP := uploadAt(t, ctx, x, sh.x), uploadAt(t, ctx, dy, sh.dy)
 							for _, tc := range tcDWCases() {
 								dwP, read := guardedDW(t, eng, ctx, dw0.values, sh.dw)
-								old := setTCForce(eng, tc.f)
+								eng := forced(eng, filter{tc: tc.f})
 								err := eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: dwP, In: d})
-								setTCForce(eng, old)
 								if refused(t, tc.f, err) {
 									continue // the 16-byte path on unaligned operands
 								}
@@ -190,9 +188,8 @@ func TestTCDWSpecialsAsModel(t *testing.T) {
 		xP, dyP := upload(t, ctx, x), upload(t, ctx, dy)
 		for _, tc := range tcCases {
 			dw := upload(t, ctx, dw0)
-			old := setTCForce(eng, tc.f)
+			eng := forced(eng, filter{tc: tc.f})
 			err := eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: dw, In: d})
-			setTCForce(eng, old)
 			if refused(t, tc.f, err) {
 				continue // Forward/dX-only kernels
 			}

@@ -1,25 +1,10 @@
 package gemm
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/detgemm/detgemm/kernels"
 	"github.com/stretchr/testify/require"
 )
-
-// TestTCDWKernelTableMatchesTheSource: every gemm_tc_dw_stream entry point
-// the engine resolves exists in gemm_tc_dw_stream.cu, and the source has no
-// other.
-func TestTCDWKernelTableMatchesTheSource(t *testing.T) {
-	src, err := kernels.Source(tcDWFamily)
-	require.NoError(t, err)
-	for _, k := range tcDWKernels {
-		require.True(t, strings.Contains(src, "\nDETGEMM_TCDW_ENTRY("+k.name()+","), "gemm_tc_dw_stream.cu defines %s", k.name())
-	}
-	require.Equal(t, strings.Count(src, "\nDETGEMM_TCDW_ENTRY("), len(tcDWKernels), "every entry point of gemm_tc_dw_stream.cu is loaded")
-	require.Len(t, tcDWKernels, len(tcDWTiles)*2*2)
-}
 
 // TestTCDWSharedMemory: gemm_tc_dw_stream.cu's Tile::SMEM, and the blocks
 // per SM it leaves on an H200.

@@ -48,16 +48,6 @@ var tcCases = []tcCase{
 // tcCombos is every (input, output) the tensor-core tier accepts.
 var tcCombos = []struct{ in, out DType }{{BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}}
 
-// setTCForce makes eng run every TC call with f and returns the previous
-// force.
-func setTCForce(eng *Engine, f tcForce) tcForce {
-	eng.mu.Lock()
-	defer eng.mu.Unlock()
-	old := eng.tcForce
-	eng.tcForce = f
-	return old
-}
-
 // tcEngine returns the engine and the tensor-core model its GPU is
 // verified against, or skips: the model is verified for sm_90 only (the
 // published Ampere model is not checked here).
@@ -92,106 +82,6 @@ func refused(t *testing.T, f tcForce, err error) bool {
 	return false
 }
 
-// tcSweep sits around the plan's and the kernels' boundaries: 16-wide
-// steps (K not a multiple of 16, K < 16), the 32-deep stages, the 64, 128
-// and 256 tiles, M = 1, and leading dimensions that are not multiples of 8
-// (only the element path runs those). The last row is for gemm_tc_rows on
-// the 16-byte path (reduction a multiple of 8; Forward's N too): M = 2, 7,
-// 15, 17 (two or three row tiles), K = 8 (< 16) and 24, 40 (not multiples of 16),
-// partial and odd column blocks. (a, r, b) is (M, K, N) for Forward and DW,
-// (M, N, K) for DX.
-var tcSweep = [][3]int{
-	{1, 1, 1}, {1, 7, 5}, {1, 4096, 40}, {3, 17, 5}, {2, 4097, 3}, {16, 16, 16}, {64, 64, 64}, {130, 200, 72},
-	{257, 1000, 129}, {16, 4096, 40}, {200, 33, 300}, {129, 513, 264}, {300, 31, 64}, {5, 300, 1}, {96, 48, 520},
-	// Leading dimensions that are multiples of 8 around the wgmma tiles'
-	// edges: 64-deep stages ending after one step, partial 128-row and
-	// 256-column tiles.
-	{8, 8, 8}, {200, 264, 328}, {136, 72, 264},
-	{2, 8, 24}, {7, 24, 33}, {15, 40, 104}, {1, 136, 9}, {17, 88, 56},
-	// Cut reductions (ref.TCSlabs, TCDWSlabs): Forward and dX over 8200
-	// (2 slabs of 4352), dW over 1030 and 3000 batch rows (2 and 4 slabs
-	// of 768).
-	{5, 8200, 40}, {33, 8200, 136}, {1030, 24, 40}, {3000, 40, 9},
-}
-
-// tcRun runs one op on the engine and on the model over fresh random inputs
-// and returns both as raw bits. shift reads the left operand one element
-// past a 16-byte boundary (the element path).
-func tcRun(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, m ref.TCModel, op string, in, out DType, a, red, b int, withBias, shift bool) (want, got []uint32, cols int) {
-	t.Helper()
-	lhsAt := func(o operand) cudaload.DevicePtr {
-		if !shift {
-			return upload(t, ctx, o)
-		}
-		s := operand{d: o.d, values: append([]float32{0}, o.values...), half: append([]uint16{0}, o.half...)}
-		return upload(t, ctx, s) + cudaload.DevicePtr(o.d.Size())
-	}
-	switch op {
-	case "Forward":
-		M, K, N := a, red, b
-		x, w := randomOperand(r, in, M*K), randomOperand(r, in, K*N)
-		args := ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: lhsAt(x), W: upload(t, ctx, w), In: in, Out: out}
-		var bias []float32
-		if withBias {
-			bo := randomOperand(r, F32, N)
-			bias, args.Bias = bo.values, upload(t, ctx, bo)
-		}
-		args.Y = poisoned(t, ctx, uint64(M*N*out.Size()))
-		skipIfCannot(t, eng.Forward(args))
-		y := make([]float32, M*N)
-		require.NoError(t, ref.TCForward(m, in, y, x.values, w.values, bias, M, K, N))
-		return refBits(out, y), readBits(t, eng, ctx, args.Y, out, M*N), N
-	case "DX":
-		M, N, K := a, red, b
-		dy, w := randomOperand(r, in, M*N), randomOperand(r, in, K*N)
-		args := DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: lhsAt(dy), W: upload(t, ctx, w), In: in, Out: out}
-		args.DX = poisoned(t, ctx, uint64(M*K*out.Size()))
-		skipIfCannot(t, eng.DX(args))
-		dx := make([]float32, M*K)
-		require.NoError(t, ref.TCDX(m, in, dx, dy.values, w.values, M, N, K))
-		return refBits(out, dx), readBits(t, eng, ctx, args.DX, out, M*K), K
-	default:
-		M, K, N := a, red, b
-		x, dy := randomOperand(r, in, M*K), randomOperand(r, in, M*N)
-		dw0 := randomOperand(r, F32, K*N) // accumulate onto nonzero values
-		args := DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: lhsAt(x), DY: upload(t, ctx, dy), DW: upload(t, ctx, dw0), In: in}
-		skipIfCannot(t, eng.DW(args))
-		dw := append([]float32(nil), dw0.values...)
-		require.NoError(t, ref.TCDW(m, in, dw, x.values, dy.values, M, K, N))
-		return refBits(F32, dw), readBits(t, eng, ctx, args.DW, F32, K*N), N
-	}
-}
-
-// TestTCMatchesModelBitForBit is the tensor-core contract suite: every op ×
-// dtype × sweep shape, aligned and one element off alignment, against the
-// CPU model of the GPU's tensor cores, once per kernel (the dispatcher's
-// choice, then each tile shape and load path forced).
-func TestTCMatchesModelBitForBit(t *testing.T) {
-	eng, ctx, m := tcEngine(t)
-	r := newRand(t)
-	for _, tc := range tcCases {
-		t.Run(tc.name, func(t *testing.T) {
-			defer setTCForce(eng, setTCForce(eng, tc.f))
-			for _, op := range []string{"Forward", "DX", "DW"} {
-				for _, c := range tcCombos {
-					if op == "DW" && c.out != F32 {
-						continue // dW is always the f32 master buffer
-					}
-					for i, s := range tcSweep {
-						for _, shift := range []bool{false, true} {
-							name := fmt.Sprintf("%s/%v-%v/%dx%dx%d/shift=%v", op, c.in, c.out, s[0], s[1], s[2], shift)
-							t.Run(name, func(t *testing.T) {
-								want, got, cols := tcRun(t, eng, ctx, r, m, op, c.in, c.out, s[0], s[1], s[2], i%2 == 0, shift)
-								requireSameBits(t, want, got, cols, name)
-							})
-						}
-					}
-				}
-			}
-		})
-	}
-}
-
 // TestTCKernelsGiveIdenticalBitsOnLargeShapes runs shapes too large for a
 // quick CPU check by every kernel and requires identical bits (the model
 // checks the first kernel's rows on a sample).
@@ -221,10 +111,9 @@ func tcLargeShapeFamilies(t *testing.T, eng *Engine, ctx *cudaload.Context, m re
 	xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
 	var first []uint32
 	for _, tc := range tcCases {
-		old := setTCForce(eng, tc.f)
+		eng := forced(eng, filter{tc: tc.f})
 		y := poisoned(t, ctx, uint64(M*N*d.Size()))
 		err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: d, Out: d})
-		setTCForce(eng, old)
 		if refused(t, tc.f, err) {
 			continue // gemm_tc_dw_stream: dW only
 		}
@@ -238,90 +127,6 @@ func tcLargeShapeFamilies(t *testing.T, eng *Engine, ctx *cudaload.Context, m re
 			continue
 		}
 		requireSameBits(t, first, got, N, fmt.Sprintf("%v %s vs %s", d, tc.name, tcCases[0].name))
-	}
-}
-
-// TestTCRowsInvariantToBatch: Forward and DX rows computed alone (M = 1:
-// gemm_tc_rows), in blocks, in two chunks, through an unaligned pointer (the
-// element path), or followed by NaN padding rows have the bits of the same
-// rows inside a batch of 8192 computed by the 128×256 tile — under every
-// kernel.
-func TestTCRowsInvariantToBatch(t *testing.T) {
-	eng, ctx, _ := tcEngine(t)
-	r := newRand(t)
-	const big = 8192
-	for _, c := range []struct {
-		op        string
-		in, out   DType
-		bias      bool
-		red, cols int
-	}{
-		// red 600: 37.5 steps; cols 520: a partial 256 tile.
-		{"Forward", BF16, BF16, true, 600, 520}, {"Forward", F16, F32, false, 600, 520},
-		{"DX", BF16, F32, false, 600, 520}, {"DX", F16, F16, false, 600, 520},
-		// A cut reduction (ref.TCSlabs: 2 slabs of 4352): one row folds
-		// its slabs in the rows kernels' registers, 128–1000 rows on
-		// planes (fewer 128×128 tiles than SMs), 8192 rows as running
-		// sums in the workspace — the same bits.
-		{"Forward", BF16, BF16, true, 8200, 264}, {"DX", F16, F16, false, 8200, 264},
-	} {
-		red, cols := c.red, c.cols
-		t.Run(fmt.Sprintf("%s/%v-%v/%dx%d", c.op, c.in, c.out, red, cols), func(t *testing.T) {
-			es, osz := uint64(c.in.Size()), uint64(c.out.Size())
-			red64 := uint64(red)
-			lhs, rhs := randomOperand(r, c.in, big*red), randomOperand(r, c.in, red*cols)
-			lhsP, rhsP := upload(t, ctx, lhs), upload(t, ctx, rhs)
-			var biasP cudaload.DevicePtr
-			if c.bias {
-				biasP = upload(t, ctx, randomOperand(r, F32, cols))
-			}
-			// call skips t where a forced kernel cannot run the call (the
-			// plain wgmma tiles on a cut reduction).
-			call := func(t *testing.T, src cudaload.DevicePtr, rows int) []uint32 {
-				outP := poisoned(t, ctx, uint64(rows*cols)*osz)
-				if c.op == "Forward" {
-					skipIfCannot(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: rows, K: red, N: cols, X: src, W: rhsP, Bias: biasP, Y: outP, In: c.in, Out: c.out}))
-				} else {
-					skipIfCannot(t, eng.DX(DXArgs{Tier: TierTensorCore, M: rows, N: red, K: cols, DY: src, W: rhsP, DX: outP, In: c.in, Out: c.out}))
-				}
-				return readBits(t, eng, ctx, outP, c.out, rows*cols)
-			}
-			old := setTCForce(eng, tcForce{tile: tcTile256, path: tcPathVec})
-			all := call(t, lhsP, big)
-			setTCForce(eng, old)
-			rowsOf := func(first, n int) []uint32 { return all[first*cols : (first+n)*cols] }
-
-			// The same rows at an unaligned address, and followed by NaN rows.
-			shifted := operand{d: c.in, values: append([]float32{1}, lhs.values...), half: append([]uint16{0x3c00}, lhs.half...)}
-			shiftedP := upload(t, ctx, shifted) + cudaload.DevicePtr(es)
-			const real, padded = 100, 128
-			pad := operand{d: c.in, values: make([]float32, padded*red), half: make([]uint16, padded*red)}
-			copy(pad.values, lhs.values[:real*red])
-			copy(pad.half, lhs.half[:real*red])
-			for i := real * red; i < padded*red; i++ {
-				pad.values[i], pad.half[i] = float32(math.NaN()), 0x7fff
-			}
-			padP := upload(t, ctx, pad)
-
-			for _, tc := range tcCases {
-				t.Run(tc.name, func(t *testing.T) {
-					if isTCDW(tc.f.tile) {
-						t.Skip("gemm_tc_dw_stream runs dW only")
-					}
-					defer setTCForce(eng, setTCForce(eng, tc.f))
-					for _, blk := range []struct{ first, n int }{{0, 1}, {1, 1}, {4095, 1}, {8191, 1}, {100, 7}, {17, 16}, {128, 129}, {3000, 1000}, {0, big}} {
-						requireSameBits(t, rowsOf(blk.first, blk.n), call(t, lhsP+cudaload.DevicePtr(uint64(blk.first)*red64*es), blk.n), cols,
-							fmt.Sprintf("rows [%d,+%d) alone vs inside %d", blk.first, blk.n, big))
-					}
-					a, b := call(t, lhsP, 3001), call(t, lhsP+cudaload.DevicePtr(3001*red64*es), big-3001)
-					requireSameBits(t, all, append(a, b...), cols, "two chunks")
-					if tc.f.path != tcPathVec {
-						requireSameBits(t, rowsOf(0, 64), call(t, shiftedP, 64), cols, "unaligned rows")
-					}
-					requireSameBits(t, rowsOf(0, real), call(t, padP, padded)[:real*cols], cols, "rows followed by NaN padding")
-				})
-			}
-		})
 	}
 }
 
@@ -339,17 +144,15 @@ func TestTCDWMicroBatchesAtMultiplesOf16(t *testing.T) {
 		require.NoError(t, ref.TCDW(m, d, want, x.values, dy.values, M, K, N))
 		es := cudaload.DevicePtr(d.Size())
 		for _, tc := range tcCases {
-			old := setTCForce(eng, tc.f)
+			eng := forced(eng, filter{tc: tc.f})
 			one, split := upload(t, ctx, dw0), upload(t, ctx, dw0)
 			if refused(t, tc.f, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: one, In: d})) {
-				setTCForce(eng, old)
 				continue
 			}
 			for _, s := range [][2]int{{0, 16}, {16, 512}, {512, M}} {
 				off := cudaload.DevicePtr(s[0])
 				require.NoError(t, eng.DW(DWArgs{Tier: TierTensorCore, M: s[1] - s[0], K: K, N: N, X: xP + off*K*es, DY: dyP + off*N*es, DW: split, In: d}))
 			}
-			setTCForce(eng, old)
 			requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, one, F32, K*N), N, fmt.Sprintf("%v %s one call", d, tc.name))
 			requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, split, F32, K*N), N, fmt.Sprintf("%v %s three calls", d, tc.name))
 		}
@@ -458,42 +261,6 @@ func requireSameBitsClassified(t *testing.T, d DType, want, got []uint32, cols i
 	requireSameBits(t, want, got, cols, what)
 }
 
-// TestTCNaNAndInfPropagateAsModel: NaN, ±Inf and signed zeros scattered in
-// the inputs, and a bias with specials, under every kernel, against the
-// model's IEEE rules (a NaN operand, Inf·0 or Infs of both signs give NaN;
-// an Inf addend wins over finite ones).
-func TestTCNaNAndInfPropagateAsModel(t *testing.T) {
-	eng, ctx, m := tcEngine(t)
-	r := newRand(t)
-	const M, K, N = 40, 600, 72
-	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))}
-	for _, c := range tcCombos {
-		x, w := randomOperand(r, c.in, M*K), randomOperand(r, c.in, K*N)
-		for i := 0; i < 40; i++ {
-			x.values[r.IntN(M*K)] = specials[r.IntN(len(specials))]
-			w.values[r.IntN(K*N)] = specials[r.IntN(len(specials))]
-		}
-		x, w = fromValues(c.in, x.values), fromValues(c.in, w.values)
-		bias := randomOperand(r, F32, N)
-		for i := range 6 {
-			bias.values[r.IntN(N)] = specials[i%len(specials)]
-		}
-		want := make([]float32, M*N)
-		require.NoError(t, ref.TCForward(m, c.in, want, x.values, w.values, bias.values, M, K, N))
-		xP, wP, bP := upload(t, ctx, x), upload(t, ctx, w), upload(t, ctx, bias)
-		for _, tc := range tcCases {
-			old := setTCForce(eng, tc.f)
-			y := poisoned(t, ctx, uint64(M*N*c.out.Size()))
-			err := eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: c.in, Out: c.out})
-			setTCForce(eng, old)
-			if refused(t, tc.f, err) {
-				continue // gemm_tc_dw_stream: dW only (TestTCDWSpecialsAsModel covers it)
-			}
-			requireSameBitsClassified(t, c.out, refBits(c.out, want), readBits(t, eng, ctx, y, c.out, M*N), N, fmt.Sprintf("%v-%v %s", c.in, c.out, tc.name))
-		}
-	}
-}
-
 // TestTCModelEdgeRulesOnGPU checks the model's rules for overflow and for
 // the sign of an exactly zero sum against the GPU. Measured on the H200
 // (2026-11-21): signed zeros follow IEEE's rules on the truncated addends,
@@ -583,12 +350,11 @@ func TestTCAdversarialInputs(t *testing.T) {
 			wantDW := append([]float32(nil), dw0.values...)
 			require.NoError(t, ref.TCDW(m, d, wantDW, xo.values, dy.values, M, K, N))
 			for _, tc := range tcCases {
-				old := setTCForce(eng, tc.f)
+				eng := forced(eng, filter{tc: tc.f})
 				y, dx, dw := poisoned(t, ctx, uint64(M*N*out.Size())), poisoned(t, ctx, uint64(M*N*out.Size())), upload(t, ctx, dw0)
 				fwdRan := !refused(t, tc.f, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Y: y, In: d, Out: out}))
 				dxRan := !refused(t, tc.f, eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: K, K: N, DY: xP, W: wtP, DX: dx, In: d, Out: out}))
 				dwRan := !refused(t, tc.f, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, DY: dyP, DW: dw, In: d}))
-				setTCForce(eng, old)
 				what := fmt.Sprintf("%v %s %s", d, kind, tc.name)
 				if fwdRan {
 					requireSameBitsClassified(t, out, refBits(out, want), readBits(t, eng, ctx, y, out, M*N), N, what+" forward")
@@ -671,22 +437,19 @@ func TestTCThroughput(t *testing.T) {
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	for _, s := range [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 768, 3072}, {4096, 1536, 3072}, {128, 4096, 11008}, {2048, 768, 512}, {16, 4096, 4096}} {
 		M, K, N := s[0], s[1], s[2]
-		call := perfCall(t, eng, ctx, TierTensorCore, BF16, M, K, N)
+		call := perfCall(t, ctx, TierTensorCore, BF16, M, K, N)
 		for _, op := range []string{"fwd", "dx", "dw"} {
 			for _, tc := range tcCases {
 				if tc.f.path == tcPathAny && tc.f.tile != tcTile128 {
 					continue
 				}
-				timed := call(op)
+				timed := call(forced(eng, filter{tc: tc.f}), op)
 				launch := func() error { return timed(0) }
-				old := setTCForce(eng, tc.f)
 				if refused(t, tc.f, launch()) {
-					setTCForce(eng, old)
 					continue
 				}
 				require.NoError(t, launch())
 				best := bestPerLaunch(t, eng, start, end, 10, timed)
-				setTCForce(eng, old)
 				tf := 2 * float64(M) * float64(N) * float64(K) / best.Seconds() / 1e12
 				t.Logf("perf %5dx%5dx%5d %-3s %-10s %8.1f us %6.1f TFLOP/s", M, K, N, op, tc.name, float64(best.Nanoseconds())/1e3, tf)
 			}
@@ -705,7 +468,7 @@ func mustEvent(t *testing.T, ctx *cudaload.Context) *cudaload.Event {
 // bestPerLaunch enqueues launch(1..reps) between two events on the
 // engine's stream, three times, and returns the best time per launch (the
 // perf tests' measure; the bench measures the engine for the record).
-func bestPerLaunch(t *testing.T, eng *Engine, start, end *cudaload.Event, reps int, launch func(i int) error) time.Duration {
+func bestPerLaunch(t *testing.T, eng interface{ Stream() *cudaload.Stream }, start, end *cudaload.Event, reps int, launch func(i int) error) time.Duration {
 	t.Helper()
 	best := time.Duration(math.MaxInt64)
 	for range 3 {

@@ -61,7 +61,7 @@ func (g tcRowsGeometry) threads() uint32 {
 
 // blocks is the 1-D grid: row tiles × column blocks.
 func (g tcRowsGeometry) blocks(rows, cols int64) int64 {
-	return tcCeilDiv(rows, g.mr) * tcCeilDiv(cols, g.bn)
+	return ceilDiv(rows, g.mr) * ceilDiv(cols, g.bn)
 }
 
 // tcRowsSharedBytes is gemm_tc_rows.cu's dynamic shared memory: per stage,
@@ -82,32 +82,6 @@ func tcRowsSharedBytes(t tcTile, l layout) uint32 {
 	return uint32(g.stages * ((g.mr*(g.bk+tcPad)+b)*2 + 16))
 }
 
-// tcRowsKernels is every gemm_tc_rows entry point: each tile × nn, nt ×
-// input × output (the input type or f32), 16-byte path.
-var tcRowsKernels = tcRowsEntries(tcRowsTiles)
-
-// tcRowsTMAKernels is every gemm_tc_rows_tma entry point, named alike;
-// each has a one-slab twin (oneSlabName).
-var tcRowsTMAKernels = tcRowsEntries(tcRowsTMATiles)
-
-// oneSlabName is the entry point of gemm_tc_rows_tma's twin of k for
-// one-slab plans: the same chain without the slab fold compiled in, which
-// cost the 16-row nt tile 15 % at 32 rows of dX (bench/NOTES-tcrows.md).
-func (k tcKey) oneSlabName() string { return k.name() + "_one" }
-
-func tcRowsEntries(tiles []tcTile) (out []tcKey) {
-	for _, t := range tiles {
-		for _, l := range []layout{layoutNN, layoutNT} {
-			for _, in := range []DType{BF16, F16} {
-				for _, o := range []DType{in, F32} {
-					out = append(out, tcKey{t, l, in, o, true})
-				}
-			}
-		}
-	}
-	return out
-}
-
 // tcRowsUsable reports whether rows tile t can run p on the path vec: the
 // 16-byte path, Forward or dX, a grid within grid.x, and shared memory
 // within the GPU's block; a TMA tile also needs every extent below 2^31
@@ -126,10 +100,9 @@ func tcRowsUsable(t tcTile, p problem, vec bool, maxShared uint32) bool {
 // call of at most 16 rows that the 16-byte path can read takes the first
 // rows tile holding all its rows in one row tile. There gemm_tc's smallest
 // tile computes 64 rows to keep at most 16 and its N/64 blocks leave most
-// of the memory bandwidth unused: measured on the H200 (bench bf16,
-// 2026-11-21), 4096×4096 weights take about 13–19 µs against tc64's 36
-// (bench/NOTES-tcrows.md). At 32 rows gemm_tc_rows (two row tiles) wins at
-// N = 4096 but loses to tc64 at N = 11008, so the rule stops at 16.
+// of the memory bandwidth unused (bench/NOTES-tcrows.md). At 32 rows
+// gemm_tc_rows (two row tiles) wins at N = 4096 but loses to tc64 at
+// N = 11008, so the rule stops at 16.
 func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {
 	for _, t := range tcRowsTiles {
 		if p.rows <= tcRowsGeometries[t].mr && tcRowsUsable(t, p, vec, maxShared) {
@@ -143,12 +116,9 @@ func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {
 // to the key chooseTCKernel picked. Where the GPU has the family (hasWG:
 // sm_90a), a Forward or dX call on the 16-byte path with at most 8 rows
 // takes tmarows8 and one with 9 to 32 rows tmarows16 (two row tiles above
-// 16), whatever chooseTCKernel picked. Measured on the H200 (bf16,
-// TestTCRowsThroughput, 2026-11-21, µs, forward / dX): at K = N = 4096,
-// M = 1 12.1 / 12.3 against gemm_tc_rows' 13.7 / 12.8, M = 16 12.1 / 12.4
-// against 18.8 / 17.8, M = 32 14.9 / 13.2 against tc64's 37.0 / 31.6; at
-// 4096×11008 and 11008×4096, M = 1..32, from 25 to 40 µs against 28 to 89
-// (bench/NOTES-tcrows.md). Without the family, or with a kernel forced, the
+// 16), whatever chooseTCKernel picked: faster than gemm_tc_rows and tc64
+// on every shape timed (bench/NOTES-tcrows.md; bench/NOTES-engine.md,
+// tc_rows.go). Without the family, or with a kernel forced, the
 // key stays; a forced TMA tile without the family is refused.
 func tcRowsOnHopper(k tcKey, p problem, hasWG bool, maxShared uint32, f tcForce) (tcKey, error) {
 	if isTCRowsTMA(k.tile) && !hasWG {
@@ -168,32 +138,35 @@ func tcRowsOnHopper(k tcKey, p problem, hasWG bool, maxShared uint32, f tcForce)
 }
 
 // tcRowsTMAMaxRows is the most rows tcRowsOnHopper sends to
-// gemm_tc_rows_tma: measured faster than every other kernel up to 32 rows
-// (more were not measured).
+// gemm_tc_rows_tma: faster than every other kernel up to 32 rows (more
+// were not timed).
 const tcRowsTMAMaxRows = 32
 
-// launchTCRows enqueues a gemm_tc_rows kernel whose arguments e.args
-// already holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.
-func (e *Engine) launchTCRows(p problem, r tcLaunch, fn *cudaload.Function) error {
+// tcRows enqueues a gemm_tc_rows kernel whose arguments e.args already
+// holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.
+func (l launcher) tcRows(p problem, r tcLaunch, id kernelID) error {
 	k := r.k
 	g := tcRowsGeometries[k.tile]
 	if g.tma {
-		if err := e.encodeTCRowsTMA(p, g); err != nil {
-			return err
+		e := l.e
+		if l.rec == nil {
+			if err := e.encodeTCRowsTMA(p, g); err != nil {
+				return err
+			}
 		}
 		e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 			Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(r.slabL)
 	}
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return e.launch(p.op, fn, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout))
+	return l.launch(&p, id, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout), g.mr, g.bn)
 }
 
 // encodeTCRowsTMA encodes gemm_tc_rows_tma's maps into e.tmA (X or dY:
 // boxes of 64 of the reduction × mr rows, 128-byte swizzle) and e.tmB (W
 // nn: 32 columns × bk of the reduction, 64-byte swizzle; nt: 64 of the
 // reduction × 32 columns, 128-byte swizzle), zeros past the matrix.
-func (e *Engine) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
+func (e *device) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
 	dt := cudaload.TensorMapBFloat16
 	if p.in == F16 {
 		dt = cudaload.TensorMapFloat16
@@ -204,10 +177,8 @@ func (e *Engine) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
 	if err == nil {
 		if p.layout == layoutNN {
 			// W's 64-byte box rows: 128-byte L2 promotion (the neighbouring
-			// strip's row) measured faster than 256 on every shape timed
-			// (H200, TestTCRowsThroughput, 2026-11-21: 1×4096×4096 10.48 →
-			// 10.33 µs, 32×11008×4096 30.24 → 27.07, 32×4096×4096 12.90 →
-			// 11.96; none: slower; bench/NOTES-tcrows.md).
+			// strip's row) was faster than 256 and than none on every shape timed
+			// (bench/NOTES-tcrows.md; bench/NOTES-engine.md, tc_rows.go).
 			err = e.tmEnc.Encode2D(&e.tmB, dt, cudaload.DevicePtr(p.b), uint64(p.cols), uint64(p.red), uint64(p.ldb)*2,
 				uint32(g.bn), uint32(g.bk), cudaload.TensorMapSwizzle64B, cudaload.TensorMapL2Promotion128B, oob)
 		} else {
@@ -221,3 +192,5 @@ func (e *Engine) encodeTCRowsTMA(p problem, g tcRowsGeometry) error {
 	}
 	return nil
 }
+
+func (g tcRowsGeometry) tileName() string { return g.name }

@@ -39,17 +39,18 @@ func TestTCRowsThroughput(t *testing.T) {
 					if tc.f.path == tcPathAny || tc.f.tile == tcTile256 || tc.f.tile == tcTile128 {
 						continue
 					}
-					launch := func(i int) error {
-						w := ws[i%sets]
-						if op == "fwd" {
-							return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: x, W: w, Y: y, In: BF16, Out: BF16})
+					launchOn := func(eng caller) func(int) error {
+						return func(i int) error {
+							w := ws[i%sets]
+							if op == "fwd" {
+								return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: x, W: w, Y: y, In: BF16, Out: BF16})
+							}
+							// dX with the reduction over the 4096 side: dY [M, K], W [N, K].
+							return eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: K, K: N, DY: x, W: w, DX: y, In: BF16, Out: BF16})
 						}
-						// dX with the reduction over the 4096 side: dY [M, K], W [N, K].
-						return eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: K, K: N, DY: x, W: w, DX: y, In: BF16, Out: BF16})
 					}
-					old := setTCForce(eng, tc.f)
+					launch := launchOn(forced(eng, filter{tc: tc.f}))
 					if refused(t, tc.f, launch(0)) {
-						setTCForce(eng, old)
 						continue
 					}
 					bytes := 2 * float64(K*N+M*K+M*N)
@@ -58,13 +59,10 @@ func TestTCRowsThroughput(t *testing.T) {
 						float64(best.Nanoseconds())/1e3, bytes/best.Seconds()/1e12)
 					if tcRowsGeometries[tc.f.tile].tma {
 						// The same kernel launched without the overlap.
-						oldF := setForce(eng, force{serial: true})
-						best = bestPerLaunch(t, eng, start, end, 30, launch)
-						setForce(eng, oldF)
+						best = bestPerLaunch(t, eng, start, end, 30, launchOn(forced(eng, filter{tc: tc.f, serial: true})))
 						t.Logf("rowsperf M=%-3d %5dx%-5d %-3s %-12s %7.2f us %6.2f TB/s", M, K, N, op, tc.name+"-serial",
 							float64(best.Nanoseconds())/1e3, bytes/best.Seconds()/1e12)
 					}
-					setTCForce(eng, old)
 				}
 			}
 		}
@@ -99,26 +97,26 @@ func TestTCTileThroughput(t *testing.T) {
 		for _, p := range []cudaload.DevicePtr{x, w, y} {
 			require.NoError(t, ctx.MemsetD8(p, 0x3c, 2*uint64(min(s.M*s.K, s.K*s.N, s.M*s.N))))
 		}
-		launch := func() error {
-			switch s.op {
-			case "fwd":
-				return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: s.M, K: s.K, N: s.N, X: x, W: w, Y: y, In: BF16, Out: BF16})
-			case "dx":
-				return eng.DX(DXArgs{Tier: TierTensorCore, M: s.M, N: s.N, K: s.K, DY: y, W: w, DX: x, In: BF16, Out: BF16})
+		launchOn := func(eng caller) func() error {
+			return func() error {
+				switch s.op {
+				case "fwd":
+					return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: s.M, K: s.K, N: s.N, X: x, W: w, Y: y, In: BF16, Out: BF16})
+				case "dx":
+					return eng.DX(DXArgs{Tier: TierTensorCore, M: s.M, N: s.N, K: s.K, DY: y, W: w, DX: x, In: BF16, Out: BF16})
+				}
+				return eng.DW(DWArgs{Tier: TierTensorCore, M: s.M, K: s.K, N: s.N, X: x, DY: y, DW: w, In: BF16})
 			}
-			return eng.DW(DWArgs{Tier: TierTensorCore, M: s.M, K: s.K, N: s.N, X: x, DY: y, DW: w, In: BF16})
 		}
 		for _, tc := range append([]tcCase{{"auto", tcForce{}}}, tcCases...) {
 			if tc.f.path == tcPathAny {
 				continue
 			}
-			old := setTCForce(eng, tc.f)
+			launch := launchOn(forced(eng, filter{tc: tc.f}))
 			if refused(t, tc.f, launch()) {
-				setTCForce(eng, old)
 				continue
 			}
 			best := bestPerLaunch(t, eng, start, end, 20, func(int) error { return launch() })
-			setTCForce(eng, old)
 			t.Logf("tileperf %-3s %5dx%-5dx%-5d %-12s %8.2f us", s.op, s.M, s.K, s.N, tc.name, float64(best.Nanoseconds())/1e3)
 		}
 	}

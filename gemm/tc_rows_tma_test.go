@@ -1,25 +1,24 @@
 package gemm
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/kernels"
 	"github.com/stretchr/testify/require"
 )
 
-// TestTCRowsTMAKernelTableMatchesTheSource: every gemm_tc_rows_tma entry
-// point the engine resolves exists in gemm_tc_rows_tma.cu, the source has
-// no other, each has its one-slab twin, and the family is built for sm_90a only (where the engine
-// loads it, with gemm_wgmma).
-func TestTCRowsTMAKernelTableMatchesTheSource(t *testing.T) {
+// TestTCRowsTMAEntriesHaveTheirTwins: each gemm_tc_rows_tma entry point
+// has its one-slab twin, which the entry macro defines, and the family is
+// built for sm_90a only (where the engine loads it, with gemm_wgmma).
+func TestTCRowsTMAEntriesHaveTheirTwins(t *testing.T) {
 	src, err := kernels.Source(tcRowsTMAFamily)
 	require.NoError(t, err)
-	for _, k := range tcRowsTMAKernels {
-		require.True(t, strings.Contains(src, "\nDETGEMM_TMAROWS_ENTRY("+k.name()+","), "gemm_tc_rows_tma.cu defines %s", k.name())
+	keys := tcKeysOf(tcRowsTMAFamily)
+	require.Len(t, keys, 16)
+	for _, k := range keys {
+		require.NotZero(t, tcOneIDs[k], k.name())
+		require.Equal(t, k.oneSlabName(), tcOneIDs[k].entry().Name)
 	}
-	require.Equal(t, strings.Count(src, "\nDETGEMM_TMAROWS_ENTRY("), len(tcRowsTMAKernels), "every entry point is loaded")
-	require.Len(t, tcRowsTMAKernels, 16)
 	// Each entry macro defines the kernel and its one-slab twin.
 	require.Contains(t, src, "DETGEMM_TMAROWS_KERNEL(NAME##_one, TILE, DTIN, DTOUT, BJC, INIT, false)")
 	require.Equal(t, "detgemm_tmarows8_nn_f16_f32_vec_one", tcKey{tcTileRowsTMA8, layoutNN, F16, F32, true}.oneSlabName())
@@ -35,7 +34,7 @@ func TestTCRowsTMAGeometry(t *testing.T) {
 	require.Equal(t, uint32(160), tcRowsGeometries[tcTileRowsTMA16].threads())
 	require.Equal(t, uint32(7*(8*128*2+128*32*2)+1024+2*7*8), tcRowsSharedBytes(tcTileRowsTMA8, layoutNN))
 	require.Equal(t, uint32(6*(16*128*2+128*32*2)+1024+2*6*8), tcRowsSharedBytes(tcTileRowsTMA16, layoutNT))
-	for _, k := range tcRowsTMAKernels {
+	for _, k := range tcKeysOf(tcRowsTMAFamily) {
 		require.LessOrEqual(t, 3*(tcRowsSharedBytes(k.tile, k.layout)+1024), uint32(228<<10), k.name())
 	}
 	require.Equal(t, "tmarows16", tcTileRowsTMA16.String())

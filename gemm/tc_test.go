@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/detgemm/detgemm/gemm/ref"
-	"github.com/detgemm/detgemm/kernels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -149,53 +148,6 @@ func TestTCForcedKernelsAreHonouredOrRefused(t *testing.T) {
 	require.NotEqual(t, tcTile64, k.tile)
 }
 
-// TestTCKernelTableMatchesTheSource: every entry point the engine resolves
-// exists in gemm_tc.cu and every accepted combination has one per tile
-// shape and load path.
-func TestTCKernelTableMatchesTheSource(t *testing.T) {
-	src, err := kernels.Source(tcFamily)
-	require.NoError(t, err)
-	have := map[tcKey]bool{}
-	for _, k := range tcKernels {
-		require.True(t, strings.Contains(src, "DETGEMM_TC_ENTRY("+k.name()+","), "gemm_tc.cu defines %s", k.name())
-		have[k] = true
-	}
-	require.Equal(t, strings.Count(src, "\nDETGEMM_TC_ENTRY("), len(tcKernels), "every entry point of gemm_tc.cu is loaded")
-	for _, tile := range tcTilesBySize {
-		for _, vec := range []bool{true, false} {
-			if !vec && !tcGeometries[tile].anyVariant {
-				continue
-			}
-			for _, in := range []DType{BF16, F16} {
-				for _, out := range []DType{in, F32} {
-					require.True(t, have[tcKey{tile, layoutNN, in, out, vec}])
-					require.True(t, have[tcKey{tile, layoutNT, in, out, vec}])
-				}
-				require.True(t, have[tcKey{tile, layoutTN, in, F32, vec}])
-			}
-		}
-	}
-}
-
-// TestTCRowsKernelTableMatchesTheSource: every gemm_tc_rows entry point the
-// engine resolves exists in gemm_tc_rows.cu, and the source has no other.
-func TestTCRowsKernelTableMatchesTheSource(t *testing.T) {
-	src, err := kernels.Source(tcRowsFamily)
-	require.NoError(t, err)
-	for _, k := range tcRowsKernels {
-		require.True(t, strings.Contains(src, "\nDETGEMM_TCROWS_ENTRY("+k.name()+","), "gemm_tc_rows.cu defines %s", k.name())
-	}
-	require.Equal(t, strings.Count(src, "\nDETGEMM_TCROWS_ENTRY("), len(tcRowsKernels), "every entry point of gemm_tc_rows.cu is loaded")
-	for _, tile := range tcRowsTiles {
-		for _, in := range []DType{BF16, F16} {
-			for _, out := range []DType{in, F32} {
-				require.Contains(t, tcRowsKernels, tcKey{tile, layoutNN, in, out, true})
-				require.Contains(t, tcRowsKernels, tcKey{tile, layoutNT, in, out, true})
-			}
-		}
-	}
-}
-
 // TestTCRowsForcedOnlyWhereItRuns: a forced gemm_tc_rows tile runs Forward
 // and dX of any row count on the 16-byte path and refuses dW and the
 // element path.
@@ -231,7 +183,7 @@ func TestTCSharedMemoryFits(t *testing.T) {
 	require.NotEqual(t, tcTile256, k.tile, "sm_86 blocks cannot hold tc256")
 	_, err = chooseTC(small, 84, 99<<10, tcForce{tile: tcTile256})
 	require.ErrorIs(t, err, errTCKernel)
-	for _, k := range tcKernels {
+	for _, k := range tcKeysOf(tcFamily) {
 		limit := uint32(227 << 10) // sm_90
 		if k.tile != tcTile256 {
 			limit = 99 << 10 // sm_86 and sm_89
@@ -241,7 +193,7 @@ func TestTCSharedMemoryFits(t *testing.T) {
 	// gemm_tc_rows: Rows::smem_bytes, and small enough for sm_86/89 blocks.
 	require.Equal(t, uint32(6*((8*136+128*40)*2+16)), tcRowsSharedBytes(tcTileRows8, layoutNN))
 	require.Equal(t, uint32(5*((16*136+32*136)*2+16)), tcRowsSharedBytes(tcTileRows16, layoutNT))
-	for _, k := range tcRowsKernels {
+	for _, k := range tcKeysOf(tcRowsFamily) {
 		require.LessOrEqual(t, tcRowsSharedBytes(k.tile, k.layout), uint32(99<<10), k.name())
 	}
 }
@@ -252,8 +204,8 @@ func TestTCSharedMemoryFits(t *testing.T) {
 // gemm_wgmma's running sums; none where the rows kernels fold in registers
 // or the plan has one slab.
 func TestTCWorkspaceFollowsHowTheSlabsFold(t *testing.T) {
-	hopper := &Engine{sms: 132, tcShared: 227 << 10, hasWG: true}
-	ampere := &Engine{sms: 108, tcShared: 163 << 10}
+	hopper := &Engine{device: device{sms: 132, tcShared: 227 << 10, hasWG: true}}
+	ampere := &Engine{device: device{sms: 108, tcShared: 163 << 10}}
 	for _, c := range []struct {
 		name     string
 		e        *Engine
@@ -271,7 +223,7 @@ func TestTCWorkspaceFollowsHowTheSlabsFold(t *testing.T) {
 		{"gemm_tc planes", ampere, DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}, 3 * 128 * 4096 * 4, StrategySplitSlab, 0},
 		{"gemm_tc dW on tc64", ampere, DWArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: F16}, 3 * 768 * 512 * 4, StrategySplitSlab, tcTile64},
 	} {
-		pl, err := c.e.plan(c.call)
+		pl, err := c.e.planCall(c.call)
 		require.NoError(t, err, c.name)
 		require.Equal(t, c.ws, pl.ws, c.name)
 		require.Equal(t, c.strategy, pl.strategy, c.name)

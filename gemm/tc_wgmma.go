@@ -27,7 +27,7 @@ const (
 	tcTileWG192x192
 	// The slab variants (wgmma.cuh's Tile::SLABS, gemm_wgmma_slabs.cu): the same tiles
 	// with the code that runs a cut plan's slabs, on planes or as running
-	// sums (chooseTCLaunch, tc_slabs.go); the plain tiles run one slab.
+	// sums (chooseTCLaunch, tc_plan.go); the plain tiles run one slab.
 	tcTileWG128x128S
 	tcTileWG128x192S
 	tcTileWG128x256S
@@ -37,11 +37,8 @@ const (
 var wgTilesBySize = []tcTile{tcTileWG192x192, tcTileWG128x256, tcTileWG128x192, tcTileWG128x128}
 
 // wgGeometry describes one wgmma tile shape; relCost is on chooseTC's scale
-// (tc256's forward = 1): the time per output and round measured on the H200
-// (bf16, TestTCThroughput, 2026-11-21) against tc256 on the same shape —
-// 0.41-0.45 for 128×256 and 192×192, 0.47 for 128×192, 0.61-0.62 for
-// 128×128 at 4096³ and 8192³, all ops alike; higher for every tile at
-// K = 768, where per-tile overheads weigh more, in the same order.
+// (tc256's forward = 1): the time per output and round against tc256 on
+// the same shape, all ops alike (bench/NOTES-engine.md, tc_wgmma.go).
 type wgGeometry struct {
 	name    string
 	bm, bn  int64
@@ -82,28 +79,6 @@ func wgSharedBytes(t tcTile) uint32 {
 	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4)
 }
 
-// wgKernels is every gemm_wgmma entry point: tile × tcEntryCombos (TMA path
-// only).
-var wgKernels = func() (out []tcKey) {
-	for _, t := range wgTilesBySize {
-		tcEntryCombos(func(l layout, in, o DType) { out = append(out, tcKey{t, l, in, o, true}) })
-	}
-	return out
-}()
-
-// wgSlabKernels is every gemm_wgmma_slabs entry point: the slab variants ×
-// tcEntryCombos with an f32 output.
-var wgSlabKernels = func() (out []tcKey) {
-	for _, t := range []tcTile{tcTileWG128x128S, tcTileWG128x192S, tcTileWG128x256S} {
-		tcEntryCombos(func(l layout, in, o DType) {
-			if o == F32 {
-				out = append(out, tcKey{t, l, in, o, true})
-			}
-		})
-	}
-	return out
-}()
-
 // wgArch reports whether the bundle's architecture has the wgmma family.
 func wgArch(a kernels.Arch) bool { return a.Major == 9 && a.Minor == 0 && a.Specific }
 
@@ -117,77 +92,45 @@ func wgFits(t tcTile, p problem) bool {
 		return false
 	}
 	g := wgGeometries[t]
-	return tcCeilDiv(p.rows, g.bm)*tcCeilDiv(p.cols, g.bn) <= math.MaxInt32
+	return ceilDiv(p.rows, g.bm)*ceilDiv(p.cols, g.bn) <= math.MaxInt32
 }
 
 // wgCost is a wgmma tile's modelled time on chooseTC's scale.
 func wgCost(t tcTile, p problem, sms int) float64 {
 	g := wgGeometries[t]
-	blocks := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
-	return float64(tcCeilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * g.relCost
+	blocks := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
+	return float64(ceilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * g.relCost
 }
 
-// chooseTCKernel picks the tensor-core kernel for p: a forced wgmma tile
-// when f names one; otherwise gemm_tc's choice (chooseTC, which sends few
-// rows to gemm_tc_rows), replaced by the cheapest wgmma tile when the GPU
-// has the family (hasWG), the operands suit TMA and the model says it is
-// faster than a gemm_tc tile. Every kernel computes each
-// element by the same chain, so this decides speed only.
-func chooseTCKernel(p problem, sms int, maxShared uint32, hasWG bool, f tcForce) (tcKey, error) {
-	if isWG(f.tile) {
-		if !hasWG {
-			return tcKey{}, fmt.Errorf("%w: %v needs sm_90a (wgmma)", errTCKernel, f.tile)
-		}
-		if f.path == tcPathAny || !wgFits(f.tile, p) || wgSharedBytes(f.tile) > maxShared {
-			return tcKey{}, fmt.Errorf("%w: %v needs 16-byte aligned operands with leading dimensions that are multiples of 8 and extents below 2^31 (lda %d, ldb %d)", errTCKernel, f.tile, p.lda, p.ldb)
-		}
-		return tcKey{f.tile, p.layout, p.in, p.out, true}, nil
-	}
-	k, err := chooseTC(p, sms, maxShared, f)
-	if err != nil || f != (tcForce{}) || !hasWG {
-		return k, err
-	}
-	if _, rows := tcRowsGeometries[k.tile]; rows {
-		return k, nil // few rows: gemm_tc_rows streams W, which no tile does better
-	}
-	if isTCDW(k.tile) {
-		return k, nil // short dW: gemm_tc_dw_stream streams the master (chooseTCDW)
-	}
-	// Small outputs: when even the 128×128 wgmma grid is a single round,
-	// every block runs alone on its SM, where gemm_tc's small tiles (costed
-	// for SMs that hold several blocks) are slow: 128×4096 outputs over an
-	// 11008-long reduction take 71.5 µs on 128×128 wgmma tiles against
-	// 102.7 on 64×64 mma.sync tiles (H200, TestTCThroughput, 2026-11-21),
-	// and the 128×128 tile was the fastest or within 2 % on every other
-	// single-round shape measured.
-	if wgFits(tcTileWG128x128, p) && wgSharedBytes(tcTileWG128x128) <= maxShared &&
-		tcCeilDiv(p.rows, 128)*tcCeilDiv(p.cols, 128) <= int64(max(sms, 1)) {
-		return tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}, nil
-	}
-	best, bestCost := tcTile(0), tcCost(k.tile, p, sms)
-	for _, t := range wgTilesBySize {
-		if !wgFits(t, p) || wgSharedBytes(t) > maxShared {
-			continue
-		}
-		if c := wgCost(t, p, sms); c < bestCost {
-			best, bestCost = t, c
-		}
-	}
-	if best != 0 {
-		k = tcKey{best, p.layout, p.in, p.out, true}
-	}
-	return k, nil
-}
-
-// launchWG enqueues one gemm_wgmma kernel: the TMA maps of both operands
-// for this call, then a persistent one-dimensional grid.
-func (e *Engine) launchWG(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
+// wg enqueues one gemm_wgmma kernel: the TMA maps of both operands for
+// this call, then a persistent one-dimensional grid.
+func (l launcher) wg(p problem, r tcLaunch, id kernelID, ws cudaload.DevicePtr) error {
 	k := r.k
-	fn := e.fns.tc[k]
-	if fn == nil {
-		return fmt.Errorf("gemm.%s: no tensor-core kernel %s", p.op, k.name())
+	if err := l.need(&p, id); err != nil {
+		return err
 	}
+	e := l.e
 	g := wgGeometries[k.tile]
+	if l.rec == nil {
+		if err := e.encodeWG(p, k, g); err != nil {
+			return err
+		}
+	}
+	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
+		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode())
+	// Persistent: one block per SM at most (the ring fills its shared
+	// memory), each looping over items: tiles, or tiles × slabs on planes.
+	items := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
+	if r.planes {
+		items *= r.slabs
+	}
+	blocks := min(items, int64(max(e.sms, 1)))
+	return l.launch(&p, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile), g.bm, g.bn)
+}
+
+// encodeWG encodes gemm_wgmma's maps of both operands into e.tmA and e.tmB.
+func (e *device) encodeWG(p problem, k tcKey, g wgGeometry) error {
 	dt := cudaload.TensorMapBFloat16
 	if p.in == F16 {
 		dt = cudaload.TensorMapFloat16
@@ -212,30 +155,36 @@ func (e *Engine) launchWG(p problem, r tcLaunch, ws cudaload.DevicePtr) error {
 	}
 	if err != nil {
 		// wgFits admitted the call, so this is a bug, not a user error.
-		return fmt.Errorf("gemm.%s: encoding the TMA maps of %s: %w", p.op, k.name(), err)
-	}
-	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
-		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode())
-	// Persistent: one block per SM at most (the ring fills its shared
-	// memory), each looping over items: tiles, or tiles × slabs on planes.
-	items := tcCeilDiv(p.rows, g.bm) * tcCeilDiv(p.cols, g.bn)
-	if r.planes {
-		items *= r.slabs
-	}
-	blocks := min(items, int64(max(e.sms, 1)))
-	return e.launch(p.op, fn, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(k.tile))
-}
-
-// loadWG resolves the entry points keys of mod (gemm_wgmma's or
-// gemm_wgmma_slabs') into fns (sm_90a only).
-func loadWG(mod *cudaload.Module, keys []tcKey, fns *functions, get func(*cudaload.Module, string, uint32) (*cudaload.Function, error)) error {
-	for _, k := range keys {
-		fn, err := get(mod, k.name(), wgSharedBytes(k.tile))
-		if err != nil {
-			return err
-		}
-		fns.tc[k] = fn
+		return fmt.Errorf("gemm.%s: encoding the TMA maps of %s: %w", p.op, g.name, err)
 	}
 	return nil
+}
+
+func (g wgGeometry) tileName() string { return g.name }
+
+// wsMode is the ws_mode argument of the gemm_wgmma_slabs kernels (wgmma.cuh).
+func (r tcLaunch) wsMode() int32 {
+	switch {
+	case r.planes:
+		return 1 // WS_PLANES
+	case r.runsum:
+		return 2 // WS_RUNSUM
+	}
+	return 0
+}
+
+// runBytes is the running sums' part of the workspace: an f32 per element
+// of every tile (wgmma.cuh's runsum_add), 0 without running sums.
+func (r tcLaunch) runBytes(p problem) uint64 {
+	if !r.runsum {
+		return 0
+	}
+	g := wgGeometries[r.k.tile]
+	return 4 * uint64(ceilDiv(p.rows, g.bm)*ceilDiv(p.cols, g.bn)) * uint64(g.bm*g.bn)
+}
+
+// wgRunSum reports whether wgmma tile t is a slab variant (Tile::SLABS,
+// which keep running sums: Tile::RUNSUM).
+func wgRunSum(t tcTile) bool {
+	return t == tcTileWG128x128S || t == tcTileWG128x192S || t == tcTileWG128x256S
 }

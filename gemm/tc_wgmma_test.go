@@ -1,7 +1,6 @@
 package gemm
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,21 +80,6 @@ func TestWGForcedTilesAreHonouredOrRefused(t *testing.T) {
 	huge.red = 1 << 31
 	_, err := chooseTCKernel(huge, 132, 227<<10, true, tcForce{tile: tcTileWG128x128})
 	require.ErrorIs(t, err, errTCKernel, "TMA coordinates are 32-bit")
-}
-
-// TestWGKernelTableMatchesTheSource: gemm_wgmma.cu defines every entry
-// point the engine resolves, and nothing else.
-func TestWGKernelTableMatchesTheSource(t *testing.T) {
-	for fam, keys := range map[string][]tcKey{wgFamily: wgKernels, wgSlabsFamily: wgSlabKernels} {
-		src, err := kernels.Source(fam)
-		require.NoError(t, err)
-		for _, k := range keys {
-			require.True(t, strings.Contains(src, "\nDETGEMM_WG_ENTRY("+k.name()+","), "%s defines %s", fam, k.name())
-		}
-		require.Equal(t, strings.Count(src, "\nDETGEMM_WG_ENTRY("), len(keys), "every entry point of %s is loaded", fam)
-	}
-	require.Len(t, wgKernels, len(wgTilesBySize)*10, "3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs")
-	require.Len(t, wgSlabKernels, len(wgSlabTiles)*6, "the slab variants: f32 outputs only")
 }
 
 // TestWGSharedMemory: wgmma.cuh's Tile::SMEM, which fits an sm_90

@@ -17,6 +17,13 @@ const (
 
 func (l layout) String() string { return [...]string{"nn", "nt", "tn"}[l] }
 
+// Call is one product of the triad: a ForwardArgs, DWArgs or DXArgs value.
+// Presize, WorkspaceBytes and Strategy take any of them and read only its
+// tier, types and shape: the pointers may be left zero.
+type Call interface {
+	build(pointers bool) (problem, error)
+}
+
 // problem is a validated call in the kernels' terms.
 type problem struct {
 	op              string

@@ -98,7 +98,7 @@ func TestLayoutsMapToTheKernelProblem(t *testing.T) {
 
 func TestEveryAcceptedCombinationHasAKernel(t *testing.T) {
 	have := map[kernelKey]bool{}
-	for _, k := range simtKernels {
+	for k := range simtIDs {
 		have[k] = true
 	}
 	for _, tier := range []Tier{TierF32, TierTyped} {

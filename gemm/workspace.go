@@ -1,118 +1,10 @@
 package gemm
 
-import (
-	"errors"
-	"fmt"
+import ()
 
-	"github.com/detgemm/detgemm/cudaload"
-)
-
-// Call is one product of the triad: a ForwardArgs, DWArgs or DXArgs value.
-// Presize, WorkspaceBytes and Strategy take any of them and read only its
-// tier, types and shape: the pointers may be left zero.
-type Call interface {
-	build(pointers bool) (problem, error)
-}
-
-// workspace is the engine's device scratch: slab partials, and the
-// one-launch rows kernels' arrival counters in a buffer of their own (no
-// other kernel writes there, so they stay zero between calls; each rows
-// launch leaves them zero). Both only grow; a buffer they outgrow is kept
-// until Close, because a CUDA graph captured earlier may still launch
-// kernels that use it.
-type workspace struct {
-	ptr      cudaload.DevicePtr
-	bytes    uint64
-	ctr      cudaload.DevicePtr
-	ctrBytes uint64
-	retired  []cudaload.DevicePtr
-}
-
-// workspaceGranule rounds allocations up, so a sweep over shapes grows the
-// buffer a few times rather than on every new shape.
-const workspaceGranule = 1 << 20
-
-// ensure makes the workspace at least need bytes. It allocates only when it
-// must grow, and then refuses while the stream is capturing a graph (an
-// allocation would invalidate the capture): the caller must Presize first.
-func (w *workspace) ensure(op string, need uint64, capturing func() (bool, error), alloc func(uint64) (cudaload.DevicePtr, error)) error {
-	if need <= w.bytes {
-		return nil
-	}
-	c, err := capturing()
-	if err != nil {
-		return fmt.Errorf("gemm.%s: asking whether the stream is capturing: %w", op, err)
-	}
-	if c {
-		return fmt.Errorf("gemm.%s: %w: the call needs %d bytes, %d are presized, and the stream is capturing a CUDA graph; call Presize with this shape before capturing",
-			op, ErrWorkspace, need, w.bytes)
-	}
-	p, size, err := grow(op, need, alloc)
-	if err != nil {
-		return err
-	}
-	if w.ptr != 0 {
-		w.retired = append(w.retired, w.ptr)
-	}
-	w.ptr, w.bytes = p, size
-	return nil
-}
-
-// ensureCounters makes the counter buffer at least need bytes, as ensure
-// does the partials', and zeroes a new buffer (zero enqueues that on the
-// engine's stream, before any kernel that uses it).
-func (w *workspace) ensureCounters(op string, need uint64, capturing func() (bool, error), alloc func(uint64) (cudaload.DevicePtr, error), zero func(cudaload.DevicePtr, uint64) error) error {
-	if need <= w.ctrBytes {
-		return nil
-	}
-	c, err := capturing()
-	if err != nil {
-		return fmt.Errorf("gemm.%s: asking whether the stream is capturing: %w", op, err)
-	}
-	if c {
-		return fmt.Errorf("gemm.%s: %w: the call needs %d bytes of counters, %d are presized, and the stream is capturing a CUDA graph; call Presize with this shape before capturing",
-			op, ErrWorkspace, need, w.ctrBytes)
-	}
-	p, size, err := grow(op, need, alloc)
-	if err != nil {
-		return err
-	}
-	if err := zero(p, size); err != nil {
-		w.retired = append(w.retired, p) // freed at Close
-		return fmt.Errorf("gemm.%s: %w: zeroing the counters: %w", op, ErrWorkspace, err)
-	}
-	if w.ctr != 0 {
-		w.retired = append(w.retired, w.ctr)
-	}
-	w.ctr, w.ctrBytes = p, size
-	return nil
-}
-
-// grow allocates need bytes rounded up to the granule.
-func grow(op string, need uint64, alloc func(uint64) (cudaload.DevicePtr, error)) (cudaload.DevicePtr, uint64, error) {
-	size := (need + workspaceGranule - 1) / workspaceGranule * workspaceGranule
-	p, err := alloc(size)
-	if err != nil {
-		return 0, 0, fmt.Errorf("gemm.%s: %w: allocating %d bytes: %w", op, ErrWorkspace, size, err)
-	}
-	return p, size, nil
-}
-
-// release frees every buffer; the stream must be idle.
-func (w *workspace) release(free func(cudaload.DevicePtr) error) error {
-	var errs []error
-	for _, p := range append(w.retired, w.ptr, w.ctr) {
-		if p != 0 {
-			errs = append(errs, free(p))
-		}
-	}
-	*w = workspace{}
-	return errors.Join(errs...)
-}
-
-// plan validates c's shape and types (not its pointers) and returns the
-// dispatcher's decision for it.
-func (e *Engine) plan(c Call) (plan, error) {
+// planCall validates c's shape and types (not its pointers) and returns
+// the dispatcher's decision for it.
+func (e *Engine) planCall(c Call) (plan, error) {
 	if nilCall(c) {
 		return plan{}, argErr("Presize", "call", ErrNilPointer, "nil Call")
 	}
@@ -120,7 +12,7 @@ func (e *Engine) plan(c Call) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	return e.choose(p)
+	return e.choose(p, &filter{})
 }
 
 // nilCall reports a nil Call, or a nil *ForwardArgs, *DWArgs or *DXArgs in
@@ -139,35 +31,13 @@ func nilCall(c Call) bool {
 	return false
 }
 
-// choose is the dispatcher's decision for a validated problem.
-func (e *Engine) choose(p problem) (plan, error) {
-	if p.tier == TierTensorCore {
-		// One kernel per call, and gemm_fold where the plan's slabs go to
-		// planes (tc_slabs.go).
-		r, err := chooseTCLaunch(p, e.sms, e.tcShared, e.hasWG, e.tcForce)
-		if err != nil {
-			return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
-		}
-		ws, _ := r.wsBytes(p)
-		if !r.planes {
-			return plan{strategy: StrategyTiled, slabs: r.slabs, ws: ws}, nil
-		}
-		return plan{strategy: StrategySplitSlab, slabs: r.slabs, perBlock: 1, groups: r.slabs, ws: ws}, nil
-	}
-	pl, err := choose(p.layout, p.rows, p.cols, p.red, e.sms, e.force)
-	if err != nil {
-		return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
-	}
-	return pl, nil
-}
-
 // Strategy is the strategy the engine runs c with on this GPU. It is a
 // function of the operation, the shape and the GPU's multiprocessor count;
 // the bits of the result never depend on it.
 func (e *Engine) Strategy(c Call) (Strategy, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	pl, err := e.plan(c)
+	pl, err := e.planCall(c)
 	return pl.strategy, err
 }
 
@@ -185,7 +55,7 @@ func (e *Engine) Strategy(c Call) (Strategy, error) {
 func (e *Engine) WorkspaceBytes(c Call) (uint64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	pl, err := e.plan(c)
+	pl, err := e.planCall(c)
 	return pl.ws + pl.ctrs, err
 }
 
@@ -205,7 +75,7 @@ func (e *Engine) Presize(calls ...Call) error {
 	var need, ctrs uint64
 	op := "Presize"
 	for _, c := range calls {
-		pl, err := e.plan(c)
+		pl, err := e.planCall(c)
 		if err != nil {
 			return err
 		}
@@ -215,9 +85,4 @@ func (e *Engine) Presize(calls ...Call) error {
 		return err
 	}
 	return e.ws.ensureCounters(op, ctrs, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero)
-}
-
-// zero clears n bytes (a multiple of 4) at p on the engine's stream.
-func (e *Engine) zero(p cudaload.DevicePtr, n uint64) error {
-	return e.stream.MemsetD32Async(p, 0, n/4)
 }

@@ -271,9 +271,4 @@ static_assert(dws::SM_BYTES<8> == 57344 && dws::SM_BYTES<4> == 36864, "the Go di
         dws::run<DT, TR>(A, B, C, K, N, (int)M, lda, ldb, ldc);                                      \
     }
 
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_f32, dws::F32, 8, 3)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_bf16, dws::BF16, 8, 3)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream_f16, dws::F16, 8, 3)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_f32, dws::F32, 4, 5)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_bf16, dws::BF16, 4, 5)
-DETGEMM_DWSTREAM_ENTRY(detgemm_dwstream32_f16, dws::F16, 4, 5)
+#include "zgemm_dw_stream_entries.cuh"

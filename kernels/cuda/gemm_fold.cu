@@ -77,7 +77,4 @@ DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT
         fold::run<DTOUT, ACC>(ws, C, bias, n, cols, S);                                             \
     }
 
-DETGEMM_FOLD_ENTRY(detgemm_fold_store_f32, fold::F32, false)
-DETGEMM_FOLD_ENTRY(detgemm_fold_store_bf16, fold::BF16, false)
-DETGEMM_FOLD_ENTRY(detgemm_fold_store_f16, fold::F16, false)
-DETGEMM_FOLD_ENTRY(detgemm_fold_accumulate_f32, fold::F32, true)
+#include "zgemm_fold_entries.cuh"

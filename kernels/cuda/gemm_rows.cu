@@ -259,25 +259,7 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
         rowsk::partials<DT, MR, CN, NT>(A, B, ws, rows, cols, R, lda, ldb);                          \
     }
 
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m4, rowsk::F32, 4, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m16, rowsk::F32, 16, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f32_m32, rowsk::F32, 32, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m4, rowsk::BF16, 4, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m16, rowsk::BF16, 16, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_bf16_m32, rowsk::BF16, 32, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m4, rowsk::F16, 4, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m16, rowsk::F16, 16, 1, false)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nn_f16_m32, rowsk::F16, 32, 1, false)
-
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m4, rowsk::F32, 4, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m16, rowsk::F32, 16, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f32_m32, rowsk::F32, 32, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m4, rowsk::BF16, 4, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m16, rowsk::BF16, 16, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_bf16_m32, rowsk::BF16, 32, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m4, rowsk::F16, 4, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m16, rowsk::F16, 16, 1, true)
-DETGEMM_ROWS_ENTRY(detgemm_rows_nt_f16_m32, rowsk::F16, 32, 1, true)
+#include "zgemm_rows_entries.cuh"
 
 // The widening check: out[i] = dg_f16_to_f32_fast(in[i]) (tests compare it
 // with the reference on all 65536 codes). Any grid covers any n.
@@ -740,35 +722,5 @@ constexpr int min_blocks(int mr) { return mr == 4 ? 3 : mr == 16 ? 2 : 3; }
         dg_grid_dependency_wait();                                                                            \
         rowsf::fused<DT, DTOUT, MR, NT>(A, B, ws, ctr, C, bias, rows, cols, R, lda, ldb);                     \
     }
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m4, rowsk::F32, rowsk::F32, 4, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m16, rowsk::F32, rowsk::F32, 16, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f32_f32_m32, rowsk::F32, rowsk::F32, 32, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_bf16_m4, rowsk::BF16, rowsk::BF16, 4, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_bf16_m16, rowsk::BF16, rowsk::BF16, 16, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_bf16_m32, rowsk::BF16, rowsk::BF16, 32, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_f32_m4, rowsk::BF16, rowsk::F32, 4, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_f32_m16, rowsk::BF16, rowsk::F32, 16, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_bf16_f32_m32, rowsk::BF16, rowsk::F32, 32, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f16_m4, rowsk::F16, rowsk::F16, 4, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f16_m16, rowsk::F16, rowsk::F16, 16, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f16_m32, rowsk::F16, rowsk::F16, 32, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f32_m4, rowsk::F16, rowsk::F32, 4, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f32_m16, rowsk::F16, rowsk::F32, 16, false)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nn_f16_f32_m32, rowsk::F16, rowsk::F32, 32, false)
-
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f32_f32_m4, rowsk::F32, rowsk::F32, 4, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f32_f32_m16, rowsk::F32, rowsk::F32, 16, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f32_f32_m32, rowsk::F32, rowsk::F32, 32, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_bf16_m4, rowsk::BF16, rowsk::BF16, 4, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_bf16_m16, rowsk::BF16, rowsk::BF16, 16, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_bf16_m32, rowsk::BF16, rowsk::BF16, 32, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_f32_m4, rowsk::BF16, rowsk::F32, 4, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_f32_m16, rowsk::BF16, rowsk::F32, 16, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_bf16_f32_m32, rowsk::BF16, rowsk::F32, 32, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m4, rowsk::F16, rowsk::F16, 4, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m16, rowsk::F16, rowsk::F16, 16, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f16_m32, rowsk::F16, rowsk::F16, 32, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m4, rowsk::F16, rowsk::F32, 4, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m16, rowsk::F16, rowsk::F32, 16, true)
-DETGEMM_ROWSF_ENTRY(detgemm_rowsf_nt_f16_f32_m32, rowsk::F16, rowsk::F32, 32, true)
+#include "zgemm_rows_fused_entries.cuh"
 

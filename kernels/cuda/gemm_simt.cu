@@ -208,34 +208,4 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 #define DETGEMM_SIMT_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD) DETGEMM_SIMT_ENTRY_BN(NAME, DTIN, DTOUT, ARC, BJC, FOLD, 128)
 #define DETGEMM_SIMT64_ENTRY(NAME, DTIN, DTOUT, ARC, BJC, FOLD) DETGEMM_SIMT_ENTRY_BN(NAME, DTIN, DTOUT, ARC, BJC, FOLD, 64)
 
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f32_f32, dgtile::F32, dgtile::F32, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_bf16_bf16, dgtile::BF16, dgtile::BF16, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_bf16_f32, dgtile::BF16, dgtile::F32, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f16_f16, dgtile::F16, dgtile::F16, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nn_f16_f32, dgtile::F16, dgtile::F32, true, true, simt::FOLD_STORE)
-
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f32_f32, dgtile::F32, dgtile::F32, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_bf16_bf16, dgtile::BF16, dgtile::BF16, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_bf16_f32, dgtile::BF16, dgtile::F32, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f16_f16, dgtile::F16, dgtile::F16, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_nt_f16_f32, dgtile::F16, dgtile::F32, true, false, simt::FOLD_STORE)
-
-DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f32_f32, dgtile::F32, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_tn_bf16_f32, dgtile::BF16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
-DETGEMM_SIMT_ENTRY(detgemm_simt_tn_f16_f32, dgtile::F16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
-
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_f32_f32, dgtile::F32, dgtile::F32, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_bf16_bf16, dgtile::BF16, dgtile::BF16, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_bf16_f32, dgtile::BF16, dgtile::F32, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_f16_f16, dgtile::F16, dgtile::F16, true, true, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nn_f16_f32, dgtile::F16, dgtile::F32, true, true, simt::FOLD_STORE)
-
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_f32_f32, dgtile::F32, dgtile::F32, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_bf16_bf16, dgtile::BF16, dgtile::BF16, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_bf16_f32, dgtile::BF16, dgtile::F32, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_f16_f16, dgtile::F16, dgtile::F16, true, false, simt::FOLD_STORE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_nt_f16_f32, dgtile::F16, dgtile::F32, true, false, simt::FOLD_STORE)
-
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_tn_f32_f32, dgtile::F32, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_tn_bf16_f32, dgtile::BF16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
-DETGEMM_SIMT64_ENTRY(detgemm_simt64_tn_f16_f32, dgtile::F16, dgtile::F32, false, true, simt::FOLD_ACCUMULATE)
+#include "zgemm_simt_entries.cuh"

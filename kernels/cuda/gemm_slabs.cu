@@ -95,26 +95,4 @@ DETGEMM_INLINE void partials(const void* DETGEMM_RESTRICT A, const void* DETGEMM
 #define DETGEMM_SLABS_ENTRY(NAME, DTIN, ARC, BJC) DETGEMM_SLABS_ENTRY_BN(NAME, DTIN, ARC, BJC, 128)
 #define DETGEMM_SLABS64_ENTRY(NAME, DTIN, ARC, BJC) DETGEMM_SLABS_ENTRY_BN(NAME, DTIN, ARC, BJC, 64)
 
-DETGEMM_SLABS_ENTRY(detgemm_slabs_nn_f32, dgtile::F32, true, true)
-DETGEMM_SLABS_ENTRY(detgemm_slabs_nn_bf16, dgtile::BF16, true, true)
-DETGEMM_SLABS_ENTRY(detgemm_slabs_nn_f16, dgtile::F16, true, true)
-
-DETGEMM_SLABS_ENTRY(detgemm_slabs_nt_f32, dgtile::F32, true, false)
-DETGEMM_SLABS_ENTRY(detgemm_slabs_nt_bf16, dgtile::BF16, true, false)
-DETGEMM_SLABS_ENTRY(detgemm_slabs_nt_f16, dgtile::F16, true, false)
-
-DETGEMM_SLABS_ENTRY(detgemm_slabs_tn_f32, dgtile::F32, false, true)
-DETGEMM_SLABS_ENTRY(detgemm_slabs_tn_bf16, dgtile::BF16, false, true)
-DETGEMM_SLABS_ENTRY(detgemm_slabs_tn_f16, dgtile::F16, false, true)
-
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_nn_f32, dgtile::F32, true, true)
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_nn_bf16, dgtile::BF16, true, true)
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_nn_f16, dgtile::F16, true, true)
-
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_nt_f32, dgtile::F32, true, false)
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_nt_bf16, dgtile::BF16, true, false)
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_nt_f16, dgtile::F16, true, false)
-
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_tn_f32, dgtile::F32, false, true)
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_tn_bf16, dgtile::BF16, false, true)
-DETGEMM_SLABS64_ENTRY(detgemm_slabs64_tn_f16, dgtile::F16, false, true)
+#include "zgemm_slabs_entries.cuh"

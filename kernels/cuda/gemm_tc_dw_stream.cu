@@ -300,7 +300,4 @@ typedef Tile<64, 128, 4, 2, 3, 3> S64;
                                                 static_cast<float*>(C), M, N, R, lda, ldb, ldc);            \
     }
 
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_vec, S64, tc::BF16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_bf16_f32_any, S64, tc::BF16, false)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_vec, S64, tc::F16, true)
-DETGEMM_TCDW_ENTRY(detgemm_tcdw64_tn_f16_f32_any, S64, tc::F16, false)
+#include "zgemm_tc_dw_stream_entries.cuh"

@@ -304,19 +304,4 @@ typedef Rows<16, 32, 128, 5, 3, 2, 2> R16;
                                                          lda, ldb, ldc, L);                                 \
     }
 
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_bf16_bf16_vec, R8, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_bf16_f32_vec, R8, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_f16_f16_vec, R8, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nn_f16_f32_vec, R8, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_bf16_bf16_vec, R8, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_bf16_f32_vec, R8, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_f16_f16_vec, R8, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows8_nt_f16_f32_vec, R8, tc::F16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_bf16_bf16_vec, R16, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_bf16_f32_vec, R16, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_f16_f16_vec, R16, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nn_f16_f32_vec, R16, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_bf16_vec, R16, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_bf16_f32_vec, R16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f16_vec, R16, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TCROWS_ENTRY(detgemm_tcrows16_nt_f16_f32_vec, R16, tc::F16, tc::F32, false, tc::INIT_ZERO)
+#include "zgemm_tc_rows_entries.cuh"

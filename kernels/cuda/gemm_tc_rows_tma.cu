@@ -306,19 +306,4 @@ typedef Rows<16, 6, 3, 2, false> T16;
     DETGEMM_TMAROWS_KERNEL(NAME, TILE, DTIN, DTOUT, BJC, INIT, true) \
     DETGEMM_TMAROWS_KERNEL(NAME##_one, TILE, DTIN, DTOUT, BJC, INIT, false)
 
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nn_bf16_bf16_vec, T8, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nn_bf16_f32_vec, T8, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nn_f16_f16_vec, T8, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nn_f16_f32_vec, T8, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nt_bf16_bf16_vec, T8, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nt_bf16_f32_vec, T8, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nt_f16_f16_vec, T8, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows8_nt_f16_f32_vec, T8, tc::F16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nn_bf16_bf16_vec, T16, tc::BF16, tc::BF16, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nn_bf16_f32_vec, T16, tc::BF16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nn_f16_f16_vec, T16, tc::F16, tc::F16, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nn_f16_f32_vec, T16, tc::F16, tc::F32, true, tc::INIT_BIAS)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nt_bf16_bf16_vec, T16, tc::BF16, tc::BF16, false, tc::INIT_ZERO)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nt_bf16_f32_vec, T16, tc::BF16, tc::F32, false, tc::INIT_ZERO)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nt_f16_f16_vec, T16, tc::F16, tc::F16, false, tc::INIT_ZERO)
-DETGEMM_TMAROWS_ENTRY(detgemm_tmarows16_nt_f16_f32_vec, T16, tc::F16, tc::F32, false, tc::INIT_ZERO)
+#include "zgemm_tc_rows_tma_entries.cuh"

@@ -10,21 +10,4 @@
 #include "prelude.cuh"
 #include "wgmma.cuh"
 
-DETGEMM_WG_ENTRY(detgemm_wg128x128s_nn_bf16_f32, T128x128S, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
-DETGEMM_WG_ENTRY(detgemm_wg128x128s_nn_f16_f32, T128x128S, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
-DETGEMM_WG_ENTRY(detgemm_wg128x128s_nt_bf16_f32, T128x128S, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
-DETGEMM_WG_ENTRY(detgemm_wg128x128s_nt_f16_f32, T128x128S, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
-DETGEMM_WG_ENTRY(detgemm_wg128x128s_tn_bf16_f32, T128x128S, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
-DETGEMM_WG_ENTRY(detgemm_wg128x128s_tn_f16_f32, T128x128S, wg::F16, wg::F32, false, true, wg::INIT_OLD)
-DETGEMM_WG_ENTRY(detgemm_wg128x192s_nn_bf16_f32, T128x192S, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
-DETGEMM_WG_ENTRY(detgemm_wg128x192s_nn_f16_f32, T128x192S, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
-DETGEMM_WG_ENTRY(detgemm_wg128x192s_nt_bf16_f32, T128x192S, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
-DETGEMM_WG_ENTRY(detgemm_wg128x192s_nt_f16_f32, T128x192S, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
-DETGEMM_WG_ENTRY(detgemm_wg128x192s_tn_bf16_f32, T128x192S, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
-DETGEMM_WG_ENTRY(detgemm_wg128x192s_tn_f16_f32, T128x192S, wg::F16, wg::F32, false, true, wg::INIT_OLD)
-DETGEMM_WG_ENTRY(detgemm_wg128x256s_nn_bf16_f32, T128x256S, wg::BF16, wg::F32, true, true, wg::INIT_BIAS)
-DETGEMM_WG_ENTRY(detgemm_wg128x256s_nn_f16_f32, T128x256S, wg::F16, wg::F32, true, true, wg::INIT_BIAS)
-DETGEMM_WG_ENTRY(detgemm_wg128x256s_nt_bf16_f32, T128x256S, wg::BF16, wg::F32, true, false, wg::INIT_ZERO)
-DETGEMM_WG_ENTRY(detgemm_wg128x256s_nt_f16_f32, T128x256S, wg::F16, wg::F32, true, false, wg::INIT_ZERO)
-DETGEMM_WG_ENTRY(detgemm_wg128x256s_tn_bf16_f32, T128x256S, wg::BF16, wg::F32, false, true, wg::INIT_OLD)
-DETGEMM_WG_ENTRY(detgemm_wg128x256s_tn_f16_f32, T128x256S, wg::F16, wg::F32, false, true, wg::INIT_OLD)
+#include "zgemm_wgmma_slabs_entries.cuh"

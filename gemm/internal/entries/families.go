@@ -1,0 +1,327 @@
+package entries
+
+import "fmt"
+
+// The kernel families (kernels/cuda/<name>.cu).
+const (
+	SimtFamily      = "gemm_simt"
+	SlabsFamily     = "gemm_slabs"
+	RowsFamily      = "gemm_rows"
+	FoldFamily      = "gemm_fold"
+	DWStreamFamily  = "gemm_dw_stream"
+	RowsTMAFamily   = "gemm_rows_tma"
+	TCFamily        = "gemm_tc"
+	TCRowsFamily    = "gemm_tc_rows"
+	TCRowsTMAFamily = "gemm_tc_rows_tma"
+	TCDWFamily      = "gemm_tc_dw_stream"
+	WGFamily        = "gemm_wgmma"
+	WGSlabsFamily   = "gemm_wgmma_slabs"
+	// RowsFusedFamily holds the one-launch rows kernels (detgemm_rowsf_*).
+	// They still live in gemm_rows.cu; when they move to a file of their
+	// own this constant names it, and their include moves with them.
+	RowsFusedFamily = RowsFamily
+)
+
+// The layouts and the (input, output) pairs of the IEEE tiers: Forward and
+// dX write the input type or f32, dW writes its f32 master.
+var (
+	layouts   = []string{"nn", "nt", "tn"}
+	fwdLayout = []string{"nn", "nt"}
+	ieeeIn    = []string{"f32", "bf16", "f16"}
+	halfIn    = []string{"bf16", "f16"}
+)
+
+func ieeeIO(l string) [][2]string {
+	if l == "tn" {
+		return [][2]string{{"f32", "f32"}, {"bf16", "f32"}, {"f16", "f32"}}
+	}
+	return [][2]string{{"f32", "f32"}, {"bf16", "bf16"}, {"bf16", "f32"}, {"f16", "f16"}, {"f16", "f32"}}
+}
+
+// halfIO is the (input, output) pairs of the 16-bit kernels: the input
+// type or f32, f32 only for dW (tn).
+func halfIO(l string) [][2]string {
+	var out [][2]string
+	for _, in := range halfIn {
+		if l != "tn" {
+			out = append(out, [2]string{in, in})
+		}
+		out = append(out, [2]string{in, "f32"})
+	}
+	return out
+}
+
+// up is a dtype as the CUDA sources spell it in namespace ns.
+func up(ns, d string) string {
+	switch d {
+	case "f32":
+		return ns + "::F32"
+	case "bf16":
+		return ns + "::BF16"
+	}
+	return ns + "::F16"
+}
+
+func boolArg(b bool) string { return fmt.Sprint(b) }
+
+// arc and bjc are the kernels' A_RC (A read row by row: every layout but
+// dW's) and B_JC (B read along its columns: every layout but dX's).
+func arc(l string) bool { return l != "tn" }
+func bjc(l string) bool { return l != "nt" }
+
+// tcInit is a tensor-core kernel's accumulator start: the bias (Forward),
+// zero (dX) or the master's old value (dW).
+func tcInit(ns, l string) string {
+	switch l {
+	case "nn":
+		return ns + "::INIT_BIAS"
+	case "nt":
+		return ns + "::INIT_ZERO"
+	}
+	return ns + "::INIT_OLD"
+}
+
+// simt: gemm_simt's tiled kernels, 128×128 and 128×64 tiles × layout ×
+// (input, output).
+func simt() (out []Entry) {
+	for _, w := range []struct{ kind, macro string }{{"simt", "DETGEMM_SIMT_ENTRY"}, {"simt64", "DETGEMM_SIMT64_ENTRY"}} {
+		for _, l := range layouts {
+			fold := "simt::FOLD_STORE"
+			if l == "tn" {
+				fold = "simt::FOLD_ACCUMULATE"
+			}
+			for _, io := range ieeeIO(l) {
+				out = append(out, Entry{Key: Key{Kind: w.kind, Layout: l, In: io[0], Out: io[1]},
+					Family: SimtFamily, Header: HeaderFor(SimtFamily), Macro: w.macro,
+					Name: fmt.Sprintf("detgemm_%s_%s_%s_%s", w.kind, l, io[0], io[1]),
+					Args: []string{up("dgtile", io[0]), up("dgtile", io[1]), boolArg(arc(l)), boolArg(bjc(l)), fold}})
+			}
+		}
+	}
+	return out
+}
+
+// slabs: gemm_slabs's split-slab partials (f32 whatever the output), 128×128
+// and 128×64 tiles × layout × input.
+func slabs() (out []Entry) {
+	for _, w := range []struct{ kind, macro string }{{"slabs", "DETGEMM_SLABS_ENTRY"}, {"slabs64", "DETGEMM_SLABS64_ENTRY"}} {
+		for _, l := range layouts {
+			for _, in := range ieeeIn {
+				out = append(out, Entry{Key: Key{Kind: w.kind, Layout: l, In: in},
+					Family: SlabsFamily, Header: HeaderFor(SlabsFamily), Macro: w.macro,
+					Name: fmt.Sprintf("detgemm_%s_%s_%s", w.kind, l, in),
+					Args: []string{up("dgtile", in), boolArg(arc(l)), boolArg(bjc(l))}})
+			}
+		}
+	}
+	return out
+}
+
+// rows: gemm_rows's partials for few rows: layout (Forward, dX) × input ×
+// rows a block, one column a thread.
+func rows() (out []Entry) {
+	for _, l := range fwdLayout {
+		for _, in := range ieeeIn {
+			for _, mr := range []int{4, 16, 32} {
+				out = append(out, Entry{Key: Key{Kind: "rows", Layout: l, In: in, MR: mr},
+					Family: RowsFamily, Header: HeaderFor(RowsFamily), Macro: "DETGEMM_ROWS_ENTRY",
+					Name: fmt.Sprintf("detgemm_rows_%s_%s_m%d", l, in, mr),
+					Args: []string{up("rowsk", in), fmt.Sprint(mr), "1", boolArg(l == "nt")}})
+			}
+		}
+	}
+	return out
+}
+
+// rowsFused: the one-launch rows kernels (partials and fold in one
+// launch): layout × (input, output) × rows a block.
+func rowsFused() (out []Entry) {
+	for _, l := range fwdLayout {
+		for _, io := range ieeeIO(l) {
+			for _, mr := range []int{4, 16, 32} {
+				out = append(out, Entry{Key: Key{Kind: "rowsf", Layout: l, In: io[0], Out: io[1], MR: mr},
+					Family: RowsFusedFamily, Header: HeaderFor("gemm_rows_fused"), Macro: "DETGEMM_ROWSF_ENTRY",
+					Name: fmt.Sprintf("detgemm_rowsf_%s_%s_%s_m%d", l, io[0], io[1], mr),
+					Args: []string{up("rowsk", io[0]), up("rowsk", io[1]), fmt.Sprint(mr), boolArg(l == "nt")}})
+			}
+		}
+	}
+	return out
+}
+
+// rowsTMA: gemm_rows_tma (sm_90a): layout × rows a block (1, 4, 16) ×
+// (input, output), and the many-wave ring of one row for 16-bit inputs.
+func rowsTMA() (out []Entry) {
+	add := func(l string, mr int, io [2]string, waves bool) {
+		e := Entry{Key: Key{Kind: "rowst", Layout: l, In: io[0], Out: io[1], MR: mr, Waves: waves},
+			Family: RowsTMAFamily, Header: HeaderFor(RowsTMAFamily), Macro: "DETGEMM_ROWST_ENTRY",
+			Name: fmt.Sprintf("detgemm_rowst_%s_%s_%s_m%d", l, io[0], io[1], mr),
+			Args: []string{up("rowst", io[0]), up("rowst", io[1]), fmt.Sprint(mr), boolArg(l == "nt")}}
+		if waves {
+			e.Macro, e.Name, e.Args = "DETGEMM_ROWSTW_ENTRY", e.Name+"w", append(e.Args, "true")
+		}
+		out = append(out, e)
+	}
+	for _, mrs := range [][]int{{1, 4}, {16}} {
+		for _, l := range fwdLayout {
+			for _, mr := range mrs {
+				for _, io := range ieeeIO(l) {
+					add(l, mr, io, false)
+				}
+			}
+		}
+	}
+	for _, l := range fwdLayout {
+		for _, io := range halfIO(l) {
+			add(l, 1, io, true)
+		}
+	}
+	return out
+}
+
+// fold: gemm_fold, storing each output type, or accumulating onto dW's f32.
+func fold() (out []Entry) {
+	for _, k := range []struct {
+		out string
+		acc bool
+	}{{"f32", false}, {"bf16", false}, {"f16", false}, {"f32", true}} {
+		verb := "store"
+		if k.acc {
+			verb = "accumulate"
+		}
+		out = append(out, Entry{Key: Key{Kind: "fold", Out: k.out, Acc: k.acc},
+			Family: FoldFamily, Header: HeaderFor(FoldFamily), Macro: "DETGEMM_FOLD_ENTRY",
+			Name: fmt.Sprintf("detgemm_fold_%s_%s", verb, k.out),
+			Args: []string{up("fold", k.out), boolArg(k.acc)}})
+	}
+	return out
+}
+
+// dwStream: gemm_dw_stream, 64-row blocks (8 rows a thread, 3 blocks an
+// SM) and 32-row ones (4 rows, 5 blocks) × input.
+func dwStream() (out []Entry) {
+	for _, s := range []struct {
+		sr           int
+		prefix       string
+		rows, blocks string
+	}{{64, "detgemm_dwstream", "8", "3"}, {32, "detgemm_dwstream32", "4", "5"}} {
+		for _, in := range ieeeIn {
+			out = append(out, Entry{Key: Key{Kind: "dwstream", Layout: "tn", In: in, Out: "f32", SR: s.sr},
+				Family: DWStreamFamily, Header: HeaderFor(DWStreamFamily), Macro: "DETGEMM_DWSTREAM_ENTRY",
+				Name: fmt.Sprintf("%s_%s", s.prefix, in),
+				Args: []string{up("dws", in), s.rows, s.blocks}})
+		}
+	}
+	return out
+}
+
+// tcName is the tensor-core kernels' entry name.
+func tcName(tile, l string, io [2]string, vec bool) string {
+	path := "any"
+	if vec {
+		path = "vec"
+	}
+	return fmt.Sprintf("detgemm_%s_%s_%s_%s_%s", tile, l, io[0], io[1], path)
+}
+
+// tc: gemm_tc's mma.sync tiles × layout × (input, output) × load path
+// (128×256 has the 16-byte path only).
+func tc() (out []Entry) {
+	for _, t := range []struct {
+		tile, arg string
+		any       bool
+	}{{"tc256", "T256", false}, {"tc128", "T128", true}, {"tc64", "T64", true}} {
+		for _, l := range layouts {
+			for _, io := range halfIO(l) {
+				for _, vec := range []bool{true, false} {
+					if !vec && !t.any {
+						continue
+					}
+					out = append(out, Entry{Key: Key{Kind: "tc", Layout: l, In: io[0], Out: io[1], Tile: t.tile, Vec: vec},
+						Family: TCFamily, Header: HeaderFor(TCFamily), Macro: "DETGEMM_TC_ENTRY",
+						Name: tcName(t.tile, l, io, vec),
+						Args: []string{t.arg, up("tc", io[0]), up("tc", io[1]), boolArg(arc(l)), boolArg(bjc(l)), tcInit("tc", l), boolArg(vec)}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// tcRows: gemm_tc_rows, 8 and 16 rows a block × layout (Forward, dX) ×
+// (input, output), 16-byte path.
+func tcRows() (out []Entry) {
+	for _, t := range [][2]string{{"tcrows8", "R8"}, {"tcrows16", "R16"}} {
+		for _, l := range fwdLayout {
+			for _, io := range halfIO(l) {
+				out = append(out, Entry{Key: Key{Kind: "tcrows", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true},
+					Family: TCRowsFamily, Header: HeaderFor(TCRowsFamily), Macro: "DETGEMM_TCROWS_ENTRY",
+					Name: tcName(t[0], l, io, true),
+					Args: []string{t[1], up("tc", io[0]), up("tc", io[1]), boolArg(l == "nn"), tcInit("tc", l)}})
+			}
+		}
+	}
+	return out
+}
+
+// tcRowsTMA: gemm_tc_rows_tma (sm_90a), as tcRows; each macro call also
+// defines the entry's one-slab twin, NAME_one (Kind "tmarows_one", no
+// macro call of its own).
+func tcRowsTMA() (out []Entry) {
+	for _, t := range [][2]string{{"tmarows8", "T8"}, {"tmarows16", "T16"}} {
+		for _, l := range fwdLayout {
+			for _, io := range halfIO(l) {
+				e := Entry{Key: Key{Kind: "tmarows", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true},
+					Family: TCRowsTMAFamily, Header: HeaderFor(TCRowsTMAFamily), Macro: "DETGEMM_TMAROWS_ENTRY",
+					Name: tcName(t[0], l, io, true),
+					Args: []string{t[1], up("tc", io[0]), up("tc", io[1]), boolArg(l == "nn"), tcInit("tc", l)}}
+				one := e
+				one.Kind, one.Macro, one.Name, one.Args = "tmarows_one", "", e.Name+"_one", nil
+				out = append(out, e, one)
+			}
+		}
+	}
+	return out
+}
+
+// tcDW: gemm_tc_dw_stream, 64×128 tiles of dW × input × load path.
+func tcDW() (out []Entry) {
+	for _, in := range halfIn {
+		for _, vec := range []bool{true, false} {
+			io := [2]string{in, "f32"}
+			out = append(out, Entry{Key: Key{Kind: "tcdw", Layout: "tn", In: in, Out: "f32", Tile: "tcdw64", Vec: vec},
+				Family: TCDWFamily, Header: HeaderFor(TCDWFamily), Macro: "DETGEMM_TCDW_ENTRY",
+				Name: tcName("tcdw64", "tn", io, vec),
+				Args: []string{"S64", up("tc", in), boolArg(vec)}})
+		}
+	}
+	return out
+}
+
+// wgTiles is the wgmma tiles of one family and their CUDA names.
+func wgEntries(family string, tiles [][2]string, f32Only bool) (out []Entry) {
+	for _, t := range tiles {
+		for _, l := range layouts {
+			for _, io := range halfIO(l) {
+				if f32Only && io[1] != "f32" {
+					continue
+				}
+				out = append(out, Entry{Key: Key{Kind: "wg", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true},
+					Family: family, Header: HeaderFor(family), Macro: "DETGEMM_WG_ENTRY",
+					Name: fmt.Sprintf("detgemm_%s_%s_%s_%s", t[0], l, io[0], io[1]),
+					Args: []string{t[1], up("wg", io[0]), up("wg", io[1]), boolArg(arc(l)), boolArg(bjc(l)), tcInit("wg", l)}})
+			}
+		}
+	}
+	return out
+}
+
+// wgmma: gemm_wgmma (sm_90a), the one-slab tiles × layout × (input, output).
+func wgmma() []Entry {
+	return wgEntries(WGFamily, [][2]string{{"wg128x256", "T128x256"}, {"wg128x192", "T128x192"}, {"wg128x128", "T128x128"}, {"wg192x192", "T192x192"}}, false)
+}
+
+// wgmmaSlabs: gemm_wgmma_slabs (sm_90a), the slab variants, f32 out only.
+func wgmmaSlabs() []Entry {
+	return wgEntries(WGSlabsFamily, [][2]string{{"wg128x128s", "T128x128S"}, {"wg128x192s", "T128x192S"}, {"wg128x256s", "T128x256S"}}, true)
+}

@@ -1,0 +1,192 @@
+package gemm
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/detgemm/detgemm/gemm/internal/entries"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/stretchr/testify/require"
+)
+
+// tcKeysOf is the tensor-core keys of one family's entry points (twins
+// left out), in the registry's order.
+func tcKeysOf(family string) []tcKey {
+	var out []tcKey
+	for id, en := range kernelEntries {
+		if en.Family != family || en.Kind == "tmarows_one" {
+			continue
+		}
+		for k, kid := range tcIDs {
+			if kid == kernelID(id) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// TestGeneratedEntryListsAreCurrent: every kernels/cuda/z*_entries.cuh is
+// exactly what `go generate ./gemm` writes from internal/entries, and
+// every family's .cu includes its lists — so the Go tables and the CUDA
+// entry points cannot drift apart.
+func TestGeneratedEntryListsAreCurrent(t *testing.T) {
+	names, lists := entries.Headers()
+	dir := filepath.Join("..", "kernels", "cuda")
+	for _, h := range names {
+		got, err := os.ReadFile(filepath.Join(dir, h))
+		require.NoError(t, err, "run go generate ./gemm")
+		require.True(t, bytes.Equal(entries.Source(h, lists[h]), got), "%s is stale: run go generate ./gemm", h)
+		src, err := kernels.Source(lists[h][0].Family)
+		require.NoError(t, err)
+		require.Contains(t, src, `#include "`+h+`"`, "%s.cu includes its entry list", lists[h][0].Family)
+	}
+	generated, err := filepath.Glob(filepath.Join(dir, "z*_entries.cuh"))
+	require.NoError(t, err)
+	require.Len(t, generated, len(names), "no stale generated list is left behind")
+}
+
+// TestEveryEntryIsNamedByItsKey: the name the engine gives a typed key
+// (tcKey.name, kernelKey.simtName, ...) is the entry point the registry
+// describes for it, and every description has a typed key.
+func TestEveryEntryIsNamedByItsKey(t *testing.T) {
+	named := map[kernelID]string{}
+	for k, id := range simtIDs {
+		named[id] = k.simtName()
+	}
+	for k, id := range simt64IDs {
+		named[id] = k.simt64Name()
+	}
+	for k, id := range slabsIDs {
+		named[id] = k.name()
+	}
+	for k, id := range slabs64IDs {
+		named[id] = k.name64()
+	}
+	for k, id := range rowsIDs {
+		named[id] = k.name()
+	}
+	for k, id := range rowsfIDs {
+		named[id] = k.name()
+	}
+	for k, id := range rowsTMAIDs {
+		named[id] = k.name()
+	}
+	for k, id := range foldIDs {
+		named[id] = k.name()
+	}
+	for k, id := range streamIDs {
+		named[id] = k.name()
+	}
+	for k, id := range tcIDs {
+		named[id] = k.name()
+	}
+	for k, id := range tcOneIDs {
+		named[id] = k.oneSlabName()
+	}
+	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
+	for id, name := range named {
+		require.Equal(t, id.entry().Name, name)
+	}
+}
+
+// TestEveryAcceptedCombinationHasAnEntry: each family serves every layout
+// and (input, output) pair its planner may pick it for.
+func TestEveryAcceptedCombinationHasAnEntry(t *testing.T) {
+	ieee := func(l layout) [][2]DType {
+		if l == layoutTN {
+			return [][2]DType{{F32, F32}, {BF16, F32}, {F16, F32}}
+		}
+		return [][2]DType{{F32, F32}, {BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}}
+	}
+	half := func(l layout) [][2]DType {
+		if l == layoutTN {
+			return [][2]DType{{BF16, F32}, {F16, F32}}
+		}
+		return [][2]DType{{BF16, BF16}, {BF16, F32}, {F16, F16}, {F16, F32}}
+	}
+	for _, l := range []layout{layoutNN, layoutNT, layoutTN} {
+		for _, io := range ieee(l) {
+			require.NotZero(t, simtIDs[kernelKey{l, io[0], io[1]}])
+			require.NotZero(t, simt64IDs[kernelKey{l, io[0], io[1]}])
+			require.NotZero(t, slabsIDs[slabsKey{l, io[0]}])
+			require.NotZero(t, slabs64IDs[slabsKey{l, io[0]}])
+			require.NotZero(t, foldIDs[foldKey{io[1], l == layoutTN}])
+			if l == layoutTN {
+				for _, sr := range []int64{streamTall, streamShort} {
+					require.NotZero(t, streamIDs[streamKey{io[0], sr}])
+				}
+				continue
+			}
+			for _, mr := range []int{4, 16, 32} {
+				require.NotZero(t, rowsIDs[rowsKey{l, io[0], mr}])
+				require.NotZero(t, rowsfIDs[rowsFusedKey{l, io[0], io[1], mr}])
+			}
+			for _, mr := range []int{1, 4, 16} {
+				require.NotZero(t, rowsTMAIDs[rowsTMAKey{l, io[0], io[1], mr, false}])
+			}
+			if io[0].Half() {
+				require.NotZero(t, rowsTMAIDs[rowsTMAKey{l, io[0], io[1], 1, true}])
+			}
+		}
+		for _, io := range half(l) {
+			for _, tile := range tcTilesBySize {
+				for _, vec := range []bool{true, false} {
+					if vec || tcGeometries[tile].anyVariant {
+						require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], vec}], "%v %v %v", tile, l, io)
+					}
+				}
+			}
+			for _, tile := range wgTilesBySize {
+				require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}])
+			}
+			if io[1] == F32 {
+				for _, tile := range wgSlabTiles {
+					require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}])
+				}
+			}
+			if l == layoutTN {
+				for _, vec := range []bool{true, false} {
+					require.NotZero(t, tcIDs[tcKey{tcTileDW64, l, io[0], io[1], vec}])
+				}
+				continue
+			}
+			for _, tile := range append(append([]tcTile{}, tcRowsTiles...), tcRowsTMATiles...) {
+				require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}])
+			}
+		}
+	}
+	require.Len(t, tcKeysOf(wgFamily), len(wgTilesBySize)*10, "3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs")
+	require.Len(t, tcKeysOf(wgSlabsFamily), len(wgSlabTiles)*6, "the slab variants: f32 outputs only")
+	require.Len(t, tcKeysOf(tcDWFamily), len(tcDWTiles)*2*2)
+	for _, en := range kernelEntries[1:] {
+		require.True(t, strings.HasPrefix(en.Name, "detgemm_"), en.Name)
+	}
+}
+
+// TestEveryVariantFitsContractShapes: on every fake GPU, each registered
+// variant whose kernels the engine loads fits at least three shapes of the
+// contract suite's list, one with a ragged edge, so the GPU suite cannot
+// pass a variant by running it on nothing.
+func TestEveryVariantFitsContractShapes(t *testing.T) {
+	for _, d := range planDevices {
+		e, _ := fakeEngine(d)
+		for _, v := range variants {
+			if !variantLoaded(e, v) {
+				continue
+			}
+			cases := contractCases(e, v)
+			shapes, ragged := map[[4]int]bool{}, false
+			for _, c := range cases {
+				shapes[[4]int{len(c.op), c.a, c.r, c.b}] = true
+				ragged = ragged || c.ragged()
+			}
+			require.GreaterOrEqual(t, len(shapes), 3, "%s on %s: %v", v.name, d.name, cases)
+			require.True(t, ragged, "%s on %s", v.name, d.name)
+			t.Logf("%s on %s: %d cases", v.name, d.name, len(cases))
+		}
+	}
+}
