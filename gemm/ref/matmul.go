@@ -121,11 +121,10 @@ func (e Epilogue) String() string {
 	return fmt.Sprintf("Epilogue(%d)", uint8(e))
 }
 
-// usesMask reports whether e writes or reads a ReLU mask (else, if it has
-// an aux, a GELU pre-activation).
+// usesMask reports whether e writes or reads a ReLU mask.
 func (e Epilogue) usesMask() bool {
-	a := epilogueSpecs[e].act
-	return a == actRelu || a == actDRelu
+	s := epilogueSpecs[e]
+	return (s.auxOut || s.auxIn) && (s.act == actRelu || s.act == actDRelu)
 }
 
 // MatmulRequest is one general product in cuBLASLt's shape,
@@ -280,7 +279,7 @@ func (o Options) Matmul(r MatmulRequest) error {
 
 	// Forms and presence.
 	aux := spec.auxOut || spec.auxIn
-	mask := aux && r.Epilogue.usesMask()
+	mask := r.Epilogue.usesMask()
 	readC := r.Beta != 0
 	for _, c := range []struct {
 		arg  string
@@ -318,7 +317,7 @@ func (o Options) Matmul(r MatmulRequest) error {
 		case c.want && c.n == 0:
 			return argErr(op, c.arg, ErrOperand, "%v needs %s", r.Epilogue, c.what)
 		case !c.want && c.n != 0:
-			return argErr(op, c.arg, ErrOperand, "%v takes no %s", r.Epilogue, c.what)
+			return argErr(op, c.arg, ErrOperand, "%v does not use %s", r.Epilogue, c.what)
 		}
 	}
 
