@@ -14,7 +14,8 @@
 //	o := ref.Options{Tier: ref.TensorCore, In: ref.BF16, Model: ref.Hopper}
 //	err := o.Forward(ref.Bits(y), ref.Bits(x), ref.Bits(w), bias, M, K, N)
 //
-// Options.Forward, Options.DX and Options.DW take the matrices as Operands:
+// Options.Forward, Options.DX and Options.DW (and the general
+// Options.Matmul, section Matmul) take the matrices as Operands:
 // float32 Values, or the Bits of a 16-bit type (a 16-bit matrix may also be
 // given as its exact float32 values). Options.Rows and Options.Cols select a
 // window of the output; the inputs are read in place, so a few rows of a
@@ -201,8 +202,22 @@
 // results folded in ascending slab order with Add32 (the tensor-core
 // tier's first slab being the chain that started at the bias, dW's fold
 // starting at the master), then, for the IEEE Forward with a bias, one
-// Add32 of bias[n], then the activation (the identity: the only one so
-// far), then the store, rounding once, to nearest even, to the output type.
+// Add32 of bias[n], then the activation (the identity for Forward, DX and
+// DW), then the store, rounding once, to nearest even, to the output type.
+//
+// # Matmul
+//
+// Options.Matmul computes cuBLASLt's general request, D = epilogue(alpha ·
+// op(A)·op(B) + beta·C (+ bias)): the four layouts, leading dimensions,
+// alpha and beta, C and D separate or the same, and the sixteen epilogues
+// (ReLU and GELU with their aux outputs, their gradients, bias gradients),
+// through the same plans and the same epilogue function. Forward, DX and DW
+// are its special cases, bit for bit. The transcendentals the epilogues
+// use (Exp32, Tanh32, Sigmoid32, Gelu32, GeluGrad32) are fixed sequences of
+// float32 operations that the device performs identically. The order of
+// operations, the aux formats, the bias gradients' slab order and the
+// functions' CUDA text and accuracy are in docs/contract.md, sections
+// "Transcendentals" and "Matmul".
 //
 // # Oracle
 //

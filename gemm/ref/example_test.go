@@ -112,3 +112,41 @@ func ExampleTCSlabs() {
 	// reduction 8192 into 8192 columns: 1 slab(s) of 8192
 	// dW of 2048 rows into 768×512: 4 slabs of 512
 }
+
+func ExampleOptions_Matmul() {
+	// D[2,3] = relu(2·A·Bᵀ + 1·C + bias) with B stored 3×2 (NT), A's rows
+	// padded to a leading dimension of 4, the ReLU's mask kept for the
+	// backward pass (one byte per element).
+	a := []float32{1, 2, -9, -9, 3, -4, -9, -9} // 2×2, lda 4 (the -9s are padding)
+	b := []float32{1, 0, 0, 1, 1, 1}            // 3×2: op(B) = Bᵀ is 2×3
+	c := []float32{0.5, 0.5, 0.5, 0, 0, 0}
+	d := make([]float32, 6)
+	mask := make([]uint8, 6)
+	o := ref.Options{Tier: ref.IEEE, In: ref.F32}
+	err := o.Matmul(ref.MatmulRequest{
+		M: 2, N: 3, K: 2, TransB: true,
+		A: ref.Values(a), LDA: 4, B: ref.Values(b),
+		Alpha: 2, Beta: 1, C: ref.Values(c), D: ref.Values(d),
+		Bias: []float32{0, -1, 0}, Epilogue: ref.ReluAuxBias, ReluMask: mask,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(d, mask)
+	// Output: [2.5 3.5 6.5 6 0 0] [1 1 1 1 0 0]
+}
+
+func ExampleGelu32() {
+	// GELU's tanh approximation as the epilogues compute it, bit for bit
+	// the same on the GPU.
+	for _, x := range []float32{-3, -1, 0, 1, 3} {
+		fmt.Printf("%v %.7g\n", x, ref.Gelu32(x))
+	}
+	// Output:
+	// -3 -0.003637392
+	// -1 -0.158808
+	// 0 0
+	// 1 0.841192
+	// 3 2.996363
+}

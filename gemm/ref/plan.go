@@ -135,7 +135,7 @@ func (rd *reduction) tile(w *ieeeWork, ep *epilogue, accumulate, inPlace bool, i
 			for ; r < r1; r++ {
 				fmaRow(acc, brow(r), av[r-r0])
 			}
-			foldSlab(v[ii*nj:(ii+1)*nj], acc, s == 0 && !accumulate)
+			ep.fold(v[ii*nj:(ii+1)*nj], acc, s == 0 && !accumulate)
 		}
 	}
 	for ii := range ni {

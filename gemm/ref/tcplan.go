@@ -343,15 +343,22 @@ func (p *tcPlan) tile(w *tcWork, ep *epilogue, accumulate bool, i0, i1, j0, j1 i
 	}
 	f := p.m.fast()
 	steps := (p.R + TCStepK - 1) / TCStepK
-	// sum: the slabs folded so far (nil while in slab 0).
+	// sum: the slabs folded so far (nil while in slab 0, unless the fold
+	// starts from beta·C: Matmul with alpha != 1).
 	var sum []float32
+	if ep.preFold {
+		sum = w.sum[:ni*nj]
+		for ii := range ni {
+			ep.load(i0+ii, j0, sum[ii*nj:(ii+1)*nj])
+		}
+	}
 	for s0 := 0; s0 < steps; s0 += tcChunk {
 		r0 := s0 * TCStepK
 		if r0 > 0 && p.L > 0 && p.L < p.R && r0%p.L == 0 {
 			// A slab ends: fold its chain in, start the next from +0.
 			first := sum == nil
 			sum = w.sum[:ni*nj]
-			foldSlab(sum, acc, first)
+			ep.fold(sum, acc, first)
 			clear(acc)
 		}
 		r1 := min(r0+tcChunkR, p.R)
@@ -382,8 +389,10 @@ func (p *tcPlan) tile(w *tcWork, ep *epilogue, accumulate bool, i0, i1, j0, j1 i
 			}
 		}
 	}
-	if sum != nil {
-		foldSlab(sum, acc, false)
+	if sum != nil || ep.scaled {
+		first := sum == nil
+		sum = w.sum[:ni*nj]
+		ep.fold(sum, acc, first)
 		acc = sum
 	}
 	for ii := range ni {

@@ -1,0 +1,153 @@
+package ref_test
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/detgemm/detgemm/kernels"
+	"github.com/detgemm/detgemm/nvrtc"
+)
+
+// cudaTranscendentals is the CUDA block of docs/contract.md, section
+// "Transcendentals": the text the device epilogue copies.
+func cudaTranscendentals(t *testing.T) string {
+	doc, err := os.ReadFile("../../docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	i := strings.Index(s, "## Transcendentals")
+	if i < 0 {
+		t.Fatal("docs/contract.md has no section Transcendentals")
+	}
+	s = s[i:]
+	j := strings.Index(s, "```cuda\n")
+	k := strings.Index(s[j+8:], "```")
+	if j < 0 || k < 0 {
+		t.Fatal("no ```cuda block in section Transcendentals")
+	}
+	return s[j+8 : j+8+k]
+}
+
+// dgEval evaluates every function of the block on every input.
+const dgEval = `
+extern "C" __global__ void dg_eval(const float *x, unsigned *out, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  out[6 * i + 0] = __float_as_uint(dg_exp(v));
+  out[6 * i + 1] = __float_as_uint(dg_tanh(v));
+  out[6 * i + 2] = __float_as_uint(dg_sigmoid(v));
+  out[6 * i + 3] = __float_as_uint(dg_gelu(v));
+  out[6 * i + 4] = __float_as_uint(dg_gelu_grad(v));
+  out[6 * i + 5] = __float_as_uint(dg_relu(v));
+}
+`
+
+// TestTranscendentalsCUDATextMatchesGo compiles the CUDA text of
+// docs/contract.md with NVRTC and the engine's flags (skipped without
+// NVRTC) and, where a GPU is present, runs it on every bf16 value, float32
+// specials and a sample of float32 bit patterns of every binade: each
+// function's bits must equal the Go definition's (Exp32, Tanh32,
+// Sigmoid32, Gelu32, GeluGrad32, and the epilogues' ReLU).
+func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
+	comp, err := nvrtc.Open()
+	if err != nil {
+		t.Skipf("no NVRTC: %v", err)
+	}
+	arch := kernels.Arch{Major: 9}
+	drv, drvErr := cudaload.Open()
+	var dev *cudaload.Device
+	if drvErr == nil {
+		if dev, err = drv.Device(0); err == nil {
+			arch.Major, arch.Minor = dev.ComputeCapability()
+		}
+	}
+	res, err := comp.Compile(cudaTranscendentals(t)+dgEval, "transcendentals.cu", kernels.Flags(arch))
+	if err != nil {
+		t.Fatalf("the contract's CUDA text does not compile: %v", err)
+	}
+	if drvErr != nil || dev == nil {
+		t.Skipf("compiled for %v; no GPU to run it (%v)", arch, drvErr)
+	}
+	ctx, err := dev.PrimaryContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	mod, err := ctx.LoadModule(res.CUBIN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	fn, err := mod.Function("dg_eval")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xs []float32
+	for h := range 1 << 16 {
+		xs = append(xs, ref.F32FromBF16(uint16(h)))
+	}
+	for u := uint32(0); u < 0xFF800000; u += 4093 {
+		xs = append(xs, math.Float32frombits(u))
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), 89, -104, 16, -16,
+		0x1.19p3, 0.55, math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, -0.7518)
+	n := len(xs)
+	in, err := cudaload.NewBufferFrom(ctx, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := cudaload.NewBuffer[uint32](ctx, 6*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var args cudaload.Args
+	args.Reset().Ptr(in.Ptr()).Ptr(out.Ptr()).Uint32(uint32(n))
+	cfg := cudaload.LaunchConfig{Grid: cudaload.Dim3{X: uint32((n + 255) / 256), Y: 1, Z: 1}, Block: cudaload.Dim3{X: 256, Y: 1, Z: 1}}
+	if err := fn.Launch(cfg, &args); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]uint32, 6*n)
+	if err := out.CopyToHost(got); err != nil {
+		t.Fatal(err)
+	}
+	relu := func(x float32) float32 {
+		// The epilogues' ReLU, as ReluAux stores it (Matmul with K = 1).
+		switch {
+		case x > 0:
+			return x
+		case x != x:
+			return math.Float32frombits(ref.CanonicalNaN32)
+		}
+		return 0
+	}
+	fns := []struct {
+		name string
+		f    func(float32) float32
+	}{{"Exp32", ref.Exp32}, {"Tanh32", ref.Tanh32}, {"Sigmoid32", ref.Sigmoid32},
+		{"Gelu32", ref.Gelu32}, {"GeluGrad32", ref.GeluGrad32}, {"relu", relu}}
+	bad := 0
+	for i, x := range xs {
+		for j, f := range fns {
+			if w := math.Float32bits(f.f(x)); got[6*i+j] != w {
+				if bad++; bad <= 10 {
+					t.Errorf("%s(%v = %#08x): GPU %#08x, Go %#08x", f.name, x, math.Float32bits(x), got[6*i+j], w)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d results differ", bad, 6*n)
+	}
+	t.Logf("%d inputs × %d functions: GPU (%s, %v) and Go agree bit for bit", n, len(fns), dev.Name(), arch)
+}
