@@ -160,25 +160,25 @@ func contractRef(t *testing.T, v variant, m ref.TCModel, c contractCase, rows in
 	case "Forward":
 		y := make([]float32, rows*c.b)
 		if v.tc {
-			require.NoError(t, ref.TCForward(m, c.in, y, lhs, rhs, bias, rows, c.r, c.b))
+			require.NoError(t, refTC(m, c.in).Forward(ref.Values(y), ref.Values(lhs), ref.Values(rhs), bias, rows, c.r, c.b))
 		} else {
-			require.NoError(t, ref.Forward(y, lhs, rhs, bias, rows, c.r, c.b))
+			require.NoError(t, refIEEE.Forward(ref.Values(y), ref.Values(lhs), ref.Values(rhs), bias, rows, c.r, c.b))
 		}
 		return y
 	case "DX":
 		dx := make([]float32, rows*c.b)
 		if v.tc {
-			require.NoError(t, ref.TCDX(m, c.in, dx, lhs, rhs, rows, c.r, c.b))
+			require.NoError(t, refTC(m, c.in).DX(ref.Values(dx), ref.Values(lhs), ref.Values(rhs), rows, c.r, c.b))
 		} else {
-			require.NoError(t, ref.DX(dx, lhs, rhs, rows, c.r, c.b))
+			require.NoError(t, refIEEE.DX(ref.Values(dx), ref.Values(lhs), ref.Values(rhs), rows, c.r, c.b))
 		}
 		return dx
 	}
 	dw := append([]float32(nil), dw0...)
 	if v.tc {
-		require.NoError(t, ref.TCDW(m, c.in, dw, lhs, rhs, c.a, c.r, c.b))
+		require.NoError(t, refTC(m, c.in).DW(dw, ref.Values(lhs), ref.Values(rhs), c.a, c.r, c.b))
 	} else {
-		require.NoError(t, ref.DW(dw, lhs, rhs, c.a, c.r, c.b))
+		require.NoError(t, refIEEE.DW(dw, ref.Values(lhs), ref.Values(rhs), c.a, c.r, c.b))
 	}
 	return dw
 }

@@ -22,7 +22,7 @@ var streamTiles = []int64{streamTall, streamShort}
 func streamRefDW(t *testing.T, x, dy, dw0 operand, M, K, N int) []uint32 {
 	t.Helper()
 	want := append([]float32(nil), dw0.values...)
-	require.NoError(t, ref.DW(want, x.values, dy.values, M, K, N))
+	require.NoError(t, refIEEE.DW(want, ref.Values(x.values), ref.Values(dy.values), M, K, N))
 	return refBits(F32, want)
 }
 
@@ -160,7 +160,7 @@ func TestDWStreamMicroBatches(t *testing.T) {
 			require.Equal(t, c.M, first)
 			call(filter{strategy: StrategyTiled}, tiled, 0, c.M)
 			want := append([]float32(nil), dw0.values...)
-			require.NoError(t, ref.DW(want, x.values, dy.values, c.M, K, N))
+			require.NoError(t, refIEEE.DW(want, ref.Values(x.values), ref.Values(dy.values), c.M, K, N))
 			wb := refBits(F32, want)
 			requireSameBits(t, wb, readBits(t, eng, ctx, one, F32, K*N), N, "one stream call")
 			requireSameBits(t, wb, readBits(t, eng, ctx, parts, F32, K*N), N, "stream micro-batches")
@@ -206,7 +206,7 @@ func TestDWStreamHeadlineShapes(t *testing.T) {
 			requireSameBits(t, run(filter{strategy: StrategyTiled}), auto, c.N, name+": tiled vs auto")
 			if c.checkRef {
 				want := append([]float32(nil), dw0.values...)
-				require.NoError(t, ref.DW(want, x.values, dy.values, c.M, c.K, c.N))
+				require.NoError(t, refIEEE.DW(want, ref.Values(x.values), ref.Values(dy.values), c.M, c.K, c.N))
 				requireSameBits(t, refBits(F32, want), auto, c.N, name+": reference")
 			}
 		})

@@ -36,7 +36,7 @@ func ExampleEngine_Forward() {
 	switch {
 	case errors.Is(err, errNoGPU) && os.Getenv("DETGEMM_REQUIRE_GPU") != "1":
 		// No GPU here: the CPU reference runs the same plan, bit for bit.
-		err = ref.Forward(y, x, w, bias, M, K, N)
+		err = ref.Options{Tier: ref.IEEE, In: ref.F32}.Forward(ref.Values(y), ref.Values(x), ref.Values(w), bias, M, K, N)
 	case err == nil:
 		err = forward(ctx, y, x, w, bias, M, K, N)
 	}

@@ -1,17 +1,15 @@
 package gemm
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/detgemm/detgemm/internal/golden"
 	"github.com/stretchr/testify/require"
 )
 
@@ -73,21 +71,22 @@ func goldenInputs(g goldenCase) (lhs, rhs, extra operand) {
 	}
 }
 
-// goldenReference computes the case on the CPU reference, as output bits.
-func goldenReference(t *testing.T, g goldenCase) []uint32 {
+// goldenReference computes the case on the CPU reference o (refIEEE, or
+// refTC for the tensor-core file), as output bits.
+func goldenReference(t *testing.T, o ref.Options, g goldenCase) []uint32 {
 	lhs, rhs, extra := goldenInputs(g)
 	switch g.op {
 	case "Forward":
 		y := make([]float32, g.a*g.b)
-		require.NoError(t, ref.Forward(y, lhs.values, rhs.values, extra.values, g.a, g.r, g.b))
+		require.NoError(t, o.Forward(ref.Values(y), ref.Values(lhs.values), ref.Values(rhs.values), extra.values, g.a, g.r, g.b))
 		return refBits(g.out, y)
 	case "DX":
 		dx := make([]float32, g.a*g.b)
-		require.NoError(t, ref.DX(dx, lhs.values, rhs.values, g.a, g.r, g.b))
+		require.NoError(t, o.DX(ref.Values(dx), ref.Values(lhs.values), ref.Values(rhs.values), g.a, g.r, g.b))
 		return refBits(g.out, dx)
 	default:
 		dw := append([]float32(nil), extra.values...)
-		require.NoError(t, ref.DW(dw, lhs.values, rhs.values, g.a, g.r, g.b))
+		require.NoError(t, o.DW(dw, ref.Values(lhs.values), ref.Values(rhs.values), g.a, g.r, g.b))
 		return refBits(F32, dw)
 	}
 }
@@ -108,71 +107,81 @@ func digestBits(d DType, b []uint32) string {
 	return ref.Digest(f)
 }
 
-func readGolden(t *testing.T) map[string]string {
-	f, err := os.Open(goldenPath)
-	require.NoError(t, err, "golden digests missing: run go test ./gemm -run TestGoldenDigests -update-golden")
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		key, digest, ok := strings.Cut(line, " => ")
-		require.True(t, ok, "bad golden line %q", line)
-		out[key] = digest
+// ieeeGoldenHeader is ieee.txt's comment block, written back by
+// -update-golden.
+var ieeeGoldenHeader = []string{
+	"SHA-256 of the output bits (little-endian, stored width) of the IEEE tiers on seeded inputs.",
+	"Written by: go test ./gemm -run TestGoldenDigestsFromCPUReference -update-golden",
+	"Changing a digest changes the numerical contract: record it in CHANGELOG.md.",
+}
+
+// readGolden reads one of gemm's golden files; test names the test whose
+// -update-golden writes it.
+func readGolden(t *testing.T, path, test string) *golden.File {
+	t.Helper()
+	g, err := golden.Read(path, golden.Arrow)
+	require.NoError(t, err, "golden digests missing: run go test ./gemm -run %s -update-golden", test)
+	return g
+}
+
+// goldenDigests computes every case's digest (out gives a case's output
+// bits in its stored type), in case order: the order of the file's lines.
+func goldenDigests(cases []goldenCase, out func(goldenCase) []uint32) []golden.Entry {
+	got := make([]golden.Entry, len(cases))
+	for i, g := range cases {
+		got[i] = golden.Entry{Key: g.key(), Digest: digestBits(g.out, out(g))}
 	}
-	require.NoError(t, sc.Err())
-	return out
+	return got
+}
+
+// requireGoldenFile checks the CPU's digests of cases against the file at
+// path, which must hold exactly those cases; with -update-golden it first
+// rewrites the file from them. The file must also be what -update-golden
+// would write (header, order), so rewriting an unchanged contract leaves it
+// byte for byte as it is.
+func requireGoldenFile(t *testing.T, path, test string, header []string, cases []goldenCase, out func(goldenCase) []uint32) {
+	t.Helper()
+	got := goldenDigests(cases, out)
+	if *updateGolden {
+		require.NoError(t, golden.Write(path, golden.Arrow, header, got))
+	}
+	file := readGolden(t, path, test)
+	require.NoError(t, file.Compare(got))
+	require.Equal(t, golden.Format(golden.Arrow, file.Header, file.Entries), golden.Format(golden.Arrow, header, got),
+		"-update-golden would rewrite %s: its header or case order differs from the test's", path)
 }
 
 // TestGoldenDigestsFromCPUReference recomputes every golden case on the CPU
 // reference (no GPU needed) and checks the digests on file.
 func TestGoldenDigestsFromCPUReference(t *testing.T) {
-	cases := goldenCases()
-	if *updateGolden {
-		var b strings.Builder
-		b.WriteString("# SHA-256 of the output bits (little-endian, stored width) of the IEEE tiers on seeded inputs.\n")
-		b.WriteString("# Written by: go test ./gemm -run TestGoldenDigestsFromCPUReference -update-golden\n")
-		b.WriteString("# Changing a digest changes the numerical contract: record it in CHANGELOG.md.\n")
-		for _, g := range cases {
-			fmt.Fprintf(&b, "%s => %s\n", g.key(), digestBits(g.out, goldenReference(t, g)))
-		}
-		require.NoError(t, os.MkdirAll(filepath.Dir(goldenPath), 0o755))
-		require.NoError(t, os.WriteFile(goldenPath, []byte(b.String()), 0o644))
-	}
-	golden := readGolden(t)
-	require.Len(t, golden, len(cases), "the golden file and the case list disagree")
-	for _, g := range cases {
-		want, ok := golden[g.key()]
-		require.True(t, ok, "no golden digest for %s", g.key())
-		require.Equal(t, want, digestBits(g.out, goldenReference(t, g)), g.key())
-	}
+	requireGoldenFile(t, goldenPath, "TestGoldenDigestsFromCPUReference", ieeeGoldenHeader, goldenCases(),
+		func(g goldenCase) []uint32 { return goldenReference(t, refIEEE, g) })
 }
 
 // TestGoldenDigestsOnGPU runs every golden case on the device.
 func TestGoldenDigestsOnGPU(t *testing.T) {
 	eng, ctx := gpuEngine(t)
-	golden := readGolden(t)
-	for _, g := range goldenCases() {
-		lhs, rhs, extra := goldenInputs(g)
-		var got []uint32
-		switch g.op {
-		case "Forward":
-			y := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
-			require.NoError(t, eng.Forward(ForwardArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), W: upload(t, ctx, rhs),
-				Bias: upload(t, ctx, extra), Y: y, In: g.in, Out: g.out}))
-			got = readBits(t, eng, ctx, y, g.out, g.a*g.b)
-		case "DX":
-			dx := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
-			require.NoError(t, eng.DX(DXArgs{Tier: g.tier, M: g.a, N: g.r, K: g.b, DY: upload(t, ctx, lhs), W: upload(t, ctx, rhs), DX: dx, In: g.in, Out: g.out}))
-			got = readBits(t, eng, ctx, dx, g.out, g.a*g.b)
-		default:
-			dw := upload(t, ctx, extra)
-			require.NoError(t, eng.DW(DWArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), DY: upload(t, ctx, rhs), DW: dw, In: g.in}))
-			got = readBits(t, eng, ctx, dw, F32, g.r*g.b)
-		}
-		require.Equal(t, golden[g.key()], digestBits(g.out, got), g.key())
+	file := readGolden(t, goldenPath, "TestGoldenDigestsFromCPUReference")
+	require.NoError(t, file.Compare(goldenDigests(goldenCases(), func(g goldenCase) []uint32 { return goldenOnDevice(t, eng, ctx, g) })))
+}
+
+// goldenOnDevice runs a golden case on eng, as output bits in the stored
+// type (dW: the float32 master).
+func goldenOnDevice(t *testing.T, eng *Engine, ctx *cudaload.Context, g goldenCase) []uint32 {
+	t.Helper()
+	lhs, rhs, extra := goldenInputs(g)
+	switch g.op {
+	case "Forward":
+		y := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
+		require.NoError(t, eng.Forward(ForwardArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), W: upload(t, ctx, rhs),
+			Bias: upload(t, ctx, extra), Y: y, In: g.in, Out: g.out}))
+		return readBits(t, eng, ctx, y, g.out, g.a*g.b)
+	case "DX":
+		dx := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
+		require.NoError(t, eng.DX(DXArgs{Tier: g.tier, M: g.a, N: g.r, K: g.b, DY: upload(t, ctx, lhs), W: upload(t, ctx, rhs), DX: dx, In: g.in, Out: g.out}))
+		return readBits(t, eng, ctx, dx, g.out, g.a*g.b)
 	}
+	dw := upload(t, ctx, extra)
+	require.NoError(t, eng.DW(DWArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), DY: upload(t, ctx, rhs), DW: dw, In: g.in}))
+	return readBits(t, eng, ctx, dw, F32, g.r*g.b)
 }

@@ -125,6 +125,19 @@ func readBits(t *testing.T, eng interface{ Synchronize() error }, ctx *cudaload.
 	return out
 }
 
+// refIEEE is the CPU reference of the IEEE tiers as the tests call it: the
+// f32 plan over the inputs' exact float32 values. The typed tier is that
+// plan on the upcast inputs, rounded once at the store (refBits), so one
+// reference serves f32 and typed alike.
+var refIEEE = ref.Options{Tier: ref.IEEE, In: ref.F32}
+
+// refTC is the CPU reference of the tensor-core tier on model m for inputs
+// of type d, given as their exact float32 values, storing the float32
+// accumulator (refBits rounds it to a 16-bit output).
+func refTC(m ref.TCModel, d DType) ref.Options {
+	return ref.Options{Tier: ref.TensorCore, In: d, Out: ref.F32, Model: m}
+}
+
 // refBits is the reference's f32 result rounded to d, as raw bits.
 func refBits(d DType, v []float32) []uint32 {
 	out := make([]uint32, len(v))

@@ -36,7 +36,7 @@ func TestDWMicroBatchesAcrossStrategies(t *testing.T) {
 		require.NoError(t, split.DW(DWArgs{Tier: tier, M: 256, K: K, N: N, X: xP, DY: dyP, DW: two, In: in}))
 		require.NoError(t, split.DW(DWArgs{Tier: tier, M: M - 256, K: K, N: N, X: xP + 256*K*es, DY: dyP + 256*N*es, DW: two, In: in}))
 		want := append([]float32(nil), dw0.values...)
-		require.NoError(t, ref.DW(want, x.values, dy.values, M, K, N))
+		require.NoError(t, refIEEE.DW(want, ref.Values(x.values), ref.Values(dy.values), M, K, N))
 		requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, one, F32, K*N), N, fmt.Sprintf("%v one tiled call", in))
 		requireSameBits(t, refBits(F32, want), readBits(t, eng, ctx, two, F32, K*N), N, fmt.Sprintf("%v two split-slab calls", in))
 	}
@@ -98,9 +98,9 @@ func TestHeadlineShapesSameBitsAcrossStrategies(t *testing.T) {
 			if c.checkRef {
 				want := make([]float32, n)
 				if c.op == "Forward" {
-					require.NoError(t, ref.Forward(want, lhs.values, rhs.values, nil, c.a, c.red, c.b))
+					require.NoError(t, refIEEE.Forward(ref.Values(want), ref.Values(lhs.values), ref.Values(rhs.values), nil, c.a, c.red, c.b))
 				} else {
-					require.NoError(t, ref.DX(want, lhs.values, rhs.values, c.a, c.red, c.b))
+					require.NoError(t, refIEEE.DX(ref.Values(want), ref.Values(lhs.values), ref.Values(rhs.values), c.a, c.red, c.b))
 				}
 				requireSameBits(t, refBits(c.in, want), auto, c.b, name+": reference")
 			}

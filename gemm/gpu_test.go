@@ -38,7 +38,7 @@ func runOp(t *testing.T, eng caller, ctx *cudaload.Context, r *rand.Rand, op str
 		args.Y = poisoned(t, ctx, uint64(M*N*out.Size()))
 		require.NoError(t, eng.Forward(args))
 		y := make([]float32, M*N)
-		require.NoError(t, ref.Forward(y, x.values, w.values, bias, M, K, N))
+		require.NoError(t, refIEEE.Forward(ref.Values(y), ref.Values(x.values), ref.Values(w.values), bias, M, K, N))
 		return refBits(out, y), readBits(t, eng, ctx, args.Y, out, M*N), N
 	case "DX":
 		M, N, K := a, red, b
@@ -47,7 +47,7 @@ func runOp(t *testing.T, eng caller, ctx *cudaload.Context, r *rand.Rand, op str
 		args.DX = poisoned(t, ctx, uint64(M*K*out.Size()))
 		require.NoError(t, eng.DX(args))
 		dx := make([]float32, M*K)
-		require.NoError(t, ref.DX(dx, dy.values, w.values, M, N, K))
+		require.NoError(t, refIEEE.DX(ref.Values(dx), ref.Values(dy.values), ref.Values(w.values), M, N, K))
 		return refBits(out, dx), readBits(t, eng, ctx, args.DX, out, M*K), K
 	case "DW":
 		M, K, N := a, red, b
@@ -56,7 +56,7 @@ func runOp(t *testing.T, eng caller, ctx *cudaload.Context, r *rand.Rand, op str
 		args := DWArgs{Tier: tier, M: M, K: K, N: N, X: upload(t, ctx, x), DY: upload(t, ctx, dy), DW: upload(t, ctx, dw0), In: in}
 		require.NoError(t, eng.DW(args))
 		dw := append([]float32(nil), dw0.values...)
-		require.NoError(t, ref.DW(dw, x.values, dy.values, M, K, N))
+		require.NoError(t, refIEEE.DW(dw, ref.Values(x.values), ref.Values(dy.values), M, K, N))
 		return refBits(F32, dw), readBits(t, eng, ctx, args.DW, F32, K*N), N
 	}
 	t.Fatalf("unknown op %s", op)
@@ -180,7 +180,7 @@ func TestNaNAndInfPropagateAsReference(t *testing.T) {
 		y := poisoned(t, ctx, uint64(M*N*c.out.Size()))
 		require.NoError(t, eng.Forward(ForwardArgs{Tier: c.tier, M: M, K: K, N: N, X: upload(t, ctx, x), W: upload(t, ctx, w), Y: y, In: c.in, Out: c.out}))
 		want := make([]float32, M*N)
-		require.NoError(t, ref.Forward(want, x.values, w.values, nil, M, K, N))
+		require.NoError(t, refIEEE.Forward(ref.Values(want), ref.Values(x.values), ref.Values(w.values), nil, M, K, N))
 		requireSameBits(t, refBits(c.out, want), readBits(t, eng, ctx, y, c.out, M*N), N, fmt.Sprintf("%v %v-%v", c.tier, c.in, c.out))
 	}
 }

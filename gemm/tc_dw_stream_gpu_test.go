@@ -147,7 +147,7 @@ func TestTCDWStreamMatchesModelOnOddShapes(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						x, dy, dw0 := randomOperand(r, d, M*K), randomOperand(r, d, M*N), randomOperand(r, F32, K*N)
 						want := append([]float32(nil), dw0.values...)
-						require.NoError(t, ref.TCDW(m, d, want, x.values, dy.values, M, K, N))
+						require.NoError(t, refTC(m, d).DW(want, ref.Values(x.values), ref.Values(dy.values), M, K, N))
 						for _, sh := range []struct{ x, dy, dw int }{{0, 0, 0}, {1, 1, 1}, {0, 0, 1}} {
 							xP, dyP := uploadAt(t, ctx, x, sh.x), uploadAt(t, ctx, dy, sh.dy)
 							for _, tc := range tcDWCases() {
@@ -184,7 +184,7 @@ func TestTCDWSpecialsAsModel(t *testing.T) {
 		}
 		x, dy = fromValues(d, x.values), fromValues(d, dy.values)
 		want := append([]float32(nil), dw0.values...)
-		require.NoError(t, ref.TCDW(m, d, want, x.values, dy.values, M, K, N))
+		require.NoError(t, refTC(m, d).DW(want, ref.Values(x.values), ref.Values(dy.values), M, K, N))
 		xP, dyP := upload(t, ctx, x), upload(t, ctx, dy)
 		for _, tc := range tcCases {
 			dw := upload(t, ctx, dw0)

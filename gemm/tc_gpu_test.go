@@ -122,7 +122,7 @@ func tcLargeShapeFamilies(t *testing.T, eng *Engine, ctx *cudaload.Context, m re
 			first = got
 			rows := 24 // the model on a sample of rows
 			want := make([]float32, rows*N)
-			require.NoError(t, ref.TCForward(m, d, want, x.values[(M-rows)*K:], w.values, bias.values, rows, K, N))
+			require.NoError(t, refTC(m, d).Forward(ref.Values(want), ref.Values(x.values[(M-rows)*K:]), ref.Values(w.values), bias.values, rows, K, N))
 			requireSameBits(t, refBits(d, want), got[(M-rows)*N:], N, fmt.Sprintf("%v %s vs model", d, tc.name))
 			continue
 		}
@@ -141,7 +141,7 @@ func TestTCDWMicroBatchesAtMultiplesOf16(t *testing.T) {
 		x, dy, dw0 := randomOperand(r, d, M*K), randomOperand(r, d, M*N), randomOperand(r, F32, K*N)
 		xP, dyP := upload(t, ctx, x), upload(t, ctx, dy)
 		want := append([]float32(nil), dw0.values...)
-		require.NoError(t, ref.TCDW(m, d, want, x.values, dy.values, M, K, N))
+		require.NoError(t, refTC(m, d).DW(want, ref.Values(x.values), ref.Values(dy.values), M, K, N))
 		es := cudaload.DevicePtr(d.Size())
 		for _, tc := range tcCases {
 			eng := forced(eng, filter{tc: tc.f})
@@ -297,7 +297,7 @@ func TestTCModelEdgeRulesOnGPU(t *testing.T) {
 	}
 	xo, wo := fromValues(BF16, x), fromValues(BF16, w)
 	want := make([]float32, M*N)
-	require.NoError(t, ref.TCForward(m, BF16, want, xo.values, wo.values, nil, M, K, N))
+	require.NoError(t, refTC(m, BF16).Forward(ref.Values(want), ref.Values(xo.values), ref.Values(wo.values), nil, M, K, N))
 	y := poisoned(t, ctx, uint64(M*N*4))
 	require.NoError(t, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: upload(t, ctx, xo), W: upload(t, ctx, wo), Y: y, In: BF16, Out: F32}))
 	got := readBits(t, eng, ctx, y, F32, M*N)
@@ -330,7 +330,7 @@ func TestTCAdversarialInputs(t *testing.T) {
 				out = d // the store's rounding is what ties test
 			}
 			want := make([]float32, M*N)
-			require.NoError(t, ref.TCForward(m, d, want, xo.values, wo.values, nil, M, K, N))
+			require.NoError(t, refTC(m, d).Forward(ref.Values(want), ref.Values(xo.values), ref.Values(wo.values), nil, M, K, N))
 			// dX reads W as [K', N'] = [N, K] transposed: use x as dY [M, K]
 			// and the transpose of w ([N, K]) as W.
 			wt := make([]float32, N*K)
@@ -342,13 +342,13 @@ func TestTCAdversarialInputs(t *testing.T) {
 			wto := fromValues(d, wt)
 			wtP := upload(t, ctx, wto)
 			wantDX := make([]float32, M*N)
-			require.NoError(t, ref.TCDX(m, d, wantDX, xo.values, wto.values, M, K, N))
+			require.NoError(t, refTC(m, d).DX(ref.Values(wantDX), ref.Values(xo.values), ref.Values(wto.values), M, K, N))
 			// dW: X' = x [M, K], dY' = a second adversarial [M, N].
 			dy := fromValues(d, adversarial(r, d, kind, M, N, true))
 			dyP := upload(t, ctx, dy)
 			dw0 := randomOperand(r, F32, K*N)
 			wantDW := append([]float32(nil), dw0.values...)
-			require.NoError(t, ref.TCDW(m, d, wantDW, xo.values, dy.values, M, K, N))
+			require.NoError(t, refTC(m, d).DW(wantDW, ref.Values(xo.values), ref.Values(dy.values), M, K, N))
 			for _, tc := range tcCases {
 				eng := forced(eng, filter{tc: tc.f})
 				y, dx, dw := poisoned(t, ctx, uint64(M*N*out.Size())), poisoned(t, ctx, uint64(M*N*out.Size())), upload(t, ctx, dw0)
@@ -489,25 +489,6 @@ func bestPerLaunch(t *testing.T, eng interface{ Stream() *cudaload.Stream }, sta
 // (sm_90: the file holds the Hopper model's bits).
 func TestTCGoldenDigestsOnGPU(t *testing.T) {
 	eng, ctx, _ := tcEngine(t)
-	golden := readGoldenFile(t, tcGoldenPath)
-	for _, g := range tcGoldenCases() {
-		lhs, rhs, extra := goldenInputs(g)
-		var got []uint32
-		switch g.op {
-		case "Forward":
-			y := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
-			require.NoError(t, eng.Forward(ForwardArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), W: upload(t, ctx, rhs),
-				Bias: upload(t, ctx, extra), Y: y, In: g.in, Out: g.out}))
-			got = readBits(t, eng, ctx, y, g.out, g.a*g.b)
-		case "DX":
-			dx := poisoned(t, ctx, uint64(g.a*g.b*g.out.Size()))
-			require.NoError(t, eng.DX(DXArgs{Tier: g.tier, M: g.a, N: g.r, K: g.b, DY: upload(t, ctx, lhs), W: upload(t, ctx, rhs), DX: dx, In: g.in, Out: g.out}))
-			got = readBits(t, eng, ctx, dx, g.out, g.a*g.b)
-		default:
-			dw := upload(t, ctx, extra)
-			require.NoError(t, eng.DW(DWArgs{Tier: g.tier, M: g.a, K: g.r, N: g.b, X: upload(t, ctx, lhs), DY: upload(t, ctx, rhs), DW: dw, In: g.in}))
-			got = readBits(t, eng, ctx, dw, F32, g.r*g.b)
-		}
-		require.Equal(t, golden[g.key()], digestBits(g.out, got), g.key())
-	}
+	file := readGolden(t, tcGoldenPath, "TestTCGoldenDigestsFromModel")
+	require.NoError(t, file.Compare(goldenDigests(tcGoldenCases(), func(g goldenCase) []uint32 { return goldenOnDevice(t, eng, ctx, g) })))
 }

@@ -1,12 +1,7 @@
 package gemm
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/gemm/ref"
@@ -264,70 +259,21 @@ func tcGoldenCases() []goldenCase {
 	return out
 }
 
-// tcGoldenReference computes a case on the Hopper model, as output bits.
-func tcGoldenReference(t *testing.T, g goldenCase) []uint32 {
-	lhs, rhs, extra := goldenInputs(g)
-	switch g.op {
-	case "Forward":
-		y := make([]float32, g.a*g.b)
-		require.NoError(t, ref.TCForward(ref.Hopper, g.in, y, lhs.values, rhs.values, extra.values, g.a, g.r, g.b))
-		return refBits(g.out, y)
-	case "DX":
-		dx := make([]float32, g.a*g.b)
-		require.NoError(t, ref.TCDX(ref.Hopper, g.in, dx, lhs.values, rhs.values, g.a, g.r, g.b))
-		return refBits(g.out, dx)
-	default:
-		dw := append([]float32(nil), extra.values...)
-		require.NoError(t, ref.TCDW(ref.Hopper, g.in, dw, lhs.values, rhs.values, g.a, g.r, g.b))
-		return refBits(F32, dw)
-	}
-}
-
-// readGoldenFile reads "key => digest" lines.
-func readGoldenFile(t *testing.T, path string) map[string]string {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err, "golden digests missing: run go test ./gemm -run TestTCGoldenDigestsFromModel -update-golden")
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		key, digest, ok := strings.Cut(line, " => ")
-		require.True(t, ok, "bad golden line %q", line)
-		out[key] = digest
-	}
-	require.NoError(t, sc.Err())
-	return out
+// tcGoldenHeader is tc_sm90.txt's comment block, written back by
+// -update-golden.
+var tcGoldenHeader = []string{
+	"SHA-256 of the output bits (little-endian, stored width) of the tensor-core tier on sm_90",
+	"(the Hopper model of gemm/ref, which the H200 matches bit for bit) on seeded inputs.",
+	"Written by: go test ./gemm -run TestTCGoldenDigestsFromModel -update-golden",
+	"Changing a digest changes the numerical contract: record it in CHANGELOG.md.",
 }
 
 // TestTCGoldenDigestsFromModel recomputes every tensor-core golden case on
 // the Hopper model (no GPU needed) and checks the digests on file; the GPU
 // test checks the device against the same file.
 func TestTCGoldenDigestsFromModel(t *testing.T) {
-	cases := tcGoldenCases()
-	if *updateGolden {
-		var b strings.Builder
-		b.WriteString("# SHA-256 of the output bits (little-endian, stored width) of the tensor-core tier on sm_90\n")
-		b.WriteString("# (the Hopper model of gemm/ref, which the H200 matches bit for bit) on seeded inputs.\n")
-		b.WriteString("# Written by: go test ./gemm -run TestTCGoldenDigestsFromModel -update-golden\n")
-		b.WriteString("# Changing a digest changes the numerical contract: record it in CHANGELOG.md.\n")
-		for _, g := range cases {
-			fmt.Fprintf(&b, "%s => %s\n", g.key(), digestBits(g.out, tcGoldenReference(t, g)))
-		}
-		require.NoError(t, os.MkdirAll(filepath.Dir(tcGoldenPath), 0o755))
-		require.NoError(t, os.WriteFile(tcGoldenPath, []byte(b.String()), 0o644))
-	}
-	golden := readGoldenFile(t, tcGoldenPath)
-	require.Len(t, golden, len(cases), "the golden file and the case list disagree")
-	for _, g := range cases {
-		want, ok := golden[g.key()]
-		require.True(t, ok, "no golden digest for %s", g.key())
-		require.Equal(t, want, digestBits(g.out, tcGoldenReference(t, g)), g.key())
-	}
+	requireGoldenFile(t, tcGoldenPath, "TestTCGoldenDigestsFromModel", tcGoldenHeader, tcGoldenCases(),
+		func(g goldenCase) []uint32 { return goldenReference(t, refTC(ref.Hopper, g.in), g) })
 }
 
 // TestTCForcedKernelsOnCutPlans: a forced kernel runs a cut plan the way

@@ -32,6 +32,20 @@ func (c apiConfig) options(workers int) Options {
 	return Options{Tier: c.tier, In: c.in, Out: c.out, Model: c.model, Workers: workers}
 }
 
+// The Options the plan tests call, on all CPUs: the f32 tier; the typed
+// tier in d (Bits in and out); the tensor-core tier of model m on inputs of
+// type d given as their exact float32 values, storing the float32
+// accumulator; and the same on Bits, storing d.
+var ieee32 = Options{Tier: IEEE, In: F32}
+
+func typed(d DType) Options { return Options{Tier: IEEE, In: d} }
+
+func tc32(m TCModel, d DType) Options {
+	return Options{Tier: TensorCore, In: d, Out: F32, Model: m}
+}
+
+func tcTyped(m TCModel, d DType) Options { return Options{Tier: TensorCore, In: d, Model: m} }
+
 // apiConfigs: every tier, model and pair of types the entry points accept.
 func apiConfigs() []apiConfig {
 	cs := []apiConfig{{tier: IEEE, in: F32, out: F32}}
@@ -314,72 +328,6 @@ func TestOptionsMatchLegacyBitForBit(t *testing.T) {
 		if j := sameBitsAt(got, want); j >= 0 {
 			t.Fatalf("%s: element %d is %#x, the legacy implementation gives %#x", k.name(), j,
 				math.Float32bits(got[j]), math.Float32bits(want[j]))
-		}
-	}
-}
-
-// TestDeprecatedEntryPointsMatchLegacy: the old functions, now calls of
-// Options, still give the old bits.
-func TestDeprecatedEntryPointsMatchLegacy(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	const M, K, N = 7, 300, 20
-	for _, d := range []DType{BF16, F16} {
-		x, w, dy := apiData(rng, "random", d, M*K), apiData(rng, "random", d, K*N), apiData(rng, "random", d, M*N)
-		bias := apiData(rng, "random", F32, N)
-		o := legacy{Workers: 2}
-		check := func(name string, got, want []float32, err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if j := sameBitsAt(got, want); j >= 0 {
-				t.Fatalf("%s %v: element %d differs from the legacy implementation", name, d, j)
-			}
-		}
-		y, want := make([]float32, M*N), make([]float32, M*N)
-		o.Forward(want, x, w, bias, M, K, N)
-		check("Forward", y, want, Forward(y, x, w, bias, M, K, N))
-		dx, wantDX := make([]float32, M*K), make([]float32, M*K)
-		o.DX(wantDX, dy, w, M, N, K)
-		check("DX", dx, wantDX, DX(dx, dy, w, M, N, K))
-		dw, wantDW := make([]float32, K*N), make([]float32, K*N)
-		o.DW(wantDW, x, dy, M, K, N)
-		check("DW", dw, wantDW, DW(dw, x, dy, M, K, N))
-
-		var err error
-		yh, wantH := make([]uint16, M*N), make([]uint16, M*N)
-		o.ForwardTyped(d, wantH, narrow(d, x), narrow(d, w), bias, M, K, N)
-		err = ForwardTyped(d, yh, narrow(d, x), narrow(d, w), bias, M, K, N)
-		check("ForwardTyped", widen(d, yh), widen(d, wantH), err)
-		dxh, wantDXH := make([]uint16, M*K), make([]uint16, M*K)
-		o.DXTyped(d, wantDXH, narrow(d, dy), narrow(d, w), M, N, K)
-		err = DXTyped(d, dxh, narrow(d, dy), narrow(d, w), M, N, K)
-		check("DXTyped", widen(d, dxh), widen(d, wantDXH), err)
-		clear(dw)
-		clear(wantDW)
-		o.DWTyped(d, wantDW, narrow(d, x), narrow(d, dy), M, K, N)
-		check("DWTyped", dw, wantDW, DWTyped(d, dw, narrow(d, x), narrow(d, dy), M, K, N))
-
-		for _, m := range []TCModel{Hopper, Ampere} {
-			clear(y)
-			o.TCForward(m, d, want, x, w, bias, M, K, N)
-			check("TCForward", y, want, TCForward(m, d, y, x, w, bias, M, K, N))
-			o.TCDX(m, d, wantDX, dy, w, M, N, K)
-			check("TCDX", dx, wantDX, TCDX(m, d, dx, dy, w, M, N, K))
-			clear(dw)
-			clear(wantDW)
-			o.TCDW(m, d, wantDW, x, dy, M, K, N)
-			check("TCDW", dw, wantDW, TCDW(m, d, dw, x, dy, M, K, N))
-			o.TCForwardTyped(m, d, wantH, narrow(d, x), narrow(d, w), bias, M, K, N)
-			err = TCForwardTyped(m, d, yh, narrow(d, x), narrow(d, w), bias, M, K, N)
-			check("TCForwardTyped", widen(d, yh), widen(d, wantH), err)
-			o.TCDXTyped(m, d, wantDXH, narrow(d, dy), narrow(d, w), M, N, K)
-			err = TCDXTyped(m, d, dxh, narrow(d, dy), narrow(d, w), M, N, K)
-			check("TCDXTyped", widen(d, dxh), widen(d, wantDXH), err)
-			clear(dw)
-			clear(wantDW)
-			o.TCDWTyped(m, d, wantDW, narrow(d, x), narrow(d, dy), M, K, N)
-			check("TCDWTyped", dw, wantDW, TCDWTyped(m, d, dw, narrow(d, x), narrow(d, dy), M, K, N))
 		}
 	}
 }

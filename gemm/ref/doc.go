@@ -19,9 +19,7 @@
 // float32 Values, or the Bits of a 16-bit type (a 16-bit matrix may also be
 // given as its exact float32 values). Options.Rows and Options.Cols select a
 // window of the output; the inputs are read in place, so a few rows of a
-// very large problem cost those rows' work and no copy of W. The functions
-// of the earlier API (Forward, TCForward, ForwardTyped, ...) are deprecated
-// wrappers of these three.
+// very large problem cost those rows' work and no copy of W.
 //
 // # Arithmetic
 //

@@ -28,7 +28,7 @@ func TestF32PlanAccuracyAgainstF64Oracle(t *testing.T) {
 	x, w, bias := randNormal(rng, M*K), randNormal(rng, K*N), randNormal(rng, N)
 
 	y, yo := make([]float32, M*N), make([]float64, M*N)
-	_ = Forward(y, x, w, bias, M, K, N)
+	_ = ieee32.Forward(Values(y), Values(x), Values(w), bias, M, K, N)
 	if err := ForwardF64(yo, x, w, bias, M, K, N); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestF32PlanAccuracyAgainstF64Oracle(t *testing.T) {
 	wl := randNormal(rng, Ks*Nl)
 	dyl := randNormal(rng, M*Nl)
 	dx, dxo := make([]float32, M*Ks), make([]float64, M*Ks)
-	_ = DX(dx, dyl, wl, M, Nl, Ks)
+	_ = ieee32.DX(Values(dx), Values(dyl), Values(wl), M, Nl, Ks)
 	if err := DXF64(dxo, dyl, wl, M, Nl, Ks); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestF32PlanAccuracyAgainstF64Oracle(t *testing.T) {
 	const Ml, Kw, Nw = 4096, 16, 32
 	xl, dyw := randNormal(rng, Ml*Kw), randNormal(rng, Ml*Nw)
 	dw, dwo := make([]float32, Kw*Nw), make([]float64, Kw*Nw)
-	_ = DW(dw, xl, dyw, Ml, Kw, Nw)
+	_ = ieee32.DW(dw, Values(xl), Values(dyw), Ml, Kw, Nw)
 	if err := DWF64(dwo, xl, dyw, Ml, Kw, Nw); err != nil {
 		t.Fatal(err)
 	}

@@ -112,25 +112,25 @@ func TestOpsFollowThePlanLiterally(t *testing.T) {
 		M, K, N := s.M, s.K, s.N
 		x, w, bias := randNormal(rng, M*K), randNormal(rng, K*N), randNormal(rng, N)
 		y := make([]float32, M*N)
-		if err := Forward(y, x, w, bias, M, K, N); err != nil {
+		if err := ieee32.Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 			t.Fatal(err)
 		}
 		sameBits(t, "Forward+bias", y, modelForward(x, w, bias, M, K, N))
-		if err := Forward(y, x, w, nil, M, K, N); err != nil {
+		if err := ieee32.Forward(Values(y), Values(x), Values(w), nil, M, K, N); err != nil {
 			t.Fatal(err)
 		}
 		sameBits(t, "Forward", y, modelForward(x, w, nil, M, K, N))
 
 		dy := randNormal(rng, M*N)
 		dx := make([]float32, M*K)
-		if err := DX(dx, dy, w, M, N, K); err != nil {
+		if err := ieee32.DX(Values(dx), Values(dy), Values(w), M, N, K); err != nil {
 			t.Fatal(err)
 		}
 		sameBits(t, "DX", dx, modelDX(dy, w, M, N, K))
 
 		dw0 := randNormal(rng, K*N)
 		dw := append([]float32(nil), dw0...)
-		if err := DW(dw, x, dy, M, K, N); err != nil {
+		if err := ieee32.DW(dw, Values(x), Values(dy), M, K, N); err != nil {
 			t.Fatal(err)
 		}
 		sameBits(t, "DW", dw, modelDW(dw0, x, dy, M, K, N))
@@ -206,7 +206,7 @@ func TestSlabBoundariesArePinned(t *testing.T) {
 			want := math.Float32bits(c.want)
 			// Forward: x is 1 x R, w is R x 1.
 			y := make([]float32, 1)
-			if err := Forward(y, a, b, c.bias, 1, c.R, 1); err != nil {
+			if err := ieee32.Forward(Values(y), Values(a), Values(b), c.bias, 1, c.R, 1); err != nil {
 				t.Fatal(err)
 			}
 			if got := math.Float32bits(y[0]); got != want {
@@ -217,7 +217,7 @@ func TestSlabBoundariesArePinned(t *testing.T) {
 			}
 			// DX: dy is 1 x R, w is 1 x R (K = 1), reduction over n.
 			dx := make([]float32, 1)
-			if err := DX(dx, a, b, 1, c.R, 1); err != nil {
+			if err := ieee32.DX(Values(dx), Values(a), Values(b), 1, c.R, 1); err != nil {
 				t.Fatal(err)
 			}
 			if got := math.Float32bits(dx[0]); got != want {
@@ -226,7 +226,7 @@ func TestSlabBoundariesArePinned(t *testing.T) {
 			// DW: x is R x 1, dy is R x 1, reduction over m. Starting from
 			// -0, the identity of addition, DW folds like forward.
 			dw := []float32{negZero}
-			if err := DW(dw, a, b, c.R, 1, 1); err != nil {
+			if err := ieee32.DW(dw, Values(a), Values(b), c.R, 1, 1); err != nil {
 				t.Fatal(err)
 			}
 			if got := math.Float32bits(dw[0]); got != want {
@@ -243,31 +243,31 @@ func TestRowsAreInvariantToBatch(t *testing.T) {
 	const M, K, N = 300, 700, 65
 	x, w, bias := randNormal(rng, M*K), randNormal(rng, K*N), randNormal(rng, N)
 	y := make([]float32, M*N)
-	if err := Forward(y, x, w, bias, M, K, N); err != nil {
+	if err := ieee32.Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 		t.Fatal(err)
 	}
 	dx := make([]float32, M*K)
-	if err := DX(dx, y, w, M, N, K); err != nil {
+	if err := ieee32.DX(Values(dx), Values(y), Values(w), M, N, K); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []int{0, 137, 299} {
 		row := make([]float32, N)
-		if err := Forward(row, x[m*K:(m+1)*K], w, bias, 1, K, N); err != nil {
+		if err := ieee32.Forward(Values(row), Values(x[m*K:(m+1)*K]), Values(w), bias, 1, K, N); err != nil {
 			t.Fatal(err)
 		}
 		sameBits(t, "forward row", row, y[m*N:(m+1)*N])
 		drow := make([]float32, K)
-		if err := DX(drow, y[m*N:(m+1)*N], w, 1, N, K); err != nil {
+		if err := ieee32.DX(Values(drow), Values(y[m*N:(m+1)*N]), Values(w), 1, N, K); err != nil {
 			t.Fatal(err)
 		}
 		sameBits(t, "dX row", drow, dx[m*K:(m+1)*K])
 	}
 	// Rows computed in two calls (a chunked split) match too.
 	split := make([]float32, M*N)
-	if err := Forward(split[:100*N], x[:100*K], w, bias, 100, K, N); err != nil {
+	if err := ieee32.Forward(Values(split[:100*N]), Values(x[:100*K]), Values(w), bias, 100, K, N); err != nil {
 		t.Fatal(err)
 	}
-	if err := Forward(split[100*N:], x[100*K:], w, bias, M-100, K, N); err != nil {
+	if err := ieee32.Forward(Values(split[100*N:]), Values(x[100*K:]), Values(w), bias, M-100, K, N); err != nil {
 		t.Fatal(err)
 	}
 	sameBits(t, "chunked forward", split, y)
@@ -310,7 +310,7 @@ func TestDWMicroBatchesOnSlabBoundariesMatchOneCall(t *testing.T) {
 	const M, K, N = 3*SlabLen + 40, 9, 11
 	x, dy, dw0 := randNormal(rng, M*K), randNormal(rng, M*N), randNormal(rng, K*N)
 	whole := append([]float32(nil), dw0...)
-	if err := DW(whole, x, dy, M, K, N); err != nil {
+	if err := ieee32.DW(whole, Values(x), Values(dy), M, K, N); err != nil {
 		t.Fatal(err)
 	}
 	for _, splits := range [][]int{
@@ -321,7 +321,7 @@ func TestDWMicroBatchesOnSlabBoundariesMatchOneCall(t *testing.T) {
 		dw := append([]float32(nil), dw0...)
 		m0 := 0
 		for _, rows := range splits {
-			if err := DW(dw, x[m0*K:(m0+rows)*K], dy[m0*N:(m0+rows)*N], rows, K, N); err != nil {
+			if err := ieee32.DW(dw, Values(x[m0*K:(m0+rows)*K]), Values(dy[m0*N:(m0+rows)*N]), rows, K, N); err != nil {
 				t.Fatal(err)
 			}
 			m0 += rows
@@ -338,14 +338,14 @@ func TestDWSplitOffSlabBoundaryCanDiffer(t *testing.T) {
 	x := []float32{-1, tFactor}
 	dy := []float32{1, tFactor}
 	one := []float32{0}
-	if err := DW(one, x, dy, 2, 1, 1); err != nil {
+	if err := ieee32.DW(one, Values(x), Values(dy), 2, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	two := []float32{0}
-	if err := DW(two, x[:1], dy[:1], 1, 1, 1); err != nil {
+	if err := ieee32.DW(two, Values(x[:1]), Values(dy[:1]), 1, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := DW(two, x[1:], dy[1:], 1, 1, 1); err != nil {
+	if err := ieee32.DW(two, Values(x[1:]), Values(dy[1:]), 1, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	if one[0] != chainedT || two[0] != slabbedT {
@@ -390,7 +390,7 @@ func TestNaNAndInfPropagate(t *testing.T) {
 				bias = nil
 			}
 			y := make([]float32, M*N)
-			if err := Forward(y, x, w, bias, M, K, N); err != nil {
+			if err := ieee32.Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 				t.Fatal(err)
 			}
 			for m := range M {
@@ -418,17 +418,17 @@ func TestInvalidArgumentsReturnTypedErrors(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"zero M", func() error { return Forward(s(4), s(4), s(4), nil, 0, 2, 2) }, ErrDim},
-		{"negative K", func() error { return DX(s(4), s(4), s(4), 2, 2, -1) }, ErrDim},
-		{"overflowing M*K", func() error { return DW(s(4), s(4), s(4), huge, huge, 1) }, ErrDim},
-		{"short x", func() error { return Forward(s(4), s(3), s(4), nil, 2, 2, 2) }, ErrLength},
-		{"short w", func() error { return DX(s(4), s(4), s(3), 2, 2, 2) }, ErrLength},
-		{"short bias", func() error { return Forward(s(4), s(4), s(4), s(1), 2, 2, 2) }, ErrLength},
-		{"short dst", func() error { return Forward(s(3), s(4), s(4), nil, 2, 2, 2) }, ErrLength},
-		{"short dw", func() error { return DW(s(3), s(4), s(4), 2, 2, 2) }, ErrLength},
-		{"typed with f32 dtype", func() error { return ForwardTyped(F32, h(4), h(4), h(4), nil, 2, 2, 2) }, ErrDType},
-		{"typed with zero dtype", func() error { return DWTyped(0, s(4), h(4), h(4), 2, 2, 2) }, ErrDType},
-		{"typed short dy", func() error { return DXTyped(BF16, h(4), h(3), h(4), 2, 2, 2) }, ErrLength},
+		{"zero M", func() error { return ieee32.Forward(Values(s(4)), Values(s(4)), Values(s(4)), nil, 0, 2, 2) }, ErrDim},
+		{"negative K", func() error { return ieee32.DX(Values(s(4)), Values(s(4)), Values(s(4)), 2, 2, -1) }, ErrDim},
+		{"overflowing M*K", func() error { return ieee32.DW(s(4), Values(s(4)), Values(s(4)), huge, huge, 1) }, ErrDim},
+		{"short x", func() error { return ieee32.Forward(Values(s(4)), Values(s(3)), Values(s(4)), nil, 2, 2, 2) }, ErrLength},
+		{"short w", func() error { return ieee32.DX(Values(s(4)), Values(s(4)), Values(s(3)), 2, 2, 2) }, ErrLength},
+		{"short bias", func() error { return ieee32.Forward(Values(s(4)), Values(s(4)), Values(s(4)), s(1), 2, 2, 2) }, ErrLength},
+		{"short dst", func() error { return ieee32.Forward(Values(s(3)), Values(s(4)), Values(s(4)), nil, 2, 2, 2) }, ErrLength},
+		{"short dw", func() error { return ieee32.DW(s(3), Values(s(4)), Values(s(4)), 2, 2, 2) }, ErrLength},
+		{"typed with f32 dtype", func() error { return typed(F32).Forward(Bits(h(4)), Bits(h(4)), Bits(h(4)), nil, 2, 2, 2) }, ErrDType},
+		{"typed with zero dtype", func() error { return typed(0).DW(s(4), Bits(h(4)), Bits(h(4)), 2, 2, 2) }, ErrDType},
+		{"typed short dy", func() error { return typed(BF16).DX(Bits(h(4)), Bits(h(3)), Bits(h(4)), 2, 2, 2) }, ErrLength},
 		{"upcast short dst", func() error { return Upcast(F16, s(1), h(2)) }, ErrLength},
 		{"round bad dtype", func() error { return Round(DType(9), h(2), s(2)) }, ErrDType},
 		{"oracle short dst", func() error { return ForwardF64(make([]float64, 1), s(4), s(4), nil, 2, 2, 2) }, ErrLength},

@@ -110,7 +110,7 @@ func minNormalExp(d DType) int {
 // canonical NaN for an m that is not Valid or a d that is not BF16 or F16.
 //
 // Step is exact integer arithmetic following the model's text literally; the
-// plans (TCForward, TCDX, TCDW) use a faster float64 form of the same
+// plans (Options with Tier TensorCore) use a faster float64 form of the same
 // arithmetic for finite operands, and Step for the rest.
 func (m TCModel) Step(d DType, c float32, a, b []float32) float32 {
 	if m.Valid() != nil || !d.Half() {

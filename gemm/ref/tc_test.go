@@ -656,10 +656,10 @@ func TestTCStepDiffersFromIEEEPlan(t *testing.T) {
 	x := []float32{1, 1.5}
 	w := []float32{1, 0x1p-24}
 	ieee, tc := make([]float32, 1), make([]float32, 1)
-	if err := Forward(ieee, x, w, nil, 1, 2, 1); err != nil {
+	if err := ieee32.Forward(Values(ieee), Values(x), Values(w), nil, 1, 2, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := TCForward(Hopper, BF16, tc, x, w, nil, 1, 2, 1); err != nil {
+	if err := tc32(Hopper, BF16).Forward(Values(tc), Values(x), Values(w), nil, 1, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	if ieee[0] != 1+0x1p-23 || tc[0] != 1 {

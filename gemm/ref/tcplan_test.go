@@ -107,31 +107,31 @@ func TestTCPlansFollowTheModelLiterally(t *testing.T) {
 					bias[0] = float32(math.Inf(-1))
 				}
 				y := make([]float32, M*N)
-				if err := TCForward(m, d, y, x, w, bias, M, K, N); err != nil {
+				if err := tc32(m, d).Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 					t.Fatal(err)
 				}
-				sameBits(t, m.Name+" TCForward+bias", y, modelTCForward(m, d, x, w, bias, M, K, N))
-				if err := TCForward(m, d, y, x, w, nil, M, K, N); err != nil {
+				sameBits(t, m.Name+" TC Forward+bias", y, modelTCForward(m, d, x, w, bias, M, K, N))
+				if err := tc32(m, d).Forward(Values(y), Values(x), Values(w), nil, M, K, N); err != nil {
 					t.Fatal(err)
 				}
-				sameBits(t, m.Name+" TCForward", y, modelTCForward(m, d, x, w, nil, M, K, N))
+				sameBits(t, m.Name+" TC Forward", y, modelTCForward(m, d, x, w, nil, M, K, N))
 
 				dy := randTCInputs(rng, d, M*N, 0, specials)
 				dx := make([]float32, M*K)
-				if err := TCDX(m, d, dx, dy, w, M, N, K); err != nil {
+				if err := tc32(m, d).DX(Values(dx), Values(dy), Values(w), M, N, K); err != nil {
 					t.Fatal(err)
 				}
-				sameBits(t, m.Name+" TCDX", dx, modelTCDX(m, d, dy, w, M, N, K))
+				sameBits(t, m.Name+" TC DX", dx, modelTCDX(m, d, dy, w, M, N, K))
 
 				dw0 := randNormal(rng, K*N)
 				if specials {
 					dw0[K*N-1] = float32(math.NaN())
 				}
 				dw := append([]float32(nil), dw0...)
-				if err := TCDW(m, d, dw, x, dy, M, K, N); err != nil {
+				if err := tc32(m, d).DW(dw, Values(x), Values(dy), M, K, N); err != nil {
 					t.Fatal(err)
 				}
-				sameBits(t, m.Name+" TCDW", dw, modelTCDW(m, d, dw0, x, dy, M, K, N))
+				sameBits(t, m.Name+" TC DW", dw, modelTCDW(m, d, dw0, x, dy, M, K, N))
 			}
 		}
 	}
@@ -146,23 +146,23 @@ func TestTCRowsAreInvariantToBatch(t *testing.T) {
 		x, w, dy := randTCInputs(rng, d, M*K, 0, false), randTCInputs(rng, d, K*N, 0, false), randTCInputs(rng, d, M*N, 0, false)
 		bias := randNormal(rng, N)
 		y, dx := make([]float32, M*N), make([]float32, M*K)
-		if err := TCForward(Hopper, d, y, x, w, bias, M, K, N); err != nil {
+		if err := tc32(Hopper, d).Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 			t.Fatal(err)
 		}
-		if err := TCDX(Hopper, d, dx, dy, w, M, N, K); err != nil {
+		if err := tc32(Hopper, d).DX(Values(dx), Values(dy), Values(w), M, N, K); err != nil {
 			t.Fatal(err)
 		}
 		for _, rows := range [][2]int{{0, 1}, {5, 6}, {36, 37}, {3, 20}, {17, 37}} {
 			r0, r1 := rows[0], rows[1]
 			ys, dxs := make([]float32, (r1-r0)*N), make([]float32, (r1-r0)*K)
-			if err := TCForward(Hopper, d, ys, x[r0*K:r1*K], w, bias, r1-r0, K, N); err != nil {
+			if err := tc32(Hopper, d).Forward(Values(ys), Values(x[r0*K:r1*K]), Values(w), bias, r1-r0, K, N); err != nil {
 				t.Fatal(err)
 			}
-			sameBits(t, "TCForward rows", ys, y[r0*N:r1*N])
-			if err := TCDX(Hopper, d, dxs, dy[r0*N:r1*N], w, r1-r0, N, K); err != nil {
+			sameBits(t, "TC Forward rows", ys, y[r0*N:r1*N])
+			if err := tc32(Hopper, d).DX(Values(dxs), Values(dy[r0*N:r1*N]), Values(w), r1-r0, N, K); err != nil {
 				t.Fatal(err)
 			}
-			sameBits(t, "TCDX rows", dxs, dx[r0*K:r1*K])
+			sameBits(t, "TC DX rows", dxs, dx[r0*K:r1*K])
 		}
 	}
 }
@@ -173,12 +173,12 @@ func TestTCWorkerCountDoesNotChangeBits(t *testing.T) {
 	const M, K, N = 40, 300, 150
 	x, w := randTCInputs(rng, BF16, M*K, 0, false), randTCInputs(rng, BF16, K*N, 0, false)
 	want := make([]float32, M*N)
-	if err := (Options{Workers: 1}).TCForward(Hopper, BF16, want, x, w, nil, M, K, N); err != nil {
+	if err := (Options{Tier: TensorCore, In: BF16, Out: F32, Model: Hopper, Workers: 1}).Forward(Values(want), Values(x), Values(w), nil, M, K, N); err != nil {
 		t.Fatal(err)
 	}
 	for _, workers := range []int{2, 3, 0} {
 		got := make([]float32, M*N)
-		if err := (Options{Workers: workers}).TCForward(Hopper, BF16, got, x, w, nil, M, K, N); err != nil {
+		if err := (Options{Tier: TensorCore, In: BF16, Out: F32, Model: Hopper, Workers: workers}).Forward(Values(got), Values(x), Values(w), nil, M, K, N); err != nil {
 			t.Fatal(err)
 		}
 		sameBits(t, "workers", got, want)
@@ -197,14 +197,14 @@ func TestTCDWMicroBatchesOnMultiplesOf16MatchOneCall(t *testing.T) {
 			x, dy := randTCInputs(rng, d, M*K, 0, false), randTCInputs(rng, d, M*N, 0, false)
 			dw0 := randNormal(rng, K*N)
 			one := append([]float32(nil), dw0...)
-			if err := TCDW(m, d, one, x, dy, M, K, N); err != nil {
+			if err := tc32(m, d).DW(one, Values(x), Values(dy), M, K, N); err != nil {
 				t.Fatal(err)
 			}
 			for _, cuts := range [][]int{{16}, {32, 48}, {16, 32, 48, 64, 80, 96}, {96}} {
 				dw := append([]float32(nil), dw0...)
 				lo := 0
 				for _, hi := range append(cuts, M) {
-					if err := TCDW(m, d, dw, x[lo*K:hi*K], dy[lo*N:hi*N], hi-lo, K, N); err != nil {
+					if err := tc32(m, d).DW(dw, Values(x[lo*K:hi*K]), Values(dy[lo*N:hi*N]), hi-lo, K, N); err != nil {
 						t.Fatal(err)
 					}
 					lo = hi
@@ -223,11 +223,11 @@ func TestTCDWSplitOffMultipleOf16CanDiffer(t *testing.T) {
 	const M, K, N = 64, 16, 16
 	x, dy := randTCInputs(rng, BF16, M*K, 0, false), randTCInputs(rng, BF16, M*N, 0, false)
 	one, split := make([]float32, K*N), make([]float32, K*N)
-	if err := TCDW(Hopper, BF16, one, x, dy, M, K, N); err != nil {
+	if err := tc32(Hopper, BF16).DW(one, Values(x), Values(dy), M, K, N); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range [][2]int{{0, 10}, {10, M}} {
-		if err := TCDW(Hopper, BF16, split, x[r[0]*K:r[1]*K], dy[r[0]*N:r[1]*N], r[1]-r[0], K, N); err != nil {
+		if err := tc32(Hopper, BF16).DW(split, Values(x[r[0]*K:r[1]*K]), Values(dy[r[0]*N:r[1]*N]), r[1]-r[0], K, N); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -258,10 +258,10 @@ func TestTCZeroFillEqualsExplicitZeroPadding(t *testing.T) {
 	copy(wp, w)
 	bias := randNormal(rng, N)
 	y, yp := make([]float32, M*N), make([]float32, M*N)
-	if err := TCForward(Hopper, F16, y, x, w, bias, M, K, N); err != nil {
+	if err := tc32(Hopper, F16).Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 		t.Fatal(err)
 	}
-	if err := TCForward(Hopper, F16, yp, xp, wp, bias, M, KP, N); err != nil {
+	if err := tc32(Hopper, F16).Forward(Values(yp), Values(xp), Values(wp), bias, M, KP, N); err != nil {
 		t.Fatal(err)
 	}
 	sameBits(t, "zero-filled tail", y, yp)
@@ -281,34 +281,34 @@ func TestTCTypedEqualsUpcastTCRound(t *testing.T) {
 		bias := randNormal(rng, N)
 
 		yh, yf, want := make([]uint16, M*N), make([]float32, M*N), make([]uint16, M*N)
-		if err := TCForwardTyped(Hopper, d, yh, x, w, bias, M, K, N); err != nil {
+		if err := tcTyped(Hopper, d).Forward(Bits(yh), Bits(x), Bits(w), bias, M, K, N); err != nil {
 			t.Fatal(err)
 		}
-		if err := TCForward(Hopper, d, yf, xf, wf, bias, M, K, N); err != nil {
+		if err := tc32(Hopper, d).Forward(Values(yf), Values(xf), Values(wf), bias, M, K, N); err != nil {
 			t.Fatal(err)
 		}
 		_ = Round(d, want, yf)
-		sameHalf(t, "TCForwardTyped", yh, want)
+		sameHalf(t, "TC Forward typed", yh, want)
 
 		dxh, dxf, wantDX := make([]uint16, M*K), make([]float32, M*K), make([]uint16, M*K)
-		if err := TCDXTyped(Hopper, d, dxh, dy, w, M, N, K); err != nil {
+		if err := tcTyped(Hopper, d).DX(Bits(dxh), Bits(dy), Bits(w), M, N, K); err != nil {
 			t.Fatal(err)
 		}
-		if err := TCDX(Hopper, d, dxf, dyf, wf, M, N, K); err != nil {
+		if err := tc32(Hopper, d).DX(Values(dxf), Values(dyf), Values(wf), M, N, K); err != nil {
 			t.Fatal(err)
 		}
 		_ = Round(d, wantDX, dxf)
-		sameHalf(t, "TCDXTyped", dxh, wantDX)
+		sameHalf(t, "TC DX typed", dxh, wantDX)
 
 		dw0 := randNormal(rng, K*N)
 		dwh, dwf := append([]float32(nil), dw0...), append([]float32(nil), dw0...)
-		if err := TCDWTyped(Hopper, d, dwh, x, dy, M, K, N); err != nil {
+		if err := tcTyped(Hopper, d).DW(dwh, Bits(x), Bits(dy), M, K, N); err != nil {
 			t.Fatal(err)
 		}
-		if err := TCDW(Hopper, d, dwf, xf, dyf, M, K, N); err != nil {
+		if err := tc32(Hopper, d).DW(dwf, Values(xf), Values(dyf), M, K, N); err != nil {
 			t.Fatal(err)
 		}
-		sameBits(t, "TCDWTyped", dwh, dwf)
+		sameBits(t, "TC DW typed", dwh, dwf)
 	}
 }
 
@@ -332,18 +332,18 @@ func TestTCInvalidArgumentsReturnTypedErrors(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"model", TCForward(badModel, BF16, one, one, one, nil, 1, 1, 1), ErrTCModel},
-		{"dtype f32", TCForward(Hopper, F32, one, one, one, nil, 1, 1, 1), ErrDType},
-		{"dtype zero", TCDX(Hopper, 0, one, one, one, 1, 1, 1), ErrDType},
-		{"inexact x", TCForward(Hopper, BF16, one, []float32{1 + 0x1p-10}, one, nil, 1, 1, 1), ErrInexact},
-		{"inexact w (f16 overflow)", TCForward(Hopper, F16, one, one, []float32{1e5}, nil, 1, 1, 1), ErrInexact},
-		{"inexact dy", TCDX(Hopper, F16, one, []float32{0x1p-30}, one, 1, 1, 1), ErrInexact},
-		{"inexact dW x", TCDW(Hopper, BF16, one, []float32{0.1}, one, 1, 1, 1), ErrInexact},
-		{"dim", TCForward(Hopper, BF16, one, one, one, nil, 0, 1, 1), ErrDim},
-		{"length", TCDW(Hopper, BF16, one, one, one, 1, 2, 1), ErrLength},
-		{"typed model", TCForwardTyped(badModel, BF16, h, h, h, nil, 1, 1, 1), ErrTCModel},
-		{"typed dtype", TCDXTyped(Hopper, F32, h, h, h, 1, 1, 1), ErrDType},
-		{"typed length", TCDWTyped(Hopper, BF16, one, h, h, 2, 1, 1), ErrLength},
+		{"model", tc32(badModel, BF16).Forward(Values(one), Values(one), Values(one), nil, 1, 1, 1), ErrTCModel},
+		{"dtype f32", tc32(Hopper, F32).Forward(Values(one), Values(one), Values(one), nil, 1, 1, 1), ErrDType},
+		{"dtype zero", tc32(Hopper, 0).DX(Values(one), Values(one), Values(one), 1, 1, 1), ErrDType},
+		{"inexact x", tc32(Hopper, BF16).Forward(Values(one), Values([]float32{1 + 0x1p-10}), Values(one), nil, 1, 1, 1), ErrInexact},
+		{"inexact w (f16 overflow)", tc32(Hopper, F16).Forward(Values(one), Values(one), Values([]float32{1e5}), nil, 1, 1, 1), ErrInexact},
+		{"inexact dy", tc32(Hopper, F16).DX(Values(one), Values([]float32{0x1p-30}), Values(one), 1, 1, 1), ErrInexact},
+		{"inexact dW x", tc32(Hopper, BF16).DW(one, Values([]float32{0.1}), Values(one), 1, 1, 1), ErrInexact},
+		{"dim", tc32(Hopper, BF16).Forward(Values(one), Values(one), Values(one), nil, 0, 1, 1), ErrDim},
+		{"length", tc32(Hopper, BF16).DW(one, Values(one), Values(one), 1, 2, 1), ErrLength},
+		{"typed model", tcTyped(badModel, BF16).Forward(Bits(h), Bits(h), Bits(h), nil, 1, 1, 1), ErrTCModel},
+		{"typed dtype", tcTyped(Hopper, F32).DX(Bits(h), Bits(h), Bits(h), 1, 1, 1), ErrDType},
+		{"typed length", tcTyped(Hopper, BF16).DW(one, Bits(h), Bits(h), 2, 1, 1), ErrLength},
 	}
 	for _, c := range cases {
 		var ae *ArgError
@@ -354,7 +354,7 @@ func TestTCInvalidArgumentsReturnTypedErrors(t *testing.T) {
 	// NaN and Inf are values of every type; a NaN is accepted whatever its
 	// payload.
 	nan := []float32{math.Float32frombits(0x7FC01234)}
-	if err := TCForward(Hopper, F16, one, nan, []float32{float32(math.Inf(1))}, nil, 1, 1, 1); err != nil {
+	if err := tc32(Hopper, F16).Forward(Values(one), Values(nan), Values([]float32{float32(math.Inf(1))}), nil, 1, 1, 1); err != nil {
 		t.Errorf("NaN and Inf inputs: %v", err)
 	}
 }
@@ -364,10 +364,10 @@ func benchmarkTCForward(b *testing.B, m TCModel, workers int) {
 	const M, K, N = 64, 1024, 128
 	x, w := randTCInputs(rng, BF16, M*K, 0, false), randTCInputs(rng, BF16, K*N, 0, false)
 	y := make([]float32, M*N)
-	o := Options{Workers: workers}
+	o := Options{Tier: TensorCore, In: BF16, Out: F32, Model: m, Workers: workers}
 	b.ResetTimer()
 	for range b.N {
-		if err := o.TCForward(m, BF16, y, x, w, nil, M, K, N); err != nil {
+		if err := o.Forward(Values(y), Values(x), Values(w), nil, M, K, N); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -491,10 +491,10 @@ func TestTCSlabbedPlansFoldSlabChainsInOrder(t *testing.T) {
 			parts = append(parts, modelTCForward(Hopper, d, xs, w[r0*N:r1*N], b, M, r1-r0, N))
 		}
 		y := make([]float32, M*N)
-		if err := TCForward(Hopper, d, y, x, w, bias, M, K, N); err != nil {
+		if err := tc32(Hopper, d).Forward(Values(y), Values(x), Values(w), bias, M, K, N); err != nil {
 			t.Fatal(err)
 		}
-		sameBits(t, "slabbed TCForward", y, fold(parts))
+		sameBits(t, "slabbed TC Forward", y, fold(parts))
 
 		// dX: dY[M, 8200] @ W2[40, 8200]ᵀ.
 		const K2, N2 = 40, 8200
@@ -512,10 +512,10 @@ func TestTCSlabbedPlansFoldSlabChainsInOrder(t *testing.T) {
 			parts = append(parts, modelTCDX(Hopper, d, dys, ws, M, r1-r0, K2))
 		}
 		dx := make([]float32, M*K2)
-		if err := TCDX(Hopper, d, dx, dy, w2, M, N2, K2); err != nil {
+		if err := tc32(Hopper, d).DX(Values(dx), Values(dy), Values(w2), M, N2, K2); err != nil {
 			t.Fatal(err)
 		}
-		sameBits(t, "slabbed TCDX", dx, fold(parts))
+		sameBits(t, "slabbed TC DX", dx, fold(parts))
 
 		// dW: 2100 batch rows into a 7×30 master: 3 slabs of 768, slab 0
 		// chained onto the master.
@@ -536,9 +536,9 @@ func TestTCSlabbedPlansFoldSlabChainsInOrder(t *testing.T) {
 			parts = append(parts, modelTCDW(Hopper, d, start, xw[r0*KW:r1*KW], dyw[r0*NW:r1*NW], r1-r0, KW, NW))
 		}
 		dw := append([]float32(nil), dw0...)
-		if err := TCDW(Hopper, d, dw, xw, dyw, MW, KW, NW); err != nil {
+		if err := tc32(Hopper, d).DW(dw, Values(xw), Values(dyw), MW, KW, NW); err != nil {
 			t.Fatal(err)
 		}
-		sameBits(t, "slabbed TCDW", dw, fold(parts))
+		sameBits(t, "slabbed TC DW", dw, fold(parts))
 	}
 }

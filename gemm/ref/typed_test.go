@@ -36,20 +36,20 @@ func TestTypedEqualsUpcastF32Round(t *testing.T) {
 			}
 
 			y, yf, yr := make([]uint16, M*N), make([]float32, M*N), make([]uint16, M*N)
-			if err := ForwardTyped(d, y, x, w, bias, M, K, N); err != nil {
+			if err := typed(d).Forward(Bits(y), Bits(x), Bits(w), bias, M, K, N); err != nil {
 				t.Fatal(err)
 			}
-			_ = Forward(yf, xf, wf, bias, M, K, N)
+			_ = ieee32.Forward(Values(yf), Values(xf), Values(wf), bias, M, K, N)
 			_ = Round(d, yr, yf)
 			if !slices.Equal(y, yr) {
 				t.Errorf("%v forward: typed differs from upcast+f32+round", d)
 			}
 
 			dx, dxf, dxr := make([]uint16, M*K), make([]float32, M*K), make([]uint16, M*K)
-			if err := DXTyped(d, dx, dy, w, M, N, K); err != nil {
+			if err := typed(d).DX(Bits(dx), Bits(dy), Bits(w), M, N, K); err != nil {
 				t.Fatal(err)
 			}
-			_ = DX(dxf, dyf, wf, M, N, K)
+			_ = ieee32.DX(Values(dxf), Values(dyf), Values(wf), M, N, K)
 			_ = Round(d, dxr, dxf)
 			if !slices.Equal(dx, dxr) {
 				t.Errorf("%v dX: typed differs from upcast+f32+round", d)
@@ -57,10 +57,10 @@ func TestTypedEqualsUpcastF32Round(t *testing.T) {
 
 			dw0 := randNormal(rng, K*N)
 			dw, dwf := slices.Clone(dw0), slices.Clone(dw0)
-			if err := DWTyped(d, dw, x, dy, M, K, N); err != nil {
+			if err := typed(d).DW(dw, Bits(x), Bits(dy), M, K, N); err != nil {
 				t.Fatal(err)
 			}
-			_ = DW(dwf, xf, dyf, M, K, N)
+			_ = ieee32.DW(dwf, Values(xf), Values(dyf), M, K, N)
 			sameBits(t, d.String()+" dW", dw, dwf)
 		}
 	}
