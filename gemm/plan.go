@@ -3,6 +3,8 @@ package gemm
 import (
 	"errors"
 	"fmt"
+
+	"github.com/detgemm/detgemm/gemm/ref"
 )
 
 // The planner's vocabulary, shared by every kernel family and the engine:
@@ -134,6 +136,33 @@ type plan struct {
 	// tc: the tensor-core tier's kernel and where its slabs fold (strategy
 	// tiled where they fold in the kernel, split-slab on planes).
 	tc tcLaunch
+	// fam is the family that runs the plan (planner.go's choose sets it).
+	fam *family
+}
+
+// maxWorkspaceBytes caps the workspace an IEEE plan may need; a shape
+// needing more runs tiled. 512 MiB admits the split of the mid-size dW
+// shapes (4096×1536×3072: 16 slabs of 1536×3072 partials, 302 MB). The
+// tensor-core tier's cut plans are not capped.
+const maxWorkspaceBytes = 512 << 20
+
+// workspaceBytes is the workspace of the IEEE plans that write slab
+// partials: S·rows·cols f32, laid out [S][rows][cols]. It is a function of
+// the shape alone; it returns ok = false when the product overflows.
+func workspaceBytes(rows, cols, red int64) (uint64, bool) {
+	s := uint64(ref.Slabs(int(red)))
+	n := s * uint64(rows)
+	if rows != 0 && n/uint64(rows) != s {
+		return 0, false
+	}
+	b := n * uint64(cols)
+	if cols != 0 && b/uint64(cols) != n {
+		return 0, false
+	}
+	if b > (1<<62)/4 {
+		return 0, false
+	}
+	return b * 4, true
 }
 
 // ceilDiv is ⌈a/b⌉ for positive b.

@@ -449,3 +449,31 @@ func (l launcher) tcFold(p problem, r tcLaunch) error {
 		Uint64(n).Uint64(uint64(p.cols)).Uint64(uint64(planes))
 	return l.launch(&p, id, cudaload.Dim3{X: foldBlocks(n, l.e.sms), Y: 1, Z: 1}, foldThreads, 0, 1, 1)
 }
+
+// familyTC describes the tensor-core tier's kernels to the planner:
+// chooseTCLaunch's choice, as one description until each tensor-core
+// family has its own.
+var familyTC = &family{
+	name:    "tensor-core",
+	tc:      true,
+	layouts: layoutsOf(layoutNN, layoutNT, layoutTN),
+	class:   classModel,
+	admits:  func(*filter) bool { return true },
+	plan: func(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
+		r, err := chooseTCLaunch(*p, d.sms, d.tcShared, d.hasWG, f.tc)
+		if err != nil {
+			return cost{}, false, err
+		}
+		if r.slabs <= 1 && tcTwinTiles[r.k.tile] {
+			r.one = tcOneIDs[r.k]
+		}
+		ws, _ := r.wsBytes(*p)
+		if !r.planes {
+			*pl = plan{strategy: StrategyTiled, slabs: r.slabs, ws: ws, tc: r}
+		} else {
+			*pl = plan{strategy: StrategySplitSlab, slabs: r.slabs, perBlock: 1, groups: r.slabs, ws: ws, tc: r}
+		}
+		return cost{class: classModel}, true, nil
+	},
+	launch: func(l launcher, p *problem, pl *plan) error { return l.tc(*p, pl.tc) },
+}
