@@ -85,7 +85,7 @@
 // with a 16-byte cp.async load path (_vec: both operands 16-byte aligned,
 // leading dimensions multiples of 8) and an element-wise one (_any, any
 // alignment). The dispatcher takes _vec where it can, and the tile with the
-// least modelled time on the GPU's SM count (see chooseTC): so the tile
+// least modelled time on the GPU's SM count (tc.go's familyTC): so the tile
 // may depend on M, and the load path on the pointers, because every kernel
 // computes the same chain per element. One launch per call, and no
 // workspace, where the plan has one slab; a cut plan runs one block per

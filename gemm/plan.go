@@ -126,7 +126,8 @@ type plan struct {
 	ctrs           uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
 	sr             int64  // stream: rows of dW a block owns (streamTall or streamShort)
 	// rows: the path that runs the plan (rowsPathTMA, rowsPathOne or
-	// rowsPathTwo; Engine.choose resolves it from the pointers and the GPU).
+	// rowsPathTwo: the rows family that runs the plan, chosen from the
+	// pointers and the GPU; rows.go, rows_tma.go).
 	path rowsPath
 	// tiled without a split tail: how the grid's short last round is cut
 	// off into a launch of its own (tiledTail) and the head's column or row

@@ -8,11 +8,16 @@ import "fmt"
 
 // families is every registered family description, each tier's in the
 // order that breaks ties of cost (the earlier wins). The IEEE tiers: the
-// stream and rows families by rule, then the tiles family by its model.
-// The tensor-core tier: see tcFamilies' entries.
+// stream family (dW) and the rows families (Forward, dX) by rule, the
+// rows families in the order their paths are preferred, then the tiles
+// family by its model. The tensor-core tier: the dW stream and the rows
+// families by rule (gemm_tc_rows_tma before gemm_tc_rows), then gemm_tc
+// and gemm_wgmma by the tile model, gemm_tc first so that wgmma must
+// model strictly faster (and wgmma's single-round rule, a classRule cost,
+// yields to the rows families).
 var families = []*family{
 	familyStream, familyRowsTMA, familyRowsOne, familyRowsTwo, familyTiles,
-	familyTC,
+	familyTCDW, familyTCRowsTMA, familyTCRows, familyTC, familyWG,
 }
 
 // ieeeFamilies and tcFamilies are families split by tier, in order.

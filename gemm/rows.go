@@ -225,7 +225,7 @@ func planRows(p *problem, f *filter, pl *plan) (bool, error) {
 // rowsOneLaunch reports whether a rows call of mr rows a block takes the
 // one-launch kernel. Its 16-byte copies of W need W and W's row stride
 // 16-byte aligned. Beyond that it is a speed rule (bench/NOTES-engine.md,
-// launch.go): one launch wins at MR = 16 and 32; at MR = 4 for 16-bit
+// rows.go): one launch wins at MR = 16 and 32; at MR = 4 for 16-bit
 // inputs, and for f32 forward while its blocks fit the GPU at once, three
 // an SM — a second round of blocks costs it as much as the second launch
 // costs the two. f32 dX at MR = 4 stays on two launches: the one-launch

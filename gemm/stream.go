@@ -24,7 +24,7 @@ const (
 	// streamMaxM is the largest M (dW's reduction) the dispatcher streams:
 	// beyond it the tiled kernels, whose inner loop runs nearer the FMA
 	// rate, win back the master's prologue they pay (bench/NOTES-dw.md,
-	// round 2; bench/NOTES-engine.md, dispatch.go).
+	// round 2; bench/NOTES-engine.md, stream.go).
 	streamMaxM = 96
 	// streamStage is gemm_dw_stream.cu's CH: the rows of M one stage holds.
 	streamStage = 16
@@ -50,7 +50,7 @@ func streamFits(l layout, rows, red, sr int64) bool {
 // flight) while M fits one stage and the call is a pure stream; 64-row
 // blocks (three an SM, 96 KiB; 32 fmas per three shared-memory reads
 // against 16 per two) beyond, where the fmas start to count
-// (bench/NOTES-dw.md, round 2; bench/NOTES-engine.md, dispatch.go).
+// (bench/NOTES-dw.md, round 2; bench/NOTES-engine.md, stream.go).
 func streamRowsFor(red int64) int64 {
 	if red <= streamStage {
 		return streamShort

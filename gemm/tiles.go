@@ -198,7 +198,7 @@ const (
 //
 // The constants are a least-squares fit to timings of every strategy and
 // G on the bench's shapes (bench/NOTES-simt.md, rounds 2, 5 and 11; the
-// fit and its error in bench/NOTES-engine.md, dispatch.go). Times are in
+// fit and its error in bench/NOTES-engine.md, tiles.go). Times are in
 // hundredths of a unit so the arithmetic stays in integers.
 const (
 	loneFrac      = 60      // hundredths
@@ -478,7 +478,7 @@ const (
 // in a partial round of at most sms blocks would best run that round one
 // block per SM, but the hardware starts each block where a slot frees
 // first, and it has been seen to double them up on some SMs while others
-// idle (bench/NOTES-engine.md, launch.go). So whole column (or row) tiles are cut off the end,
+// idle (bench/NOTES-engine.md, tiles.go). So whole column (or row) tiles are cut off the end,
 // at most sms blocks, and launched after the rest with loneShared bytes of
 // shared memory, which no SM can hold twice. The cut is the one with the
 // smaller tail (columns on a tie); cutNone where the grid has no such
