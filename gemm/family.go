@@ -24,26 +24,31 @@ type family struct {
 	// admits reports whether filter f lets the planner consider the
 	// family: the zero filter admits every family, a test's filter the
 	// families its knobs name (filter).
-	admits func(f *filter) bool
+	admits func(f filter) bool
 	// archOK, where set, reports whether the engine has the family's
 	// kernels (the sm_90a-only families); nil: every engine has them.
 	archOK func(d *device) bool
-	// plan writes the family's best configuration for p on d, narrowed by
-	// f, into pl, and returns its cost; ok = false where the family does
-	// not fit the call. err is a filter's refusal: f pinned a
-	// configuration the call cannot run (tests only; the zero filter never
-	// gets one). Fitting, choosing the configuration and costing it are
-	// one function because they share the grid arithmetic, which the host
-	// path would otherwise do twice a call.
-	plan func(d *device, p *problem, f *filter, pl *plan) (c cost, ok bool, err error)
+	// plan returns the family's best configuration for p on d, narrowed by
+	// f, and its cost; ok = false where the family does not fit the call.
+	// err is a filter's refusal: f pinned a configuration the call cannot
+	// run (tests only; the zero filter never gets one). Fitting, choosing
+	// the configuration and costing it are one function because they share
+	// the grid arithmetic, which the host path would otherwise do twice a
+	// call.
+	plan func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error)
 	// finish, where set, completes the chosen plan with what never changes
 	// which family runs the call: the tiled grid's tail cut, a tensor-core
 	// plan's slab fold and its workspace. It runs on the winner only; its
 	// error fails the call.
-	finish func(d *device, p *problem, f *filter, pl *plan) error
+	finish func(d *device, p problem, f filter, pl plan) (plan, error)
 	// launch enqueues (or, for Explain, records) the plan's kernels.
-	launch func(l launcher, p *problem, pl *plan) error
+	launch func(l launcher, p problem, pl plan) error
 }
+
+// The descriptions' functions take the problem, the filter and the plan
+// by value: a pointer passed through a function value escapes to the
+// heap, which would cost the host path an allocation per call; copies of
+// a few hundred bytes cost less.
 
 // cost orders the candidate plans of a call: by class first, then by
 // modelled time; among equal costs the family registered first wins (the

@@ -54,8 +54,9 @@ func (e *device) choose(p problem, f *filter) (plan, error) {
 		refusal  error   // the first filter refusal
 		unloaded *family // the first admitted family this engine lacks
 	)
+	fv := *f
 	for _, fam := range fams {
-		if !fam.layouts.has(p.layout) || !fam.admits(f) || found && !(cost{class: fam.class}).less(bestCost) {
+		if !fam.layouts.has(p.layout) || !fam.admits(fv) || found && !(cost{class: fam.class}).less(bestCost) {
 			continue
 		}
 		if fam.archOK != nil && !fam.archOK(e) {
@@ -64,8 +65,7 @@ func (e *device) choose(p problem, f *filter) (plan, error) {
 			}
 			continue
 		}
-		var cand plan
-		c, ok, err := fam.plan(e, &p, f, &cand)
+		cand, c, ok, err := fam.plan(e, p, fv)
 		if err != nil && refusal == nil {
 			refusal = err
 		}
@@ -79,9 +79,12 @@ func (e *device) choose(p problem, f *filter) (plan, error) {
 		return plan{}, fmt.Errorf("gemm.%s: %w", p.op, noFamily(p, f, refusal, unloaded))
 	}
 	if fin := best.fam.finish; fin != nil {
-		if err := fin(e, &p, f, &best); err != nil {
+		fam := best.fam
+		var err error
+		if best, err = fin(e, p, fv, best); err != nil {
 			return plan{}, fmt.Errorf("gemm.%s: %w", p.op, err)
 		}
+		best.fam = fam
 	}
 	return best, nil
 }
@@ -106,4 +109,4 @@ func noFamily(p problem, f *filter, refusal error, unloaded *family) error {
 
 // plan enqueues (or records) the kernels of plan pl for p: its family's
 // launch.
-func (l launcher) plan(p *problem, pl *plan) error { return pl.fam.launch(l, p, pl) }
+func (l launcher) plan(p *problem, pl *plan) error { return pl.fam.launch(l, *p, *pl) }

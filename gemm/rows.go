@@ -153,7 +153,7 @@ func (l launcher) rows(p *problem, pl *plan) error {
 }
 
 // rowsAdmits reports whether f lets the planner consider a rows family.
-func rowsAdmits(f *filter) bool { return f.strategy == 0 || f.strategy == StrategyRows }
+func rowsAdmits(f filter) bool { return f.strategy == 0 || f.strategy == StrategyRows }
 
 // familyRowsOne describes gemm_rows' one-launch kernels: a rows plan
 // where rowsOneLaunch's rule takes them (W aligned for their 16-byte
@@ -163,15 +163,15 @@ var familyRowsOne = &family{
 	name:    "rows-one",
 	layouts: layoutsOf(layoutNN, layoutNT),
 	class:   classRule,
-	admits:  func(f *filter) bool { return rowsAdmits(f) && f.rowsPath != rowsPathTwo },
-	plan: func(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
-		if ok, err := planRows(p, f, pl); !ok || !d.rowsOneLaunch(*p, pl.mr, f) {
-			return cost{}, false, err
+	admits:  func(f filter) bool { return rowsAdmits(f) && f.rowsPath != rowsPathTwo },
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+		if ok, err := planRows(&p, &f, &pl); !ok || !d.rowsOneLaunch(p, pl.mr, &f) {
+			return pl, cost{}, false, err
 		}
 		pl.path = rowsPathOne
-		return ruleCost, true, nil
+		return pl, ruleCost, true, nil
 	},
-	launch: func(l launcher, p *problem, pl *plan) error { return l.rowsFused(p, pl) }, // folds in the same kernel
+	launch: func(l launcher, p problem, pl plan) error { return l.rowsFused(&p, &pl) }, // folds in the same kernel
 }
 
 // familyRowsTwo describes gemm_rows' partials kernels, then gemm_fold: a
@@ -182,18 +182,18 @@ var familyRowsTwo = &family{
 	layouts: layoutsOf(layoutNN, layoutNT),
 	class:   classRule,
 	admits:  rowsAdmits,
-	plan: func(_ *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
-		if ok, err := planRows(p, f, pl); !ok {
-			return cost{}, false, err
+	plan: func(_ *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+		if ok, err := planRows(&p, &f, &pl); !ok {
+			return pl, cost{}, false, err
 		}
 		pl.path = rowsPathTwo
-		return ruleCost, true, nil
+		return pl, ruleCost, true, nil
 	},
-	launch: func(l launcher, p *problem, pl *plan) error {
-		if err := l.rows(p, pl); err != nil {
+	launch: func(l launcher, p problem, pl plan) error {
+		if err := l.rows(&p, &pl); err != nil {
 			return err
 		}
-		return l.fold(p, pl)
+		return l.fold(&p, &pl)
 	},
 }
 

@@ -158,18 +158,18 @@ var familyRowsTMA = &family{
 	name:    "rows-tma",
 	layouts: layoutsOf(layoutNN, layoutNT),
 	class:   classRule,
-	admits: func(f *filter) bool {
+	admits: func(f filter) bool {
 		return rowsAdmits(f) && f.rowsPath != rowsPathOne && f.rowsPath != rowsPathTwo
 	},
 	archOK: func(d *device) bool { return d.hasWG },
-	plan: func(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
-		if ok, err := planRows(p, f, pl); !ok || !d.rowsTMA(*p, pl.mr, f) {
-			return cost{}, false, err
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+		if ok, err := planRows(&p, &f, &pl); !ok || !d.rowsTMA(p, pl.mr, &f) {
+			return pl, cost{}, false, err
 		}
 		pl.path = rowsPathTMA
-		return ruleCost, true, nil
+		return pl, ruleCost, true, nil
 	},
-	launch: func(l launcher, p *problem, _ *plan) error { return l.rowsTMAKernel(p) }, // every slab of a strip in one block
+	launch: func(l launcher, p problem, _ plan) error { return l.rowsTMAKernel(&p) }, // every slab of a strip in one block
 }
 
 // rowsTMA reports whether a rows call runs gemm_rows_tma: the family is

@@ -105,25 +105,25 @@ var familyStream = &family{
 	name:    "stream",
 	layouts: layoutsOf(layoutTN),
 	class:   classRule,
-	admits:  func(f *filter) bool { return f.strategy == 0 || f.strategy == StrategyStream },
+	admits:  func(f filter) bool { return f.strategy == 0 || f.strategy == StrategyStream },
 	plan:    planStream,
-	launch:  func(l launcher, p *problem, pl *plan) error { return l.stream(p, pl) },
+	launch:  func(l launcher, p problem, pl plan) error { return l.stream(&p, &pl) },
 }
 
 // planStream is familyStream's plan: one kernel, no workspace.
-func planStream(_ *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
+func planStream(_ *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
 	sr := streamRowsFor(p.red)
 	if f.strategy == StrategyStream {
 		if f.streamRows != 0 {
 			sr = f.streamRows
 		}
 		if (sr != streamTall && sr != streamShort) || !streamFits(p.layout, p.rows, p.red, sr) {
-			return cost{}, false, fmt.Errorf("%w: stream needs dW, M ≤ 2^30 and at most %d blocks of %d or %d rows (layout %v, rows = %d, M = %d, block rows %d)",
+			return pl, cost{}, false, fmt.Errorf("%w: stream needs dW, M ≤ 2^30 and at most %d blocks of %d or %d rows (layout %v, rows = %d, M = %d, block rows %d)",
 				errStrategy, maxGridYZ, streamTall, streamShort, p.layout, p.rows, p.red, sr)
 		}
 	} else if !streamFits(p.layout, p.rows, p.red, streamShort) || p.red > streamMaxM {
-		return cost{}, false, nil
+		return pl, cost{}, false, nil
 	}
-	*pl = plan{strategy: StrategyStream, slabs: ceilDiv(p.red, ref.SlabLen), sr: sr}
-	return ruleCost, true, nil
+	pl = plan{strategy: StrategyStream, slabs: ceilDiv(p.red, ref.SlabLen), sr: sr}
+	return pl, ruleCost, true, nil
 }

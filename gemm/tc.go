@@ -114,21 +114,21 @@ var familyTC = &family{
 	tc:      true,
 	layouts: layoutsOf(layoutNN, layoutNT, layoutTN),
 	class:   classModel,
-	admits: func(f *filter) bool {
+	admits: func(f filter) bool {
 		_, ok := tcGeometries[f.tc.tile]
 		return tcAdmitsAny(f) || ok
 	},
 	plan:   planTC,
 	finish: finishTC,
-	launch: func(l launcher, p *problem, pl *plan) error { return l.tcTiles(p, &pl.tc) },
+	launch: func(l launcher, p problem, pl plan) error { return l.tcTiles(&p, &pl.tc) },
 }
 
 // planTC is familyTC's plan: the tile of least tcCost on the call's load
 // path (_vec where tcVecOK, _any otherwise), or the tile f pins.
-func planTC(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
-	vec, err := tcPathOf(tcVecOK(*p), f.tc)
+func planTC(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+	vec, err := tcPathOf(tcVecOK(p), f.tc)
 	if err != nil {
-		return cost{}, false, err
+		return pl, cost{}, false, err
 	}
 	usable := func(t tcTile) bool {
 		g, ok := tcGeometries[t]
@@ -137,44 +137,44 @@ func planTC(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
 	best, bestCost := f.tc.tile, 0.0
 	if best != 0 {
 		if !usable(best) {
-			return cost{}, false, fmt.Errorf("%w: %v (vec %v) for %d×%d outputs", errTCKernel, best, vec, p.rows, p.cols)
+			return pl, cost{}, false, fmt.Errorf("%w: %v (vec %v) for %d×%d outputs", errTCKernel, best, vec, p.rows, p.cols)
 		}
 	} else {
 		for _, t := range tcTilesBySize {
 			if !usable(t) {
 				continue
 			}
-			if c := tcCost(t, *p, d.sms); best == 0 || c < bestCost {
+			if c := tcCost(t, p, d.sms); best == 0 || c < bestCost {
 				best, bestCost = t, c
 			}
 		}
 		if best == 0 {
 			// Validation admits only shapes whose 128-wide column tiles fit
 			// grid.y, so tc128 always fits; this is a bug, not a user error.
-			return cost{}, false, fmt.Errorf("%w: no tile fits %d×%d outputs", errTCKernel, p.rows, p.cols)
+			return pl, cost{}, false, fmt.Errorf("%w: no tile fits %d×%d outputs", errTCKernel, p.rows, p.cols)
 		}
 	}
 	pl.tc = tcLaunch{k: tcKey{best, p.layout, p.in, p.out, vec}}
-	return cost{class: classModel, time: bestCost}, true, nil
+	return pl, cost{class: classModel, time: bestCost}, true, nil
 }
 
 // finishTC folds a cut plan's slabs on planes (gemm_fold adds them, so the
 // kernel writes f32 partials). tc128's dW has no slabs (its 128-register
 // cap): a cut dW takes tc64 instead, and a filter pinning tc128 (or any
 // tensor-core kernel) is refused.
-func finishTC(_ *device, p *problem, f *filter, pl *plan) error {
-	tcCut(p, pl)
+func finishTC(_ *device, p problem, f filter, pl plan) (plan, error) {
+	tcCut(&p, &pl)
 	r := &pl.tc
 	if r.slabs > 1 {
 		if r.k.tile == tcTile128 && p.layout == layoutTN {
 			if f.tc != (tcForce{}) {
-				return fmt.Errorf("%w: tc128's dW runs one slab; this call's plan has %d", errTCKernel, r.slabs)
+				return pl, fmt.Errorf("%w: tc128's dW runs one slab; this call's plan has %d", errTCKernel, r.slabs)
 			}
 			r.k.tile = tcTile64
 		}
 		r.planes, r.k.out = true, F32 // the partials; gemm_fold rounds to p.out
 	}
-	return tcSettle(p, pl)
+	return pl, tcSettle(&p, &pl)
 }
 
 // tcTiles enqueues a gemm_tc kernel, grid (row tiles, column tiles, slabs

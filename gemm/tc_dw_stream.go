@@ -92,35 +92,35 @@ var familyTCDW = &family{
 	tc:      true,
 	layouts: layoutsOf(layoutTN),
 	class:   classRule,
-	admits:  func(f *filter) bool { return f.tc == (tcForce{}) || isTCDW(f.tc.tile) },
-	plan: func(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
+	admits:  func(f filter) bool { return f.tc == (tcForce{}) || isTCDW(f.tc.tile) },
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
 		t := f.tc.tile
 		if t == 0 {
-			if p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, *p, d.tcShared) {
-				return cost{}, false, nil
+			if p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, d.tcShared) {
+				return pl, cost{}, false, nil
 			}
 			t = tcTileDW64
 		}
-		vec, err := tcPathOf(tcDWVecOK(*p), f.tc)
+		vec, err := tcPathOf(tcDWVecOK(p), f.tc)
 		if err != nil {
-			return cost{}, false, err
+			return pl, cost{}, false, err
 		}
-		if !tcDWUsable(t, *p, d.tcShared) {
-			return cost{}, false, fmt.Errorf("%w: %v runs dW only, within grid.x and the block's shared memory (%d×%d outputs)", errTCKernel, t, p.rows, p.cols)
+		if !tcDWUsable(t, p, d.tcShared) {
+			return pl, cost{}, false, fmt.Errorf("%w: %v runs dW only, within grid.x and the block's shared memory (%d×%d outputs)", errTCKernel, t, p.rows, p.cols)
 		}
 		pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, vec}}
-		return ruleCost, true, nil
+		return pl, ruleCost, true, nil
 	},
 	// One slab only: ref.TCDWSlabs cuts dW's reduction from 1024 rows, so
 	// only a filter pinning the stream reaches a cut plan, and is refused.
-	finish: func(_ *device, p *problem, _ *filter, pl *plan) error {
-		tcCut(p, pl)
+	finish: func(_ *device, p problem, _ filter, pl plan) (plan, error) {
+		tcCut(&p, &pl)
 		if pl.tc.slabs > 1 {
-			return fmt.Errorf("%w: %v runs one slab; this dW's plan has %d", errTCKernel, pl.tc.k.tile, pl.tc.slabs)
+			return pl, fmt.Errorf("%w: %v runs one slab; this dW's plan has %d", errTCKernel, pl.tc.k.tile, pl.tc.slabs)
 		}
-		return tcSettle(p, pl)
+		return pl, tcSettle(&p, &pl)
 	},
-	launch: func(l launcher, p *problem, pl *plan) error { return l.tcDW(p, pl.tc.k) },
+	launch: func(l launcher, p problem, pl plan) error { return l.tcDW(&p, pl.tc.k) },
 }
 
 // tcDW enqueues a gemm_tc_dw_stream kernel (gemm_tc's arguments): a

@@ -151,7 +151,7 @@ func (l launcher) tcFold(p problem, r tcLaunch) error {
 
 // tcAdmitsAny reports whether a tensor-core filter leaves the kernel to
 // the planner (the zero filter, or one naming only a load path).
-func tcAdmitsAny(f *filter) bool { return f.tc.tile == 0 }
+func tcAdmitsAny(f filter) bool { return f.tc.tile == 0 }
 
 // tcPathOf resolves a call's load path: the 16-byte path where vecOK (the
 // family's alignment rule holds), the element path otherwise, unless f

@@ -103,7 +103,7 @@ const tcRowsTMAMaxRows = 32
 // tcRowsAdmits reports whether f lets the planner consider a rows family
 // whose tiles are tma's: a filter leaving the kernel to the planner, or
 // pinning one of the family's tiles.
-func tcRowsAdmits(f *filter, tma bool) bool {
+func tcRowsAdmits(f filter, tma bool) bool {
 	_, ok := tcRowsGeometries[f.tc.tile]
 	return ok && isTCRowsTMA(f.tc.tile) == tma
 }
@@ -120,33 +120,33 @@ var familyTCRowsTMA = &family{
 	tc:      true,
 	layouts: layoutsOf(layoutNN, layoutNT),
 	class:   classRule,
-	admits:  func(f *filter) bool { return f.tc == (tcForce{}) || tcRowsAdmits(f, true) },
+	admits:  func(f filter) bool { return f.tc == (tcForce{}) || tcRowsAdmits(f, true) },
 	archOK:  func(d *device) bool { return d.hasWG },
-	plan: func(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
 		if f.tc.tile != 0 {
-			return planTCRowsForced(d, p, f, pl)
+			return planTCRowsForced(d, p, f)
 		}
-		if !tcVecOK(*p) || p.rows > tcRowsTMAMaxRows {
-			return cost{}, false, nil
+		if !tcVecOK(p) || p.rows > tcRowsTMAMaxRows {
+			return pl, cost{}, false, nil
 		}
 		t := tcTileRowsTMA16
 		if p.rows <= tcRowsGeometries[tcTileRowsTMA8].mr {
 			t = tcTileRowsTMA8
 		}
-		if !tcRowsUsable(t, *p, true, d.tcShared) {
-			return cost{}, false, nil
+		if !tcRowsUsable(t, p, true, d.tcShared) {
+			return pl, cost{}, false, nil
 		}
 		pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, true}}
-		return ruleCost, true, nil
+		return pl, ruleCost, true, nil
 	},
-	finish: func(_ *device, p *problem, _ *filter, pl *plan) error {
-		tcCut(p, pl) // the slabs fold in registers
+	finish: func(_ *device, p problem, _ filter, pl plan) (plan, error) {
+		tcCut(&p, &pl) // the slabs fold in registers
 		if pl.tc.slabs <= 1 {
 			pl.tc.one = tcOneIDs[pl.tc.k] // the same chain, no fold compiled in
 		}
-		return tcSettle(p, pl)
+		return pl, tcSettle(&p, &pl)
 	},
-	launch: func(l launcher, p *problem, pl *plan) error { return l.tcRows(p, &pl.tc) },
+	launch: func(l launcher, p problem, pl plan) error { return l.tcRows(&p, &pl.tc) },
 }
 
 // familyTCRows describes gemm_tc_rows: a Forward or dX call of at most 16
@@ -161,43 +161,43 @@ var familyTCRows = &family{
 	tc:      true,
 	layouts: layoutsOf(layoutNN, layoutNT),
 	class:   classRule,
-	admits:  func(f *filter) bool { return tcAdmitsAny(f) || tcRowsAdmits(f, false) },
-	plan: func(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
+	admits:  func(f filter) bool { return tcAdmitsAny(f) || tcRowsAdmits(f, false) },
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
 		if f.tc.tile != 0 {
-			return planTCRowsForced(d, p, f, pl)
+			return planTCRowsForced(d, p, f)
 		}
-		vec, err := tcPathOf(tcVecOK(*p), f.tc)
+		vec, err := tcPathOf(tcVecOK(p), f.tc)
 		if err != nil {
-			return cost{}, false, err
+			return pl, cost{}, false, err
 		}
 		for _, t := range tcRowsTiles {
-			if p.rows <= tcRowsGeometries[t].mr && tcRowsUsable(t, *p, vec, d.tcShared) {
+			if p.rows <= tcRowsGeometries[t].mr && tcRowsUsable(t, p, vec, d.tcShared) {
 				pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, vec}}
-				return ruleCost, true, nil
+				return pl, ruleCost, true, nil
 			}
 		}
-		return cost{}, false, nil
+		return pl, cost{}, false, nil
 	},
-	finish: func(_ *device, p *problem, _ *filter, pl *plan) error {
-		tcCut(p, pl) // the slabs fold in registers
-		return tcSettle(p, pl)
+	finish: func(_ *device, p problem, _ filter, pl plan) (plan, error) {
+		tcCut(&p, &pl) // the slabs fold in registers
+		return pl, tcSettle(&p, &pl)
 	},
-	launch: func(l launcher, p *problem, pl *plan) error { return l.tcRows(p, &pl.tc) },
+	launch: func(l launcher, p problem, pl plan) error { return l.tcRows(&p, &pl.tc) },
 }
 
 // planTCRowsForced is a rows family's plan for the tile f pins: any row
 // count of Forward and dX on the 16-byte path, where the grid and the
 // shared memory fit.
-func planTCRowsForced(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
-	vec, err := tcPathOf(tcVecOK(*p), f.tc)
+func planTCRowsForced(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+	vec, err := tcPathOf(tcVecOK(p), f.tc)
 	if err != nil {
-		return cost{}, false, err
+		return pl, cost{}, false, err
 	}
-	if !tcRowsUsable(f.tc.tile, *p, vec, d.tcShared) {
-		return cost{}, false, fmt.Errorf("%w: %v (vec %v, layout %v) for %d×%d outputs", errTCKernel, f.tc.tile, vec, p.layout, p.rows, p.cols)
+	if !tcRowsUsable(f.tc.tile, p, vec, d.tcShared) {
+		return pl, cost{}, false, fmt.Errorf("%w: %v (vec %v, layout %v) for %d×%d outputs", errTCKernel, f.tc.tile, vec, p.layout, p.rows, p.cols)
 	}
 	pl.tc = tcLaunch{k: tcKey{f.tc.tile, p.layout, p.in, p.out, vec}}
-	return ruleCost, true, nil
+	return pl, ruleCost, true, nil
 }
 
 // tcRows enqueues a gemm_tc_rows kernel (gemm_tc's arguments), or a

@@ -118,42 +118,42 @@ var familyWG = &family{
 	tc:      true,
 	layouts: layoutsOf(layoutNN, layoutNT, layoutTN),
 	class:   classRule,
-	admits:  func(f *filter) bool { return f.tc == (tcForce{}) || isWG(f.tc.tile) },
+	admits:  func(f filter) bool { return f.tc == (tcForce{}) || isWG(f.tc.tile) },
 	archOK:  func(d *device) bool { return d.hasWG },
 	plan:    planWG,
 	finish:  finishWG,
-	launch:  func(l launcher, p *problem, pl *plan) error { return l.wgRun(*p, &pl.tc) },
+	launch:  func(l launcher, p problem, pl plan) error { return l.wgRun(p, &pl.tc) },
 }
 
 // planWG is familyWG's plan: the single-round 128×128 tile by rule, else
 // the tile of least wgCost (the larger on a tie), or the tile f pins.
-func planWG(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
-	usable := func(t tcTile) bool { return wgFits(t, *p) && wgSharedBytes(t) <= d.tcShared }
+func planWG(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+	usable := func(t tcTile) bool { return wgFits(t, p) && wgSharedBytes(t) <= d.tcShared }
 	if t := f.tc.tile; t != 0 {
 		if f.tc.path == tcPathAny || !usable(t) {
-			return cost{}, false, fmt.Errorf("%w: %v needs 16-byte aligned operands with leading dimensions that are multiples of 8 and extents below 2^31 (lda %d, ldb %d)", errTCKernel, t, p.lda, p.ldb)
+			return pl, cost{}, false, fmt.Errorf("%w: %v needs 16-byte aligned operands with leading dimensions that are multiples of 8 and extents below 2^31 (lda %d, ldb %d)", errTCKernel, t, p.lda, p.ldb)
 		}
 		pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, true}}
-		return cost{class: classModel}, true, nil
+		return pl, cost{class: classModel}, true, nil
 	}
 	if usable(tcTileWG128x128) && ceilDiv(p.rows, 128)*ceilDiv(p.cols, 128) <= int64(max(d.sms, 1)) {
 		pl.tc = tcLaunch{k: tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}}
-		return ruleCost, true, nil
+		return pl, ruleCost, true, nil
 	}
 	best, bestCost := tcTile(0), 0.0
 	for _, t := range wgTilesBySize {
 		if !usable(t) {
 			continue
 		}
-		if c := wgCost(t, *p, d.sms); best == 0 || c < bestCost {
+		if c := wgCost(t, p, d.sms); best == 0 || c < bestCost {
 			best, bestCost = t, c
 		}
 	}
 	if best == 0 {
-		return cost{}, false, nil
+		return pl, cost{}, false, nil
 	}
 	pl.tc = tcLaunch{k: tcKey{best, p.layout, p.in, p.out, true}}
-	return cost{class: classModel, time: bestCost}, true, nil
+	return pl, cost{class: classModel, time: bestCost}, true, nil
 }
 
 // finishWG says how a wgmma plan runs its slabs. The plain tiles run one
@@ -169,14 +169,14 @@ func planWG(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
 // its grid fills the GPU and planes otherwise; 192×192 is refused; a
 // pinned slab variant on a one-slab plan writes its f32 result to the
 // workspace for gemm_fold to round.
-func finishWG(d *device, p *problem, f *filter, pl *plan) error {
-	tcCut(p, pl)
+func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
+	tcCut(&p, &pl)
 	r := &pl.tc
 	if r.slabs == 1 {
 		if wgRunSum(r.k.tile) {
 			r.k.out, r.toWS = F32, p.out != F32
 		}
-		return tcSettle(p, pl)
+		return pl, tcSettle(&p, &pl)
 	}
 	n := int64(max(d.sms, 1))
 	tiles := func(t tcTile) int64 {
@@ -187,7 +187,7 @@ func finishWG(d *device, p *problem, f *filter, pl *plan) error {
 	case f.tc != (tcForce{}):
 		t, ok := wgSlabTiles[r.k.tile]
 		if !ok && !wgRunSum(r.k.tile) {
-			return fmt.Errorf("%w: %v runs one slab; this call's plan has %d", errTCKernel, r.k.tile, r.slabs)
+			return pl, fmt.Errorf("%w: %v runs one slab; this call's plan has %d", errTCKernel, r.k.tile, r.slabs)
 		}
 		if ok {
 			r.k.tile = t
@@ -199,7 +199,7 @@ func finishWG(d *device, p *problem, f *filter, pl *plan) error {
 		r.runsum = p.layout != layoutTN
 		best := 0.0
 		for _, t := range []tcTile{tcTileWG128x256S, tcTileWG128x192S, tcTileWG128x128S} {
-			if c := wgCost(t, *p, d.sms); best == 0 || c < best {
+			if c := wgCost(t, p, d.sms); best == 0 || c < best {
 				r.k.tile, best = t, c
 			}
 		}
@@ -207,7 +207,7 @@ func finishWG(d *device, p *problem, f *filter, pl *plan) error {
 	r.planes = !r.runsum
 	r.k.out = F32
 	r.toWS = r.runsum && p.out != F32
-	return tcSettle(p, pl)
+	return pl, tcSettle(&p, &pl)
 }
 
 // wgRun enqueues a gemm_wgmma plan: its kernel, then where the slabs went

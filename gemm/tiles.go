@@ -54,19 +54,19 @@ var familyTiles = &family{
 	name:    "tiles",
 	layouts: layoutsOf(layoutNN, layoutNT, layoutTN),
 	class:   classModel,
-	admits: func(f *filter) bool {
+	admits: func(f filter) bool {
 		return f.strategy == 0 || f.strategy == StrategyTiled || f.strategy == StrategySplitSlab
 	},
 	plan:   planTiles,
 	finish: finishTiles,
-	launch: func(l launcher, p *problem, pl *plan) error {
+	launch: func(l launcher, p problem, pl plan) error {
 		if pl.strategy == StrategySplitSlab {
-			if err := l.slabs(p, pl); err != nil {
+			if err := l.slabs(&p, &pl); err != nil {
 				return err
 			}
-			return l.fold(p, pl)
+			return l.fold(&p, &pl)
 		}
-		return l.tiled(p, pl)
+		return l.tiled(&p, &pl)
 	},
 }
 
@@ -90,9 +90,9 @@ var familyTiles = &family{
 // slabs a block (f.perBlock) and, for square tiled, the split tail
 // wherever the grid has one (f.splitTail, on f.tailSMs SMs); a pinned plan
 // is the only candidate, so its cost is not modelled.
-func planTiles(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
+func planTiles(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
 	rows, cols, red := p.rows, p.cols, p.red
-	*pl = plan{strategy: StrategyTiled, slabs: ceilDiv(red, ref.SlabLen), width: squareWidth}
+	pl = plan{strategy: StrategyTiled, slabs: ceilDiv(red, ref.SlabLen), width: squareWidth}
 	ws, wsOK := workspaceBytes(rows, cols, red)
 	out, _ := mulOK(rows, cols)
 	g := grids{rows: rows, cols: cols, slabs: pl.slabs, out: out, sms: int64(max(d.sms, 1)), acc: p.layout == layoutTN,
@@ -102,13 +102,13 @@ func planTiles(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
 	case 0, squareWidth:
 	case narrowWidth:
 		if ceilDiv(cols, narrowWidth) > maxGridYZ {
-			return cost{}, false, fmt.Errorf("%w: %d columns need more than %d narrow tiles", errStrategy, cols, maxGridYZ)
+			return pl, cost{}, false, fmt.Errorf("%w: %d columns need more than %d narrow tiles", errStrategy, cols, maxGridYZ)
 		}
 	default:
-		return cost{}, false, fmt.Errorf("%w: tile width %d", errStrategy, f.width)
+		return pl, cost{}, false, fmt.Errorf("%w: tile width %d", errStrategy, f.width)
 	}
 
-	c := cost{class: classModel}
+	c = cost{class: classModel}
 	switch f.strategy {
 	case 0:
 		var t int64
@@ -135,7 +135,7 @@ func planTiles(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
 		}
 	case StrategySplitSlab:
 		if !wsOK {
-			return cost{}, false, fmt.Errorf("%w: split-slab workspace overflows", errStrategy)
+			return pl, cost{}, false, fmt.Errorf("%w: split-slab workspace overflows", errStrategy)
 		}
 		if f.width != 0 {
 			pl.width = f.width
@@ -147,7 +147,7 @@ func planTiles(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
 			}
 		}
 		if ceilDiv(pl.slabs, gb) > maxGridYZ {
-			return cost{}, false, fmt.Errorf("%w: %d slabs in blocks of %d exceed grid.z", errStrategy, pl.slabs, gb)
+			return pl, cost{}, false, fmt.Errorf("%w: %d slabs in blocks of %d exceed grid.z", errStrategy, pl.slabs, gb)
 		}
 		pl.strategy, pl.perBlock = StrategySplitSlab, gb
 	}
@@ -160,16 +160,16 @@ func planTiles(d *device, p *problem, f *filter, pl *plan) (cost, bool, error) {
 	case pl.tailRow > 0:
 		pl.ws, _ = workspaceBytes(rows-pl.tailRow, cols, red)
 	}
-	return c, true, nil
+	return pl, c, true, nil
 }
 
 // finishTiles cuts a tiled grid without a split tail whose last round is
 // short (tiledCut): the plan's launches, never its family or strategy.
-func finishTiles(d *device, p *problem, f *filter, pl *plan) error {
+func finishTiles(d *device, p problem, f filter, pl plan) (plan, error) {
 	if pl.strategy == StrategyTiled && pl.tailRow == 0 {
-		pl.cut, pl.cutK = d.tiledCut(p, pl, f)
+		pl.cut, pl.cutK = d.tiledCut(&p, &pl, &f)
 	}
-	return nil
+	return pl, nil
 }
 
 // The tile widths of the tiled and split-slab kernels (simt_tile.cuh's BN):
