@@ -191,6 +191,18 @@ func TestEveryVariantFitsContractShapes(t *testing.T) {
 	}
 }
 
+// tcIDs is every tensor-core entry point by key: the union of the
+// families' lookup tables.
+var tcIDs = func() map[tcKey]kernelID {
+	m := map[tcKey]kernelID{}
+	for _, ids := range []map[tcKey]kernelID{tcTileIDs, tcRowsIDs, tcDWIDs, wgIDs} {
+		for k, id := range ids {
+			m[k] = id
+		}
+	}
+	return m
+}()
+
 // TestEveryFamilyIsChosenAndItsClassBoundHolds: every registered family
 // description (planner.go's families, names unique) is the planner's
 // choice for some call of the fingerprint's grid on some fake GPU with

@@ -16,6 +16,9 @@ const (
 	tcTile64                    // 64×64, 4 warps of 32×32
 )
 
+// tcTileIDs is gemm_tc's lookup table, from the entry descriptions.
+var tcTileIDs = indexOf(tcKeyIn(tcGeometries), "tc")
+
 // tcGeometry is what the host needs of a tile shape: its block tile, block
 // size, and whether it has an `_any` (element-wise) variant.
 type tcGeometry struct {
@@ -180,7 +183,7 @@ func finishTC(_ *device, p problem, f filter, pl plan) (plan, error) {
 // tcTiles enqueues a gemm_tc kernel, grid (row tiles, column tiles, slabs
 // on planes), then the fold of its planes.
 func (l launcher) tcTiles(p *problem, r *tcLaunch) error {
-	id := tcIDs[r.k]
+	id := tcTileIDs[r.k]
 	if err := l.need(p, id); err != nil {
 		return err
 	}

@@ -21,6 +21,10 @@ const tcDWFamily = "gemm_tc_dw_stream"
 // slower: bench/NOTES-tcdw.md.)
 const tcTileDW64 tcTile = 48
 
+// tcDWIDs is gemm_tc_dw_stream's lookup table, from the entry
+// descriptions.
+var tcDWIDs = indexOf(tcKeyIn(tcDWGeometries), "tcdw")
+
 // tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
 // block of `threads`, a ring `stages` deep.
 type tcDWGeometry struct {
@@ -126,7 +130,7 @@ var familyTCDW = &family{
 // tcDW enqueues a gemm_tc_dw_stream kernel (gemm_tc's arguments): a
 // one-dimensional grid of its tiles.
 func (l launcher) tcDW(p *problem, k tcKey) error {
-	id := tcIDs[k]
+	id := tcDWIDs[k]
 	if err := l.need(p, id); err != nil {
 		return err
 	}

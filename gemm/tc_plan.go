@@ -15,48 +15,19 @@ import (
 // arguments gemm_tc's kernels and its followers take, and gemm_fold's
 // launch over the planes.
 
-// tcIDs is every tensor-core entry point (gemm_tc, gemm_tc_rows,
-// gemm_tc_rows_tma, gemm_tc_dw_stream, gemm_wgmma, gemm_wgmma_slabs) by
-// key; tcOneIDs gemm_tc_rows_tma's one-slab twins. From the descriptions.
-var (
-	tcIDs    = indexOf(tcKeyOf, "tc", "tcrows", "tmarows", "tcdw", "wg")
-	tcOneIDs = indexOf(tcKeyOf, "tmarows_one")
-)
-
-// tcKeyOf is the typed key of a tensor-core entry description.
-func tcKeyOf(k entries.Key) tcKey {
-	return tcKey{tileOf(k.Tile), layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out), k.Vec}
-}
-
-func (t tcTile) String() string {
-	if g, ok := tcGeometries[t]; ok {
-		return g.name
-	}
-	if g, ok := wgGeometries[t]; ok {
-		return g.name
-	}
-	if g, ok := tcRowsGeometries[t]; ok {
-		return g.name
-	}
-	if g, ok := tcDWGeometries[t]; ok {
-		return g.name
-	}
-	if t == 0 {
-		return "auto"
-	}
-	return fmt.Sprintf("tcTile(%d)", uint8(t))
-}
-
-// tileOf is the tensor-core tile a description names.
-func tileOf(name string) tcTile {
-	for _, geoms := range []map[tcTile]string{tileNames(tcGeometries), tileNames(wgGeometries), tileNames(tcRowsGeometries), tileNames(tcDWGeometries)} {
-		for t, n := range geoms {
-			if n == name {
-				return t
+// tcKeyIn is the typed key of a tensor-core entry description whose tile
+// is one of a family's tiles (geoms): each family's lookup table is
+// indexOf(tcKeyIn(its geometries), its kinds).
+func tcKeyIn[G interface{ tileName() string }](geoms map[tcTile]G) func(entries.Key) tcKey {
+	names := tileNames(geoms)
+	return func(k entries.Key) tcKey {
+		for t, n := range names {
+			if n == k.Tile {
+				return tcKey{t, layoutOf(k.Layout), dtypeOf(k.In), dtypeOf(k.Out), k.Vec}
 			}
 		}
+		panic("gemm: entry " + k.Tile + " names no tile of its family")
 	}
-	panic("gemm: unknown tensor-core tile " + name)
 }
 
 // tileNames is the names of a family's tiles.
@@ -67,23 +38,6 @@ func tileNames[G interface{ tileName() string }](m map[tcTile]G) map[tcTile]stri
 	}
 	return out
 }
-
-func (k tcKey) name() string {
-	if isWG(k.tile) {
-		// gemm_wgmma has the TMA path only.
-		return fmt.Sprintf("detgemm_%v_%v_%v_%v", k.tile, k.layout, k.in, k.out)
-	}
-	path := "any"
-	if k.vec {
-		path = "vec"
-	}
-	return fmt.Sprintf("detgemm_%v_%v_%v_%v_%s", k.tile, k.layout, k.in, k.out, path)
-}
-
-// oneSlabName is the entry point of gemm_tc_rows_tma's twin of k for
-// one-slab plans: the same chain without the slab fold compiled in, which
-// cost the 16-row nt tile 15 % at 32 rows of dX (bench/NOTES-tcrows.md).
-func (k tcKey) oneSlabName() string { return k.name() + "_one" }
 
 // tcSlabs is the tensor-core plan's cut of p's reduction into S slabs of L
 // terms (the last may be shorter): ref.TCSlabs for Forward and dX (a
@@ -113,7 +67,7 @@ func (r tcLaunch) foldPlanes(p problem) int64 {
 	return 0
 }
 
-// wsBytes is the workspace: the running sums (runBytes), then planes of
+// wsBytes is the workspace: the running sums (run), then planes of
 // f32 outputs for gemm_fold (foldPlanes: every slab's on planes for
 // Forward and dX, every slab's but the first for dW, which folds slab 0 in
 // place; one where the last sum is rounded by gemm_fold). ok is false on
@@ -128,7 +82,7 @@ func (r tcLaunch) wsBytes(p problem) (uint64, bool) {
 	if c/uint64(p.cols) != b || c > math.MaxUint64/8 {
 		return 0, false
 	}
-	return r.runBytes(p) + 4*c, true
+	return r.run + 4*c, true
 }
 
 // tcFold adds a planes run's partials in order: Forward and dX store
@@ -144,7 +98,7 @@ func (l launcher) tcFold(p problem, r tcLaunch) error {
 	planes := r.foldPlanes(p)
 	n := uint64(p.rows) * uint64(p.cols)
 	l.e.args.Reset().
-		Ptr(l.e.ws.ptr + cudaload.DevicePtr(r.runBytes(p))).Ptr(cudaload.DevicePtr(p.c)).Ptr(0).
+		Ptr(l.e.ws.ptr + cudaload.DevicePtr(r.run)).Ptr(cudaload.DevicePtr(p.c)).Ptr(0).
 		Uint64(n).Uint64(uint64(p.cols)).Uint64(uint64(planes))
 	return l.launch(&p, id, cudaload.Dim3{X: foldBlocks(n, l.e.sms), Y: 1, Z: 1}, foldThreads, 0, 1, 1)
 }

@@ -26,6 +26,13 @@ const (
 	tcTileRowsTMA16                    // 16 rows × 32 columns, 4 consumer warps of 16 columns × 8 rows
 )
 
+// tcRowsIDs is gemm_tc_rows' and gemm_tc_rows_tma's lookup table,
+// tcOneIDs gemm_tc_rows_tma's one-slab twins', from the entry descriptions.
+var (
+	tcRowsIDs = indexOf(tcKeyIn(tcRowsGeometries), "tcrows", "tmarows")
+	tcOneIDs  = indexOf(tcKeyIn(tcRowsGeometries), "tmarows_one")
+)
+
 // tcRowsGeometry is a gemm_tc_rows tile: mr rows × bn columns per block
 // (one consumer warp per 16 columns), bk of the reduction per stage,
 // stages deep, filled by `producers` producer warps; tma: the
@@ -207,7 +214,7 @@ func (l launcher) tcRows(p *problem, r *tcLaunch) error {
 	k := r.k
 	id := r.one // the one-slab twin, where the plan has one
 	if id == 0 {
-		id = tcIDs[k]
+		id = tcRowsIDs[k]
 	}
 	if err := l.need(p, id); err != nil {
 		return err

@@ -59,6 +59,10 @@ var wgGeometries = map[tcTile]wgGeometry{
 	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45},
 }
 
+// wgIDs is gemm_wgmma's and gemm_wgmma_slabs' lookup table, from the
+// entry descriptions.
+var wgIDs = indexOf(tcKeyIn(wgGeometries), "wg")
+
 // wgSlabTiles are the slab variants, each with the plain tile it stands
 // in for.
 var wgSlabTiles = map[tcTile]tcTile{
@@ -207,6 +211,7 @@ func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 	r.planes = !r.runsum
 	r.k.out = F32
 	r.toWS = r.runsum && p.out != F32
+	r.run = r.runBytes(p)
 	return pl, tcSettle(&p, &pl)
 }
 
@@ -221,9 +226,9 @@ func (l launcher) wgRun(p problem, r *tcLaunch) error {
 	if r.toWS {
 		// The result goes to the workspace after the running sums, f32,
 		// for gemm_fold to round.
-		q.c, q.ldc = uintptr(ws)+uintptr(r.runBytes(p)), p.cols
+		q.c, q.ldc = uintptr(ws)+uintptr(r.run), p.cols
 	}
-	if err := l.wg(q, *r, tcIDs[r.k], ws); err != nil {
+	if err := l.wg(q, *r, wgIDs[r.k], ws); err != nil {
 		return err
 	}
 	return l.tcFolded(&p, r)
