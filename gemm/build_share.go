@@ -118,7 +118,7 @@ func sharedEngines() int {
 // caller to close.
 //
 // The tiled kernels may take up to lone bytes of dynamic shared memory (the
-// tail launches of launch.go), at least what they need.
+// tail launches of tiles.go), at least what they need.
 func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]*cudaload.Module, functions, error) {
 	fns := make(functions, len(kernelEntries))
 	var mods []*cudaload.Module
@@ -176,7 +176,7 @@ func loadModules(ctx *cudaload.Context, bundle *kernels.Bundle, lone uint32) ([]
 // entryShared is the most dynamic shared memory entry point en is launched
 // with, and whether a GPU whose blocks may take limit bytes loads it (the
 // tensor-core tiles that do not fit are skipped; the planner never picks
-// them there). lone is the tiled kernels' tail launches' (launch.go).
+// them there). lone is the tiled kernels' tail launches' (tiles.go).
 func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
 	k := en.Key
 	l, in := layoutOf(k.Layout), dtypeOf(k.In)

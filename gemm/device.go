@@ -23,7 +23,7 @@ type device struct {
 	ws       workspace
 	tcShared uint32 // shared memory a gemm_tc block may use (tc.go)
 	// smemPerSM: shared memory per multiprocessor; loneShared: the dynamic
-	// shared memory that keeps a tiled block alone on its SM (launch.go's
+	// shared memory that keeps a tiled block alone on its SM (tiles.go's
 	// tail launches), 0 where the device cannot give it.
 	smemPerSM, loneShared uint32
 	// gemm_wgmma (sm_90a): whether it is loaded, and the per-call TMA maps

@@ -34,6 +34,15 @@ func dw(M, K, N int64) tileProblem {
 	return tileProblem{fmt.Sprintf("dw %dx%dx%d", M, K, N), layoutTN, K, N, M}
 }
 
+// choose is the IEEE planner's decision for the tile problem C[rows, cols]
+// = A(rows, red) · B(red, cols) in layout l (f32) on a GPU of sms SMs
+// without the sm_90a families or a lone-block tail: the registry's loop
+// (Engine.choose) on a bare device, which these tests pin.
+func choose(l layout, rows, cols, red int64, sms int, f *filter) (plan, error) {
+	p := problem{op: "test", tier: TierF32, layout: l, in: F32, out: F32, rows: rows, cols: cols, red: red}
+	return (&device{sms: sms}).choose(p, f)
+}
+
 func TestDispatchPicksTheStrategyForEachRegime(t *testing.T) {
 	cases := []struct {
 		p    tileProblem

@@ -85,7 +85,7 @@
 // with a 16-byte cp.async load path (_vec: both operands 16-byte aligned,
 // leading dimensions multiples of 8) and an element-wise one (_any, any
 // alignment). The dispatcher takes _vec where it can, and the tile with the
-// least modelled time on the GPU's SM count (see chooseTC): so the tile
+// least modelled time on the GPU's SM count (tc.go's familyTC): so the tile
 // may depend on M, and the load path on the pointers, because every kernel
 // computes the same chain per element. One launch per call, and no
 // workspace, where the plan has one slab; a cut plan runs one block per
@@ -118,7 +118,16 @@
 //
 // How a call is spread over the GPU is the dispatcher's choice (see
 // Strategy), made from the operation, the shape and the GPU's
-// multiprocessor count:
+// multiprocessor count (and, for the load paths, the pointers' alignment).
+// Each kernel family is described once, in its own file: the ops it
+// serves, the rule for the shapes and alignments it fits, its cost, the
+// configuration (tile, blocks a slab, path) it runs a call with, and its
+// launch. The dispatcher is one loop over these descriptions, for the
+// call's tier: it takes the family of least cost, a cost being first a
+// class — the families that stream an operand once (rows, stream, and on
+// sm_90a wgmma's 128×128 tile where its grid is a single round) are taken
+// by their measured rule wherever they fit, before any tiled kernel — then
+// the modelled time, then the order of registration. So for the IEEE tiers:
 //
 //   - rows (Forward and DX with M ≤ 32): one block per slab and run of
 //     columns, W read once, each slab's partial written to the workspace,

@@ -2,64 +2,14 @@ package gemm
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/detgemm/detgemm/gemm/ref"
 )
 
 // The planner's vocabulary, shared by every kernel family and the engine:
-// the strategies, the filter that narrows a choice, and the plan — one
-// type for the IEEE and the tensor-core tiers.
-
-// Strategy is how the engine spreads one call over the GPU. Every strategy
-// computes the same plan — the same slab chains, folded by the same
-// additions in the same order — so the choice never changes a bit of the
-// output. It only changes speed and the workspace a call needs.
-type Strategy uint8
-
-// The strategies. The zero Strategy means "let the dispatcher choose".
-const (
-	// StrategyTiled: one kernel (gemm_simt), 128×128 output tiles (128×64
-	// where the square tiles underfill the GPU), each block running every
-	// slab of its tile and folding them in place. No workspace. Best when
-	// the tiles fill the GPU.
-	StrategyTiled Strategy = iota + 1
-	// StrategySplitSlab: the slabs of each 128×128 (or 128×64) tile are
-	// spread over several blocks (gemm_slabs), each slab's partial written
-	// to the workspace, then a fold kernel (gemm_fold) adds them in order.
-	// For shapes whose tiles underfill the GPU and whose reduction has
-	// several slabs.
-	StrategySplitSlab
-	// StrategyRows: for Forward and DX with few rows (M ≤ 32): one block per
-	// slab and run of columns (gemm_rows), W read once, bandwidth-bound;
-	// partials to the workspace, folded in slab order by the last block of
-	// each run to finish (one launch), or, when W is not 16-byte aligned,
-	// by the fold kernel (two launches).
-	StrategyRows
-	// StrategyStream: dW with a short reduction (M ≤ 96): one kernel
-	// (gemm_dw_stream) streams the f32 master once, each block copying its
-	// 64×128 (M > 16) or 32×128 (M ≤ 16) tile of dW to shared memory
-	// asynchronously while it runs the slab chains over M from rows of X and
-	// dY staged there, then folding each slab onto the copied values and
-	// storing. No workspace. dW only.
-	StrategyStream
-)
-
-// String returns "tiled", "split-slab", "rows", "stream", "auto" (0), or
-// "Strategy(n)".
-func (s Strategy) String() string {
-	switch s {
-	case StrategyTiled:
-		return "tiled"
-	case StrategySplitSlab:
-		return "split-slab"
-	case StrategyRows:
-		return "rows"
-	case StrategyStream:
-		return "stream"
-	case 0:
-		return "auto"
-	}
-	return fmt.Sprintf("Strategy(%d)", uint8(s))
-}
+// the strategies, the filter that narrows a choice, the plan — one type
+// for the IEEE and the tensor-core tiers — and the family description the
+// planner chooses by, with its cost.
 
 // maxGridYZ is the launch limit of grid.y and grid.z.
 const maxGridYZ = 65535
@@ -124,7 +74,8 @@ type plan struct {
 	ctrs           uint64 // rows: bytes of arrival counters (one u32 per column run and row group)
 	sr             int64  // stream: rows of dW a block owns (streamTall or streamShort)
 	// rows: the path that runs the plan (rowsPathTMA, rowsPathOne or
-	// rowsPathTwo; Engine.choose resolves it from the pointers and the GPU).
+	// rowsPathTwo: the rows family that runs the plan, chosen from the
+	// pointers and the GPU; rows.go, rows_tma.go).
 	path rowsPath
 	// tiled without a split tail: how the grid's short last round is cut
 	// off into a launch of its own (tiledTail) and the head's column or row
@@ -134,6 +85,33 @@ type plan struct {
 	// tc: the tensor-core tier's kernel and where its slabs fold (strategy
 	// tiled where they fold in the kernel, split-slab on planes).
 	tc tcLaunch
+	// fam is the family that runs the plan (planner.go's choose sets it).
+	fam *family
+}
+
+// maxWorkspaceBytes caps the workspace an IEEE plan may need; a shape
+// needing more runs tiled. 512 MiB admits the split of the mid-size dW
+// shapes (4096×1536×3072: 16 slabs of 1536×3072 partials, 302 MB). The
+// tensor-core tier's cut plans are not capped.
+const maxWorkspaceBytes = 512 << 20
+
+// workspaceBytes is the workspace of the IEEE plans that write slab
+// partials: S·rows·cols f32, laid out [S][rows][cols]. It is a function of
+// the shape alone; it returns ok = false when the product overflows.
+func workspaceBytes(rows, cols, red int64) (uint64, bool) {
+	s := uint64(ref.Slabs(int(red)))
+	n := s * uint64(rows)
+	if rows != 0 && n/uint64(rows) != s {
+		return 0, false
+	}
+	b := n * uint64(cols)
+	if cols != 0 && b/uint64(cols) != n {
+		return 0, false
+	}
+	if b > (1<<62)/4 {
+		return 0, false
+	}
+	return b * 4, true
 }
 
 // ceilDiv is ⌈a/b⌉ for positive b.
@@ -193,8 +171,112 @@ type tcLaunch struct {
 	// as one plane: running sums (or a forced slab variant) with a 16-bit
 	// output.
 	toWS bool
+	// run: the running sums' bytes at the start of the workspace
+	// (gemm_wgmma's, runBytes), 0 without running sums.
+	run uint64
 	// one: the kernel's one-slab twin, which runs instead where the plan
 	// has one slab (gemm_tc_rows_tma's NAME_one, built without the slab
 	// fold); 0 for none.
 	one kernelID
 }
+
+// family describes one kernel family to the planner: which calls it
+// serves, which configuration of it runs a call and at what cost, and how
+// that configuration is launched. The planner (planner.go) is one loop
+// over the registered descriptions; it never names a family. A family may
+// span several CUDA sources where one description chooses among them
+// (the tiles family: gemm_simt and gemm_slabs), or share a source with
+// another (gemm_rows' one-launch and two-launch kernels).
+//
+// Every family computes the plan's bits, so the description decides speed
+// only: a new family, or a new configuration of one, cannot change an
+// output.
+type family struct {
+	name string
+	tc   bool // serves TierTensorCore (else TierF32 and TierTyped)
+	// layouts is the ops it serves: nn Forward, nt dX, tn dW. Every dtype
+	// pair its tier admits has an entry point (validate.go,
+	// TestEveryAcceptedCombinationHasAnEntry).
+	layouts layoutSet
+	// class is the least cost class plan can return: the planner does not
+	// ask a family whose best possible cost cannot beat the best so far.
+	class costClass
+	// admits reports whether filter f lets the planner consider the
+	// family: the zero filter admits every family, a test's filter the
+	// families its knobs name (filter).
+	admits func(f filter) bool
+	// archOK, where set, reports whether the engine has the family's
+	// kernels (the sm_90a-only families); nil: every engine has them.
+	archOK func(d *device) bool
+	// plan returns the family's best configuration for p on d, narrowed by
+	// f, and its cost; ok = false where the family does not fit the call.
+	// err is a filter's refusal: f pinned a configuration the call cannot
+	// run (tests only; the zero filter never gets one). Fitting, choosing
+	// the configuration and costing it are one function because they share
+	// the grid arithmetic, which the host path would otherwise do twice a
+	// call.
+	plan func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error)
+	// finish, where set, completes the chosen plan with what never changes
+	// which family runs the call: the tiled grid's tail cut, a tensor-core
+	// plan's slab fold and its workspace. It runs on the winner only; its
+	// error fails the call.
+	finish func(d *device, p problem, f filter, pl plan) (plan, error)
+	// launch enqueues (or, for Explain, records) the plan's kernels.
+	launch func(l launcher, p problem, pl plan) error
+}
+
+// The descriptions' functions take the problem, the filter and the plan
+// by value: a pointer passed through a function value escapes to the
+// heap, which would cost the host path an allocation per call; copies of
+// a few hundred bytes cost less.
+
+// cost orders the candidate plans of a call: by class first, then by
+// modelled time; among equal costs the family registered first wins (the
+// planner's loop keeps the first least cost).
+type cost struct {
+	class costClass
+	// time is the modelled time, in the family's model's units: the IEEE
+	// time model's (tiles.go) or the tensor-core tile model's (tc.go).
+	// Only the families of one tier compare their times, and those share
+	// a model. 0 for the rule class.
+	time float64
+}
+
+// less reports whether c is cheaper than d.
+func (c cost) less(d cost) bool {
+	return c.class < d.class || c.class == d.class && c.time < d.time
+}
+
+// costClass is the first component of a cost.
+type costClass uint8
+
+const (
+	// classRule: a family that streams an operand once — the rows and
+	// stream families of both tiers, and wgmma's 128×128 tile where its
+	// grid is a single round. Each is taken wherever its rule says it fits,
+	// before any tiled kernel, in registry order: its rule is drawn from
+	// timings against every tiled kernel on the shapes of its range (the
+	// bench notes its file cites), which the tiled model does not
+	// describe.
+	classRule costClass = iota
+	// classModel: the tiled families, compared by modelled time.
+	classModel
+)
+
+// layoutSet is a set of layouts (1 << layout).
+type layoutSet uint8
+
+// layoutsOf is the set of ls.
+func layoutsOf(ls ...layout) layoutSet {
+	var s layoutSet
+	for _, l := range ls {
+		s |= 1 << l
+	}
+	return s
+}
+
+// has reports whether l is in s.
+func (s layoutSet) has(l layout) bool { return s&(1<<l) != 0 }
+
+// ruleCost is the cost of a family taken by rule.
+var ruleCost = cost{class: classRule}

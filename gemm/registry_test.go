@@ -190,3 +190,56 @@ func TestEveryVariantFitsContractShapes(t *testing.T) {
 		}
 	}
 }
+
+// tcIDs is every tensor-core entry point by key: the union of the
+// families' lookup tables.
+var tcIDs = func() map[tcKey]kernelID {
+	m := map[tcKey]kernelID{}
+	for _, ids := range []map[tcKey]kernelID{tcTileIDs, tcRowsIDs, tcDWIDs, wgIDs} {
+		for k, id := range ids {
+			m[k] = id
+		}
+	}
+	return m
+}()
+
+// TestEveryFamilyIsChosenAndItsClassBoundHolds: every registered family
+// description (planner.go's families, names unique) is the planner's
+// choice for some call of the fingerprint's grid on some fake GPU with
+// the zero filter, so none is dead; and no family's plan ever costs less
+// than its declared class, the bound by which the planner's loop skips a
+// family that cannot beat the best so far.
+func TestEveryFamilyIsChosenAndItsClassBoundHolds(t *testing.T) {
+	names := map[string]bool{}
+	for _, fam := range families {
+		require.False(t, names[fam.name], "two families named %s", fam.name)
+		names[fam.name] = true
+	}
+	chosen := map[*family]bool{}
+	calls := planCalls()
+	for _, d := range planDevices {
+		e, _ := fakeEngine(d)
+		for i := 0; i < len(calls); i += 7 {
+			p, err := calls[i].call().build(true)
+			if err != nil {
+				continue
+			}
+			pl, err := e.choose(p, &filter{})
+			require.NoError(t, err, "%s: %+v", d.name, calls[i])
+			chosen[pl.fam] = true
+			for _, fam := range families {
+				if fam.tc != (p.tier == TierTensorCore) || !fam.layouts.has(p.layout) || fam.archOK != nil && !fam.archOK(&e.device) {
+					continue
+				}
+				_, c, ok, err := fam.plan(&e.device, p, filter{})
+				require.NoError(t, err, "the zero filter is never refused")
+				if ok {
+					require.False(t, c.less(cost{class: fam.class}), "%s costs %+v, below its class %d", fam.name, c, fam.class)
+				}
+			}
+		}
+	}
+	for _, fam := range families {
+		require.True(t, chosen[fam], "%s is never chosen", fam.name)
+	}
+}

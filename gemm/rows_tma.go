@@ -2,10 +2,10 @@ package gemm
 
 import (
 	"fmt"
-	"github.com/detgemm/detgemm/gemm/internal/entries"
 	"math"
 
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
 	"github.com/detgemm/detgemm/gemm/ref"
 )
 
@@ -147,6 +147,29 @@ func rowsTMAFits(p problem) bool {
 	return p.layout != layoutTN && p.red <= rowsTMAMaxSlabs(mr)*ref.SlabLen &&
 		p.a%16 == 0 && p.b%16 == 0 && (p.lda*es)%16 == 0 && (p.ldb*es)%16 == 0 &&
 		p.rows <= lim && p.cols <= lim && p.red <= lim && ceilDiv(p.rows, int64(mr)) <= maxGridYZ
+}
+
+// familyRowsTMA describes gemm_rows_tma: a rows plan (planRows, rows.go)
+// on an engine with the sm_90a family where rowsTMA's rule takes it,
+// before gemm_rows' kernels. A filter pinning rowsPathTMA takes it
+// wherever it fits, and falls back to the other rows families where it
+// does not (as rowsPathAuto would).
+var familyRowsTMA = &family{
+	name:    "rows-tma",
+	layouts: layoutsOf(layoutNN, layoutNT),
+	class:   classRule,
+	admits: func(f filter) bool {
+		return rowsAdmits(f) && f.rowsPath != rowsPathOne && f.rowsPath != rowsPathTwo
+	},
+	archOK: func(d *device) bool { return d.hasWG },
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+		if ok, err := planRows(&p, &f, &pl); !ok || !d.rowsTMA(p, pl.mr, &f) {
+			return pl, cost{}, false, err
+		}
+		pl.path = rowsPathTMA
+		return pl, ruleCost, true, nil
+	},
+	launch: func(l launcher, p problem, _ plan) error { return l.rowsTMAKernel(&p) }, // every slab of a strip in one block
 }
 
 // rowsTMA reports whether a rows call runs gemm_rows_tma: the family is

@@ -21,6 +21,10 @@ const tcDWFamily = "gemm_tc_dw_stream"
 // slower: bench/NOTES-tcdw.md.)
 const tcTileDW64 tcTile = 48
 
+// tcDWIDs is gemm_tc_dw_stream's lookup table, from the entry
+// descriptions.
+var tcDWIDs = indexOf(tcKeyIn(tcDWGeometries), "tcdw")
+
 // tcDWGeometry is a gemm_tc_dw_stream tile: bm rows × bn columns of dW per
 // block of `threads`, a ring `stages` deep.
 type tcDWGeometry struct {
@@ -74,53 +78,66 @@ func tcDWUsable(t tcTile, p problem, maxShared uint32) bool {
 	return ok && p.layout == layoutTN && g.blocks(p.rows, p.cols) <= math.MaxInt32 && tcDWSharedBytes(t) <= maxShared
 }
 
-// chooseTCDWForced resolves a forced stream tile: refused for Forward and
-// dX, on the 16-byte path where the operands do not allow it, and where the
-// grid or shared memory does not fit.
-func chooseTCDWForced(p problem, maxShared uint32, f tcForce) (tcKey, error) {
-	k := tcKey{f.tile, p.layout, p.in, p.out, tcDWVecOK(p)}
-	switch f.path {
-	case 0:
-	case tcPathVec:
-		if !k.vec {
-			return tcKey{}, fmt.Errorf("%w: %v's 16-byte path needs 16-byte aligned X, dY and dW, leading dimensions of X and dY that are multiples of 8 and ldc and N multiples of 4", errTCKernel, f.tile)
-		}
-	case tcPathAny:
-		k.vec = false
-	default:
-		return tcKey{}, fmt.Errorf("%w: load path %d", errTCKernel, f.path)
-	}
-	if !tcDWUsable(f.tile, p, maxShared) {
-		return tcKey{}, fmt.Errorf("%w: %v runs dW only (layout %v, %d×%d outputs)", errTCKernel, f.tile, p.layout, p.rows, p.cols)
-	}
-	return k, nil
-}
-
-// tcDWMaxRed is the longest reduction chooseTCDW streams: see there.
+// tcDWMaxRed is the longest reduction (dW's batch rows M) the family
+// takes by rule.
 const tcDWMaxRed = 128
 
-// chooseTCDW is the dispatcher's rule for gemm_tc_dw_stream: a dW call
-// whose reduction (the batch rows M) is at most tcDWMaxRed takes tcdw64,
-// on the 16-byte path where tcDWVecOK allows, the element path otherwise.
-//
-// The stream beats the fastest gemm_tc or gemm_wgmma tile up to 128 batch
-// rows on both paths, and loses to gemm_wgmma from 256; the rule is one
-// limit for every GPU, since neither the element path beyond 128 nor an
-// older GPU was timed (bench/NOTES-tcdw.md; bench/NOTES-engine.md,
-// tc_dw_stream.go).
-func chooseTCDW(p problem, maxShared uint32) (tcKey, bool) {
-	if p.layout != layoutTN || p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, maxShared) {
-		return tcKey{}, false
-	}
-	return tcKey{tcTileDW64, p.layout, p.in, p.out, tcDWVecOK(p)}, true
+// familyTCDW describes gemm_tc_dw_stream: a dW call whose reduction is at
+// most tcDWMaxRed takes tcdw64, on the 16-byte path where tcDWVecOK allows
+// and the element path otherwise, before every other kernel. The stream
+// beats the fastest gemm_tc or gemm_wgmma tile up to 128 batch rows on
+// both paths, and loses to gemm_wgmma from 256; the rule is one limit for
+// every GPU, since neither the element path beyond 128 nor an older GPU
+// was timed (bench/NOTES-tcdw.md; bench/NOTES-engine.md, tc_dw_stream.go).
+// A filter naming a load path only leaves it out (gemm_tc's choice); one
+// pinning tcdw64 takes it for dW of any length.
+var familyTCDW = &family{
+	name:    "gemm_tc_dw_stream",
+	tc:      true,
+	layouts: layoutsOf(layoutTN),
+	class:   classRule,
+	admits:  func(f filter) bool { return f.tc == (tcForce{}) || isTCDW(f.tc.tile) },
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+		t := f.tc.tile
+		if t == 0 {
+			if p.red > tcDWMaxRed || !tcDWUsable(tcTileDW64, p, d.tcShared) {
+				return pl, cost{}, false, nil
+			}
+			t = tcTileDW64
+		}
+		vec, err := tcPathOf(tcDWVecOK(p), f.tc)
+		if err != nil {
+			return pl, cost{}, false, err
+		}
+		if !tcDWUsable(t, p, d.tcShared) {
+			return pl, cost{}, false, fmt.Errorf("%w: %v runs dW only, within grid.x and the block's shared memory (%d×%d outputs)", errTCKernel, t, p.rows, p.cols)
+		}
+		pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, vec}}
+		return pl, ruleCost, true, nil
+	},
+	// One slab only: ref.TCDWSlabs cuts dW's reduction from 1024 rows, so
+	// only a filter pinning the stream reaches a cut plan, and is refused.
+	finish: func(_ *device, p problem, _ filter, pl plan) (plan, error) {
+		tcCut(&p, &pl)
+		if pl.tc.slabs > 1 {
+			return pl, fmt.Errorf("%w: %v runs one slab; this dW's plan has %d", errTCKernel, pl.tc.k.tile, pl.tc.slabs)
+		}
+		return pl, tcSettle(&p, &pl)
+	},
+	launch: func(l launcher, p problem, pl plan) error { return l.tcDW(&p, pl.tc.k) },
 }
 
-// tcDW enqueues a gemm_tc_dw_stream kernel whose arguments e.args
-// already holds (gemm_tc's): a one-dimensional grid of its tiles.
-func (l launcher) tcDW(p problem, k tcKey, id kernelID) error {
+// tcDW enqueues a gemm_tc_dw_stream kernel (gemm_tc's arguments): a
+// one-dimensional grid of its tiles.
+func (l launcher) tcDW(p *problem, k tcKey) error {
+	id := tcDWIDs[k]
+	if err := l.need(p, id); err != nil {
+		return err
+	}
+	l.tcArgs(p)
 	g := tcDWGeometries[k.tile]
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return l.launch(&p, id, grid, g.threads, tcDWSharedBytes(k.tile), g.bm, g.bn)
+	return l.launch(p, id, grid, g.threads, tcDWSharedBytes(k.tile), g.bm, g.bn)
 }
 
 func (g tcDWGeometry) tileName() string { return g.name }

@@ -27,9 +27,6 @@ func TestTCDWDispatchRule(t *testing.T) {
 				k, err := chooseTCKernel(p, 132, 227<<10, hasWG, tcForce{})
 				require.NoError(t, err)
 				require.Equal(t, tcKey{tcTileDW64, layoutTN, BF16, F32, tcVecOK(p) && p.ldc%4 == 0}, k, "M %d %v", M, kn)
-				got, err := tcRowsOnHopper(k, p, hasWG, 227<<10, tcForce{})
-				require.NoError(t, err)
-				require.Equal(t, k, got, "the Hopper rows rule leaves dW alone")
 			}
 		}
 		long := tcProblem(t, DWArgs{Tier: TierTensorCore, M: tcDWMaxRed + 1, K: 4096, N: 4096, In: F16})
@@ -73,10 +70,14 @@ func TestTCDWDispatchRule(t *testing.T) {
 }
 
 // TestTCDWForcedOnlyWhereItRuns: a forced stream tile runs dW of any
-// length on either path and refuses Forward and dX.
+// length whose plan has one slab, on either path, and refuses Forward, dX
+// and cut plans.
 func TestTCDWForcedOnlyWhereItRuns(t *testing.T) {
 	for _, tile := range tcDWTiles {
-		dw := tcProblem(t, DWArgs{Tier: TierTensorCore, M: 8192, K: 40, N: 16, In: F16})
+		cut := tcProblem(t, DWArgs{Tier: TierTensorCore, M: 8192, K: 40, N: 16, In: F16})
+		_, err := chooseTCKernel(cut, 132, 227<<10, true, tcForce{tile: tile})
+		require.ErrorIs(t, err, errTCKernel, "the stream runs one slab")
+		dw := tcProblem(t, DWArgs{Tier: TierTensorCore, M: 1000, K: 40, N: 16, In: F16})
 		for _, path := range []tcPath{0, tcPathVec, tcPathAny} {
 			k, err := chooseTCKernel(dw, 132, 227<<10, true, tcForce{tile: tile, path: path})
 			require.NoError(t, err)
@@ -89,7 +90,7 @@ func TestTCDWForcedOnlyWhereItRuns(t *testing.T) {
 			_, err := chooseTCKernel(tcProblem(t, c), 132, 227<<10, true, tcForce{tile: tile})
 			require.ErrorIs(t, err, errTCKernel)
 		}
-		_, err := chooseTC(dw, 132, 32<<10, tcForce{tile: tile})
+		_, err = chooseTC(dw, 132, 32<<10, tcForce{tile: tile})
 		require.ErrorIs(t, err, errTCKernel, "shared memory beyond the block's")
 	}
 }

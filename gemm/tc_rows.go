@@ -26,6 +26,13 @@ const (
 	tcTileRowsTMA16                    // 16 rows × 32 columns, 4 consumer warps of 16 columns × 8 rows
 )
 
+// tcRowsIDs is gemm_tc_rows' and gemm_tc_rows_tma's lookup table,
+// tcOneIDs gemm_tc_rows_tma's one-slab twins', from the entry descriptions.
+var (
+	tcRowsIDs = indexOf(tcKeyIn(tcRowsGeometries), "tcrows", "tmarows")
+	tcOneIDs  = indexOf(tcKeyIn(tcRowsGeometries), "tmarows_one")
+)
+
 // tcRowsGeometry is a gemm_tc_rows tile: mr rows × bn columns per block
 // (one consumer warp per 16 columns), bk of the reduction per stage,
 // stages deep, filled by `producers` producer warps; tma: the
@@ -96,70 +103,139 @@ func tcRowsUsable(t tcTile, p problem, vec bool, maxShared uint32) bool {
 		tcRowsSharedBytes(t, p.layout) <= maxShared
 }
 
-// chooseTCRows is the dispatcher's rule for gemm_tc_rows: a Forward or dX
-// call of at most 16 rows that the 16-byte path can read takes the first
-// rows tile holding all its rows in one row tile. There gemm_tc's smallest
-// tile computes 64 rows to keep at most 16 and its N/64 blocks leave most
-// of the memory bandwidth unused (bench/NOTES-tcrows.md). At 32 rows
-// gemm_tc_rows (two row tiles) wins at N = 4096 but loses to tc64 at
-// N = 11008, so the rule stops at 16.
-func chooseTCRows(p problem, vec bool, maxShared uint32) (tcTile, bool) {
-	for _, t := range tcRowsTiles {
-		if p.rows <= tcRowsGeometries[t].mr && tcRowsUsable(t, p, vec, maxShared) {
-			return t, true
-		}
-	}
-	return 0, false
-}
-
-// tcRowsOnHopper is the dispatcher's rule for gemm_tc_rows_tma, applied
-// to the key chooseTCKernel picked. Where the GPU has the family (hasWG:
-// sm_90a), a Forward or dX call on the 16-byte path with at most 8 rows
-// takes tmarows8 and one with 9 to 32 rows tmarows16 (two row tiles above
-// 16), whatever chooseTCKernel picked: faster than gemm_tc_rows and tc64
-// on every shape timed (bench/NOTES-tcrows.md; bench/NOTES-engine.md,
-// tc_rows.go). Without the family, or with a kernel forced, the
-// key stays; a forced TMA tile without the family is refused.
-func tcRowsOnHopper(k tcKey, p problem, hasWG bool, maxShared uint32, f tcForce) (tcKey, error) {
-	if isTCRowsTMA(k.tile) && !hasWG {
-		return tcKey{}, fmt.Errorf("%w: %v needs sm_90a (TMA)", errTCKernel, k.tile)
-	}
-	if f != (tcForce{}) || !hasWG || !k.vec || p.layout == layoutTN || p.rows > tcRowsTMAMaxRows {
-		return k, nil
-	}
-	t := tcTileRowsTMA16
-	if p.rows <= tcRowsGeometries[tcTileRowsTMA8].mr {
-		t = tcTileRowsTMA8
-	}
-	if tcRowsUsable(t, p, k.vec, maxShared) {
-		k.tile = t
-	}
-	return k, nil
-}
-
-// tcRowsTMAMaxRows is the most rows tcRowsOnHopper sends to
-// gemm_tc_rows_tma: faster than every other kernel up to 32 rows (more
-// were not timed).
+// tcRowsTMAMaxRows is the most rows gemm_tc_rows_tma takes by rule:
+// faster than every other kernel up to 32 rows (more were not timed).
 const tcRowsTMAMaxRows = 32
 
-// tcRows enqueues a gemm_tc_rows kernel whose arguments e.args already
-// holds, or a gemm_tc_rows_tma kernel with this call's TMA maps.
-func (l launcher) tcRows(p problem, r tcLaunch, id kernelID) error {
+// tcRowsAdmits reports whether f lets the planner consider a rows family
+// whose tiles are tma's: a filter leaving the kernel to the planner, or
+// pinning one of the family's tiles.
+func tcRowsAdmits(f filter, tma bool) bool {
+	_, ok := tcRowsGeometries[f.tc.tile]
+	return ok && isTCRowsTMA(f.tc.tile) == tma
+}
+
+// familyTCRowsTMA describes gemm_tc_rows_tma (sm_90a, loaded with
+// gemm_wgmma): a Forward or dX call on the 16-byte path with at most 8
+// rows takes tmarows8, one with 9 to 32 rows tmarows16 (two row tiles
+// above 16), before every other kernel: faster than gemm_tc_rows, gemm_tc
+// and gemm_wgmma on every shape timed (bench/NOTES-tcrows.md;
+// bench/NOTES-engine.md, tc_rows.go). A filter naming a load path only
+// leaves it out (gemm_tc's choice, as before the family).
+var familyTCRowsTMA = &family{
+	name:    "gemm_tc_rows_tma",
+	tc:      true,
+	layouts: layoutsOf(layoutNN, layoutNT),
+	class:   classRule,
+	admits:  func(f filter) bool { return f.tc == (tcForce{}) || tcRowsAdmits(f, true) },
+	archOK:  func(d *device) bool { return d.hasWG },
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+		if f.tc.tile != 0 {
+			return planTCRowsForced(d, p, f)
+		}
+		if !tcVecOK(p) || p.rows > tcRowsTMAMaxRows {
+			return pl, cost{}, false, nil
+		}
+		t := tcTileRowsTMA16
+		if p.rows <= tcRowsGeometries[tcTileRowsTMA8].mr {
+			t = tcTileRowsTMA8
+		}
+		if !tcRowsUsable(t, p, true, d.tcShared) {
+			return pl, cost{}, false, nil
+		}
+		pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, true}}
+		return pl, ruleCost, true, nil
+	},
+	finish: func(_ *device, p problem, _ filter, pl plan) (plan, error) {
+		tcCut(&p, &pl) // the slabs fold in registers
+		if pl.tc.slabs <= 1 {
+			pl.tc.one = tcOneIDs[pl.tc.k] // the same chain, no fold compiled in
+		}
+		return pl, tcSettle(&p, &pl)
+	},
+	launch: func(l launcher, p problem, pl plan) error { return l.tcRows(&p, &pl.tc) },
+}
+
+// familyTCRows describes gemm_tc_rows: a Forward or dX call of at most 16
+// rows that the 16-byte path can read takes the first rows tile holding
+// all its rows in one row tile, before gemm_tc and gemm_wgmma. There
+// gemm_tc's smallest tile computes 64 rows to keep at most 16 and its N/64
+// blocks leave most of the memory bandwidth unused (bench/NOTES-tcrows.md).
+// At 32 rows gemm_tc_rows (two row tiles) wins at N = 4096 but loses to
+// tc64 at N = 11008, so the rule stops at 16.
+var familyTCRows = &family{
+	name:    "gemm_tc_rows",
+	tc:      true,
+	layouts: layoutsOf(layoutNN, layoutNT),
+	class:   classRule,
+	admits:  func(f filter) bool { return tcAdmitsAny(f) || tcRowsAdmits(f, false) },
+	plan: func(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+		if f.tc.tile != 0 {
+			return planTCRowsForced(d, p, f)
+		}
+		vec, err := tcPathOf(tcVecOK(p), f.tc)
+		if err != nil {
+			return pl, cost{}, false, err
+		}
+		for _, t := range tcRowsTiles {
+			if p.rows <= tcRowsGeometries[t].mr && tcRowsUsable(t, p, vec, d.tcShared) {
+				pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, vec}}
+				return pl, ruleCost, true, nil
+			}
+		}
+		return pl, cost{}, false, nil
+	},
+	finish: func(_ *device, p problem, _ filter, pl plan) (plan, error) {
+		tcCut(&p, &pl) // the slabs fold in registers
+		return pl, tcSettle(&p, &pl)
+	},
+	launch: func(l launcher, p problem, pl plan) error { return l.tcRows(&p, &pl.tc) },
+}
+
+// planTCRowsForced is a rows family's plan for the tile f pins: any row
+// count of Forward and dX on the 16-byte path, where the grid and the
+// shared memory fit.
+func planTCRowsForced(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+	vec, err := tcPathOf(tcVecOK(p), f.tc)
+	if err != nil {
+		return pl, cost{}, false, err
+	}
+	if !tcRowsUsable(f.tc.tile, p, vec, d.tcShared) {
+		return pl, cost{}, false, fmt.Errorf("%w: %v (vec %v, layout %v) for %d×%d outputs", errTCKernel, f.tc.tile, vec, p.layout, p.rows, p.cols)
+	}
+	pl.tc = tcLaunch{k: tcKey{f.tc.tile, p.layout, p.in, p.out, vec}}
+	return pl, ruleCost, true, nil
+}
+
+// tcRows enqueues a gemm_tc_rows kernel (gemm_tc's arguments), or a
+// gemm_tc_rows_tma kernel with this call's TMA maps: a one-dimensional
+// grid of row tiles × column blocks.
+func (l launcher) tcRows(p *problem, r *tcLaunch) error {
 	k := r.k
+	id := r.one // the one-slab twin, where the plan has one
+	if id == 0 {
+		id = tcRowsIDs[k]
+	}
+	if err := l.need(p, id); err != nil {
+		return err
+	}
+	e := l.e
 	g := tcRowsGeometries[k.tile]
 	if g.tma {
-		e := l.e
 		if l.rec == nil {
-			if err := e.encodeTCRowsTMA(p, g); err != nil {
+			if err := e.encodeTCRowsTMA(*p, g); err != nil {
 				return err
 			}
 		}
 		e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 			Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
 			Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Int64(r.slabL)
+	} else {
+		l.tcArgs(p)
+		e.args.Ptr(0).Int64(r.slabL) // no workspace: the slabs fold in registers
 	}
 	grid := cudaload.Dim3{X: uint32(g.blocks(p.rows, p.cols)), Y: 1, Z: 1}
-	return l.launch(&p, id, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout), g.mr, g.bn)
+	return l.launch(p, id, grid, g.threads(), tcRowsSharedBytes(k.tile, k.layout), g.mr, g.bn)
 }
 
 // encodeTCRowsTMA encodes gemm_tc_rows_tma's maps into e.tmA (X or dY:

@@ -43,9 +43,10 @@ func TestTCRowsTMAGeometry(t *testing.T) {
 
 // TestTCRowsOnHopper: with the family (sm_90a) Forward and dX calls of at
 // most 32 rows on the 16-byte path take the TMA tiles (8 rows up to 8, 16
-// rows above); without it, or with any kernel forced, the key stays; a
-// forced TMA tile without the family is refused; everything else is
-// untouched.
+// rows above), before every other family; without it they take what
+// gemm_tc_rows or gemm_tc would; a pinned kernel stays; a pinned TMA tile
+// without the family is refused; more rows, dW and the element path never
+// take it.
 func TestTCRowsOnHopper(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -61,42 +62,32 @@ func TestTCRowsOnHopper(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := tcProblem(t, c.call)
-			k, err := chooseTCKernel(p, 132, 227<<10, true, tcForce{})
-			require.NoError(t, err)
-			got, err := tcRowsOnHopper(k, p, true, 227<<10, tcForce{})
+			got, err := chooseTCKernel(p, 132, 227<<10, true, tcForce{})
 			require.NoError(t, err)
 			require.Equal(t, tcKey{c.want, p.layout, p.in, p.out, true}, got)
-			got, err = tcRowsOnHopper(k, p, false, 227<<10, tcForce{})
+			without, err := chooseTCKernel(p, 132, 227<<10, false, tcForce{})
 			require.NoError(t, err)
-			require.Equal(t, k, got, "no TMA rows tiles without sm_90a")
-			got, err = tcRowsOnHopper(k, p, true, 227<<10, tcForce{tile: k.tile, path: tcPathVec})
+			require.False(t, isTCRowsTMA(without.tile), "no TMA rows tiles without sm_90a")
+			pinned, err := chooseTCKernel(p, 132, 227<<10, true, tcForce{tile: without.tile, path: tcPathVec})
 			require.NoError(t, err)
-			require.Equal(t, k, got, "a forced tile stays")
+			require.Equal(t, without, pinned, "a pinned tile stays")
 		})
 	}
 	p := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
-	f := tcForce{tile: tcTileRowsTMA8, path: tcPathVec}
-	k, err := chooseTCKernel(p, 132, 227<<10, false, f)
-	require.NoError(t, err)
-	_, err = tcRowsOnHopper(k, p, false, 227<<10, f)
+	_, err := chooseTCKernel(p, 132, 227<<10, false, tcForce{tile: tcTileRowsTMA8, path: tcPathVec})
 	require.ErrorIs(t, err, errTCKernel)
 	for _, c := range []Call{
 		ForwardArgs{Tier: TierTensorCore, M: 33, K: 4096, N: 4096, In: BF16, Out: BF16},
 		ForwardArgs{Tier: TierTensorCore, M: 4096, K: 4096, N: 4096, In: BF16, Out: BF16},
 		DWArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16},
 	} {
-		p := tcProblem(t, c)
-		k, err = chooseTCKernel(p, 132, 227<<10, true, tcForce{})
+		k, err := chooseTCKernel(tcProblem(t, c), 132, 227<<10, true, tcForce{})
 		require.NoError(t, err)
-		got, err := tcRowsOnHopper(k, p, true, 227<<10, tcForce{})
-		require.NoError(t, err)
-		require.Equal(t, k, got)
+		require.False(t, isTCRowsTMA(k.tile), "%v", k.name())
 	}
 	unaligned := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
 	unaligned.a++
-	k, err = chooseTCKernel(unaligned, 132, 227<<10, true, tcForce{})
+	k, err := chooseTCKernel(unaligned, 132, 227<<10, true, tcForce{})
 	require.NoError(t, err)
-	got, err := tcRowsOnHopper(k, unaligned, true, 227<<10, tcForce{})
-	require.NoError(t, err)
-	require.Equal(t, k, got, "TMA needs the 16-byte path")
+	require.False(t, isTCRowsTMA(k.tile), "TMA needs the 16-byte path")
 }

@@ -18,6 +18,26 @@ func tcProblem(t *testing.T, c Call) problem {
 	return p
 }
 
+// chooseTCLaunch is the planner's tensor-core plan for p on a GPU of sms
+// SMs whose blocks may use shared bytes, with the sm_90a families
+// (gemm_wgmma, gemm_tc_rows_tma) or without, f pinning the kernel: the
+// registry's loop (Engine.choose) on a bare device.
+func chooseTCLaunch(p problem, sms int, shared uint32, hasWG bool, f tcForce) (tcLaunch, error) {
+	pl, err := (&device{sms: sms, tcShared: shared, hasWG: hasWG}).choose(p, &filter{tc: f})
+	return pl.tc, err
+}
+
+// chooseTCKernel is the kernel of chooseTCLaunch's plan.
+func chooseTCKernel(p problem, sms int, shared uint32, hasWG bool, f tcForce) (tcKey, error) {
+	r, err := chooseTCLaunch(p, sms, shared, hasWG, f)
+	return r.k, err
+}
+
+// chooseTC is chooseTCKernel on a GPU without the sm_90a families.
+func chooseTC(p problem, sms int, shared uint32, f tcForce) (tcKey, error) {
+	return chooseTCKernel(p, sms, shared, false, f)
+}
+
 func TestTensorCoreTierAcceptsHalfInputsOnly(t *testing.T) {
 	for _, c := range []struct {
 		name    string

@@ -27,7 +27,7 @@ const (
 	tcTileWG192x192
 	// The slab variants (wgmma.cuh's Tile::SLABS, gemm_wgmma_slabs.cu): the same tiles
 	// with the code that runs a cut plan's slabs, on planes or as running
-	// sums (chooseTCLaunch, tc_plan.go); the plain tiles run one slab.
+	// sums (finishWG); the plain tiles run one slab.
 	tcTileWG128x128S
 	tcTileWG128x192S
 	tcTileWG128x256S
@@ -36,7 +36,7 @@ const (
 // wgTilesBySize lists the wgmma tiles, largest first.
 var wgTilesBySize = []tcTile{tcTileWG192x192, tcTileWG128x256, tcTileWG128x192, tcTileWG128x128}
 
-// wgGeometry describes one wgmma tile shape; relCost is on chooseTC's scale
+// wgGeometry describes one wgmma tile shape; relCost is on tcCost's scale
 // (tc256's forward = 1): the time per output and round against tc256 on
 // the same shape, all ops alike (bench/NOTES-engine.md, tc_wgmma.go).
 type wgGeometry struct {
@@ -58,6 +58,10 @@ var wgGeometries = map[tcTile]wgGeometry{
 	tcTileWG128x192S: {"wg128x192s", 128, 192, 5, 0.47},
 	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45},
 }
+
+// wgIDs is gemm_wgmma's and gemm_wgmma_slabs' lookup table, from the
+// entry descriptions.
+var wgIDs = indexOf(tcKeyIn(wgGeometries), "wg")
 
 // wgSlabTiles are the slab variants, each with the plain tile it stands
 // in for.
@@ -95,11 +99,139 @@ func wgFits(t tcTile, p problem) bool {
 	return ceilDiv(p.rows, g.bm)*ceilDiv(p.cols, g.bn) <= math.MaxInt32
 }
 
-// wgCost is a wgmma tile's modelled time on chooseTC's scale.
+// wgCost is a wgmma tile's modelled time on tcCost's scale.
 func wgCost(t tcTile, p problem, sms int) float64 {
 	g := wgGeometries[t]
 	blocks := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
 	return float64(ceilDiv(blocks, int64(max(sms, 1)))) * float64(g.bm*g.bn) * g.relCost
+}
+
+// familyWG describes gemm_wgmma and its slab variants (gemm_wgmma_slabs),
+// on engines with the sm_90a family, for every op on the 16-byte path
+// (TMA). Registered after gemm_tc: a wgmma tile replaces gemm_tc's choice
+// only where it models strictly faster (wgCost against tcCost, one scale),
+// or where even the 128×128 wgmma grid is a single round — there every
+// block runs alone on its SM, where gemm_tc's small tiles (costed for SMs
+// that hold several blocks) are slow, and the 128×128 tile was the
+// fastest, or nearly, on every single-round shape timed
+// (bench/NOTES-engine.md, tc_wgmma.go): that rule is the family's
+// classRule cost, which only the rows and stream families, registered
+// before it, tie.
+var familyWG = &family{
+	name:    "gemm_wgmma",
+	tc:      true,
+	layouts: layoutsOf(layoutNN, layoutNT, layoutTN),
+	class:   classRule,
+	admits:  func(f filter) bool { return f.tc == (tcForce{}) || isWG(f.tc.tile) },
+	archOK:  func(d *device) bool { return d.hasWG },
+	plan:    planWG,
+	finish:  finishWG,
+	launch:  func(l launcher, p problem, pl plan) error { return l.wgRun(p, &pl.tc) },
+}
+
+// planWG is familyWG's plan: the single-round 128×128 tile by rule, else
+// the tile of least wgCost (the larger on a tie), or the tile f pins.
+func planWG(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error) {
+	usable := func(t tcTile) bool { return wgFits(t, p) && wgSharedBytes(t) <= d.tcShared }
+	if t := f.tc.tile; t != 0 {
+		if f.tc.path == tcPathAny || !usable(t) {
+			return pl, cost{}, false, fmt.Errorf("%w: %v needs 16-byte aligned operands with leading dimensions that are multiples of 8 and extents below 2^31 (lda %d, ldb %d)", errTCKernel, t, p.lda, p.ldb)
+		}
+		pl.tc = tcLaunch{k: tcKey{t, p.layout, p.in, p.out, true}}
+		return pl, cost{class: classModel}, true, nil
+	}
+	if usable(tcTileWG128x128) && ceilDiv(p.rows, 128)*ceilDiv(p.cols, 128) <= int64(max(d.sms, 1)) {
+		pl.tc = tcLaunch{k: tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}}
+		return pl, ruleCost, true, nil
+	}
+	best, bestCost := tcTile(0), 0.0
+	for _, t := range wgTilesBySize {
+		if !usable(t) {
+			continue
+		}
+		if c := wgCost(t, p, d.sms); best == 0 || c < bestCost {
+			best, bestCost = t, c
+		}
+	}
+	if best == 0 {
+		return pl, cost{}, false, nil
+	}
+	pl.tc = tcLaunch{k: tcKey{best, p.layout, p.in, p.out, true}}
+	return pl, cost{class: classModel, time: bestCost}, true, nil
+}
+
+// finishWG says how a wgmma plan runs its slabs. The plain tiles run one
+// slab; a cut plan takes the slab variants of 128×128, 128×192 and 128×256
+// (wgSlabTiles, which write f32 only). Where planes are faster
+// (wgPlanesFaster: the 128×128 grid leaves SMs idle, the shapes the cut is
+// for), 128×128, one block a tile and slab, partials to planes and
+// gemm_fold. Otherwise each block keeps the running sums of its tile's
+// slabs in the workspace (in L2 between slabs), on the variant of least
+// modelled time; a 16-bit output is then rounded by gemm_fold from f32 in
+// the workspace. dW takes planes (its cut needs a small master). A pinned
+// 128×128, 128×192 or 128×256 takes its slab variant, running sums where
+// its grid fills the GPU and planes otherwise; 192×192 is refused; a
+// pinned slab variant on a one-slab plan writes its f32 result to the
+// workspace for gemm_fold to round.
+func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
+	tcCut(&p, &pl)
+	r := &pl.tc
+	if r.slabs == 1 {
+		if wgRunSum(r.k.tile) {
+			r.k.out, r.toWS = F32, p.out != F32
+		}
+		return pl, tcSettle(&p, &pl)
+	}
+	n := int64(max(d.sms, 1))
+	tiles := func(t tcTile) int64 {
+		g := wgGeometries[t]
+		return ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
+	}
+	switch {
+	case f.tc != (tcForce{}):
+		t, ok := wgSlabTiles[r.k.tile]
+		if !ok && !wgRunSum(r.k.tile) {
+			return pl, fmt.Errorf("%w: %v runs one slab; this call's plan has %d", errTCKernel, r.k.tile, r.slabs)
+		}
+		if ok {
+			r.k.tile = t
+		}
+		r.runsum = p.layout != layoutTN && tiles(r.k.tile) >= n
+	case wgPlanesFaster(tiles(tcTileWG128x128), r.slabs, n):
+		r.k.tile = tcTileWG128x128S
+	default:
+		r.runsum = p.layout != layoutTN
+		best := 0.0
+		for _, t := range []tcTile{tcTileWG128x256S, tcTileWG128x192S, tcTileWG128x128S} {
+			if c := wgCost(t, p, d.sms); best == 0 || c < best {
+				r.k.tile, best = t, c
+			}
+		}
+	}
+	r.planes = !r.runsum
+	r.k.out = F32
+	r.toWS = r.runsum && p.out != F32
+	r.run = r.runBytes(p)
+	return pl, tcSettle(&p, &pl)
+}
+
+// wgRun enqueues a gemm_wgmma plan: its kernel, then where the slabs went
+// to planes or the result to the workspace, gemm_fold.
+func (l launcher) wgRun(p problem, r *tcLaunch) error {
+	ws := cudaload.DevicePtr(0)
+	if r.planes || r.runsum || r.toWS {
+		ws = l.e.ws.ptr
+	}
+	q := p
+	if r.toWS {
+		// The result goes to the workspace after the running sums, f32,
+		// for gemm_fold to round.
+		q.c, q.ldc = uintptr(ws)+uintptr(r.run), p.cols
+	}
+	if err := l.wg(q, *r, wgIDs[r.k], ws); err != nil {
+		return err
+	}
+	return l.tcFolded(&p, r)
 }
 
 // wg enqueues one gemm_wgmma kernel: the TMA maps of both operands for
@@ -187,4 +319,17 @@ func (r tcLaunch) runBytes(p problem) uint64 {
 // which keep running sums: Tile::RUNSUM).
 func wgRunSum(t tcTile) bool {
 	return t == tcTileWG128x128S || t == tcTileWG128x192S || t == tcTileWG128x256S
+}
+
+// wgPlanesFaster reports whether a grid of tiles 128×128 tiles runs an
+// S-slab plan faster on planes (tiles·S blocks of a slab each, rounds of
+// 1/S the work) than as running sums (tiles blocks): by the rounds of the
+// busiest SM, the planes paying for their traffic about a quarter of a
+// tile's time per tile an SM (S planes written and read against a
+// reduction of several thousand steps). 32 tiles of 3 slabs on 132 SMs:
+// 0.33 + 0.06 against 1, planes; 128 tiles: 1 + 0.24 against 1, running
+// sums.
+func wgPlanesFaster(tiles, S, sms int64) bool {
+	planes := float64(ceilDiv(tiles*S, sms))/float64(S) + 0.25*float64(tiles)/float64(sms)
+	return planes < float64(ceilDiv(tiles, sms))
 }

@@ -210,8 +210,8 @@ func bytesOf(op, name string, rows, cols int, d DType) (uint64, error) {
 // checkBuffers: pointers set and aligned to their element, the output
 // disjoint from every input (when pointers is set), and the tiled grid
 // within the launch limits. The tiled strategy runs every shape this
-// admits; the dispatcher picks another strategy only where that one's grid
-// fits too (choose), so an admitted call always has a kernel.
+// admits; the planner takes another family only where that one's grid fits
+// too (its plan function), so an admitted call always has a kernel.
 func checkBuffers(op string, out buffer, ins []buffer, p problem, pointers bool) error {
 	if !pointers {
 		return checkGrid(op, p)
