@@ -15,7 +15,7 @@ import "embed"
 //
 //	go run ./internal/gencubin -variant cuda13
 //
-//go:generate go run ./internal/gencubin -variant base -out embedded -table zembedded.go
+//go:generate go run ./internal/gencubin -variant base -if-stale -out embedded -table zembedded.go
 //go:embed embedded
 var embeddedFS embed.FS
 

@@ -52,6 +52,7 @@ func main() {
 	dropStale := flag.Bool("drop-stale", false, "with -retable: remove files built from sources or flags other than this checkout's")
 	importDir := flag.String("import", "", "copy the variant's files from this directory (built elsewhere) instead of compiling")
 	legacy := flag.String("legacy-table", "", "with -import: the old zembedded.go describing files without header metadata")
+	ifStale := flag.Bool("if-stale", false, "build only when the variant's files for the archs are missing or were built from other sources or flags (then `go generate ./...` needs no NVRTC on an up-to-date tree)")
 	flag.Parse()
 	var err error
 	switch {
@@ -60,7 +61,7 @@ func main() {
 	case *importDir != "":
 		err = importSet(*importDir, *legacy, *out, *table, *variant, *archList)
 	default:
-		err = build(*out, *table, *variant, *archList, *parallel)
+		err = build(*out, *table, *variant, *archList, *parallel, *ifStale)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gencubin:", err)
@@ -90,7 +91,7 @@ type file struct {
 	data []byte
 }
 
-func build(out, table, variant, archList string, parallel int) error {
+func build(out, table, variant, archList string, parallel int, ifStale bool) error {
 	v, err := embedset.LookupVariant(variant)
 	if err != nil {
 		return err
@@ -98,6 +99,16 @@ func build(out, table, variant, archList string, parallel int) error {
 	wanted, err := archsFor(v, archList)
 	if err != nil {
 		return err
+	}
+	if ifStale {
+		current, err := upToDate(out, v.Name, wanted)
+		if err != nil {
+			return err
+		}
+		if current {
+			fmt.Fprintf(os.Stderr, "gencubin: the %s set for %v matches the sources; nothing to build\n", v.Name, wanted)
+			return writeTable(out, table, false)
+		}
 	}
 	c, err := nvrtc.Open()
 	if err != nil {
@@ -144,6 +155,43 @@ func build(out, table, variant, archList string, parallel int) error {
 		}
 	}
 	return writeTable(out, table, false)
+}
+
+// upToDate reports whether out holds, for every arch, exactly the families
+// kernels builds there in variant, each built from this checkout's sources
+// and flags (its recorded source hash).
+func upToDate(out, variant string, archs []kernels.Arch) (bool, error) {
+	es, err := embedset.ReadSet(os.DirFS(out))
+	if err != nil {
+		return false, err
+	}
+	have := map[string]string{} // dir/family -> source hash
+	for _, e := range es {
+		have[embedset.Dir(e.Arch, e.Variant)+"/"+e.Family] = e.SourceHash
+	}
+	for _, a := range archs {
+		dir := embedset.Dir(a.String(), variant)
+		fams := kernels.FamiliesFor(a)
+		n := 0
+		for k := range have {
+			if strings.HasPrefix(k, dir+"/") {
+				n++
+			}
+		}
+		if n != len(fams) {
+			return false, nil
+		}
+		for _, f := range fams {
+			h, err := kernels.SourceHash(f, a)
+			if err != nil {
+				return false, err
+			}
+			if have[dir+"/"+f] != h {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // buildArch compiles every family of arch (concurrently, inside Build) and
