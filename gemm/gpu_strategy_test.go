@@ -198,9 +198,11 @@ func TestPresizeRejectsInvalidShapes(t *testing.T) {
 // for every binary16 code, and a NaN for every NaN code.
 func TestFastF16WideningIsExact(t *testing.T) {
 	eng, ctx := gpuEngine(t)
-	b, err := kernels.Build(eng.Arch())
+	// The check kernel is a test-only family (never embedded): NVRTC builds it.
+	const checkFamily = "check_widen_f16"
+	b, err := kernels.Build(eng.Arch(), kernels.WithFamilies(checkFamily))
 	require.NoError(t, err)
-	mod, err := ctx.LoadModule(b.Modules[rowsFamily].CUBIN)
+	mod, err := ctx.LoadModule(b.Modules[checkFamily].CUBIN)
 	require.NoError(t, err)
 	defer mod.Close()
 	fn, err := mod.Function("detgemm_rows_f16_widen_check")
@@ -398,7 +400,7 @@ func TestStrategyTimings(t *testing.T) {
 	// The kernels as this GPU's NVRTC built them: registers and spills.
 	b, err := kernels.Build(eng.Arch())
 	require.NoError(t, err)
-	for _, fam := range []string{simtFamily, slabsFamily, rowsFamily, streamFamily} {
+	for _, fam := range []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, streamFamily} {
 		for _, r := range b.Modules[fam].Resources {
 			fmt.Printf("resources %s %s: %d registers, %d stack, %d/%d spill\n", b.NVRTCVersion, r.Kernel, r.Registers, r.StackBytes, r.SpillStores, r.SpillLoads)
 		}

@@ -351,3 +351,22 @@ func TestWithFamiliesBuildsOnlyThoseAndRejectsUnknown(t *testing.T) {
 	_, err = NewBuilder(c, WithCache(false), nvrtcOnly, WithFamilies("gemm_wgmma")).Build(Arch{Major: 9})
 	require.ErrorIs(t, err, ErrFamilyArch, "wgmma exists on sm_90a only")
 }
+
+// TestCheckFamiliesBuildWhenNamed: a test-only family is left out of a
+// whole build but compiles, like any family, when WithFamilies names it.
+func TestCheckFamiliesBuildWhenNamed(t *testing.T) {
+	c := nvrtctest.Compiler(t)
+	arch := Arch{Major: 8}
+	b, err := NewBuilder(c, WithCache(false), nvrtcOnly, WithFamilies(CheckFamilies()...)).Build(arch)
+	require.NoError(t, err)
+	require.Len(t, b.Modules, len(CheckFamilies()))
+	for _, fam := range CheckFamilies() {
+		m := b.Modules[fam]
+		require.NotNil(t, m, fam)
+		for _, k := range kernelNames(t, fam) {
+			r, ok := m.Resource(k)
+			require.True(t, ok, "%s: ptxas reported kernel %s", fam, k)
+			require.Zero(t, r.SpillStores+r.SpillLoads+r.StackBytes, "%s/%s spills or uses stack", fam, k)
+		}
+	}
+}

@@ -1,8 +1,12 @@
 // Package kernels holds detgemm's CUDA C sources and turns them into CUBIN.
 //
 // The sources live in cuda/ and are embedded in the binary: one .cu file per
-// kernel family (Families lists them) and a shared prelude, prelude.cuh,
-// that every family includes. Build compiles every family for one GPU
+// kernel family (Families lists them) and shared headers: prelude.cuh, which
+// every family includes, and epilogue.cuh, the one epilogue (slab fold,
+// bias, activation hook, rounding and store) every GEMM family ends with.
+// Test-only families (CheckFamilies, marked //detgemm:check) hold kernels
+// that tests launch to check device code; Build compiles one only when
+// WithFamilies names it. Build compiles every family for one GPU
 // architecture with NVRTC, using the one fixed set of options from Flags,
 // and returns a Bundle of modules, each with its CUBIN, the NVRTC log and
 // the ptxas resource report parsed from it.
@@ -42,6 +46,13 @@
 // entry, so readers in other processes see the old entry or the new one,
 // never half of one. A cache that cannot be read or written costs a
 // rebuild and a warning in Bundle.Warnings, never a failed build.
+//
+// # Refactoring the sources
+//
+// kernels/internal/sassdiff compiles every family for sm_80, sm_86, sm_89
+// and sm_90a and records a hash of each entry point's SASS; run it before
+// and after a change that should not change the code (a move, a rename, a
+// shared header) and it names every entry whose machine code differs.
 //
 // # Numerics
 //

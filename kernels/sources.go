@@ -25,9 +25,39 @@ const (
 // ErrUnknownFamily is matched when a family name has no source file.
 var ErrUnknownFamily = errors.New("kernels: unknown kernel family")
 
-// Families returns the names of the kernel families (the .cu files without
-// their extension), sorted.
+// Families returns the names of the engine's kernel families (the .cu
+// files without their extension, less the test-only ones: CheckFamilies),
+// sorted.
 func Families() []string {
+	var out []string
+	for _, f := range allFamilies() {
+		if !isCheckFamily(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkDirective marks a test-only family: a line "//detgemm:check" in its
+// source. Such a family holds kernels that tests launch to check a piece of
+// device code (a conversion, say) on the GPU; it is never in Families,
+// FamiliesFor or the embedded set, and Build compiles it only when
+// WithFamilies names it.
+const checkDirective = "//detgemm:check"
+
+// CheckFamilies returns the test-only families, sorted (see checkDirective).
+func CheckFamilies() []string {
+	var out []string
+	for _, f := range allFamilies() {
+		if isCheckFamily(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// allFamilies lists every .cu file's family, engine and test-only alike.
+func allFamilies() []string {
 	var out []string
 	for _, name := range sourceNames() {
 		if f, ok := strings.CutSuffix(name, familySuffix); ok {
@@ -35,6 +65,19 @@ func Families() []string {
 		}
 	}
 	return out
+}
+
+func isCheckFamily(family string) bool {
+	src, err := Source(family)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(src) {
+		if strings.TrimSpace(line) == checkDirective {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrFamilyArch is matched when a family is asked for on an architecture it
@@ -98,7 +141,7 @@ func Source(family string) (string, error) {
 	}
 	b, err := sources.ReadFile(path.Join(sourceDir, family+familySuffix))
 	if err != nil {
-		return "", fmt.Errorf("%w: %q (have %s)", ErrUnknownFamily, family, strings.Join(Families(), ", "))
+		return "", fmt.Errorf("%w: %q (have %s)", ErrUnknownFamily, family, strings.Join(allFamilies(), ", "))
 	}
 	return string(b), nil
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +15,14 @@ func kernelNames(t *testing.T, family string) []string {
 	t.Helper()
 	src, err := Source(family)
 	require.NoError(t, err)
+	// A family's entry list may be a generated include
+	// (z<family>_entries.cuh, from gemm/internal/entries): read it in place.
+	inc := regexp.MustCompile(`(?m)^#include "(z\w+_entries\.cuh)"`)
+	for _, m := range inc.FindAllStringSubmatch(src, -1) {
+		b, err := sources.ReadFile(path.Join(sourceDir, m[1]))
+		require.NoError(t, err, "family %s includes %s", family, m[1])
+		src += "\n" + string(b)
+	}
 	// Entry points are written either directly (DETGEMM_KERNEL void name(...),
 	// optionally with __launch_bounds__) or through a family's entry macro,
 	// DETGEMM_<FAMILY>_ENTRY(name, ...), whose first argument is the name.
@@ -32,7 +41,7 @@ func TestFamiliesAreTheEmbeddedSources(t *testing.T) {
 	fams := Families()
 	require.Contains(t, fams, "util")
 	require.IsIncreasing(t, fams)
-	for _, f := range fams {
+	for _, f := range append(fams, CheckFamilies()...) {
 		src, err := Source(f)
 		require.NoError(t, err)
 		require.Contains(t, src, `#include "prelude.cuh"`, "family %s must include the prelude", f)
@@ -57,11 +66,23 @@ func TestSourceRejectsUnknownFamilies(t *testing.T) {
 	}
 }
 
+// TestHeadersHoldThePrelude: every shared header goes to NVRTC, sorted by
+// name (the cache key depends on the order), the prelude among them, each
+// included at most once per compile.
 func TestHeadersHoldThePrelude(t *testing.T) {
 	hs := headers()
 	require.NotEmpty(t, hs)
-	require.Equal(t, "prelude.cuh", hs[0].Name)
-	require.True(t, strings.Contains(hs[0].Source, "#pragma once"))
+	var names []string
+	for _, h := range hs {
+		names = append(names, h.Name)
+		if strings.HasPrefix(h.Name, "z") && strings.HasSuffix(h.Name, "_entries.cuh") {
+			continue // a generated entry list, included once, at the end of its family
+		}
+		require.True(t, strings.Contains(h.Source, "#pragma once"), "%s", h.Name)
+	}
+	require.IsIncreasing(t, names)
+	require.Contains(t, names, "prelude.cuh")
+	require.Contains(t, names, "epilogue.cuh")
 }
 
 // TestArchSpecificFamiliesAreBuiltForTheirTargetsOnly: the wgmma family is
@@ -81,4 +102,39 @@ func TestArchSpecificFamiliesAreBuiltForTheirTargetsOnly(t *testing.T) {
 		require.Contains(t, fams, "gemm_tc")
 	}
 	require.Len(t, FamiliesFor(Arch{Major: 9, Minor: 0, Specific: true}), len(Families()))
+}
+
+// TestCheckFamiliesAreTestOnly: a family marked //detgemm:check is a source
+// like any other (Source, WithFamilies) but never one of the engine's: not
+// in Families, nor in any architecture's FamiliesFor (so neither in a whole
+// build nor in the embedded set, which gencubin builds from FamiliesFor).
+func TestCheckFamiliesAreTestOnly(t *testing.T) {
+	checks := CheckFamilies()
+	require.Equal(t, []string{"check_widen_f16"}, checks)
+	require.Equal(t, []string{"detgemm_rows_f16_widen_check"}, kernelNames(t, "check_widen_f16"))
+	for _, f := range checks {
+		require.NotContains(t, Families(), f)
+		for _, a := range SupportedArchs() {
+			require.NotContains(t, FamiliesFor(a), f, "%s", a)
+			got, err := NewBuilder(nil, WithFamilies(f)).familiesFor(a)
+			require.NoError(t, err, "%s can still be built when named", f)
+			require.Equal(t, []string{f}, got)
+		}
+	}
+	for _, f := range Families() {
+		require.NotContains(t, kernelNames(t, f), "detgemm_rows_f16_widen_check", "the check kernel is out of %s", f)
+	}
+}
+
+// TestRowsFamiliesAreSplit: the few-row IEEE kernels are one family a file:
+// the two-launch partials (gemm_rows) and the one-launch kernel
+// (gemm_rows_fused).
+func TestRowsFamiliesAreSplit(t *testing.T) {
+	for fam, prefix := range map[string]string{"gemm_rows": "detgemm_rows_", "gemm_rows_fused": "detgemm_rowsf_"} {
+		names := kernelNames(t, fam)
+		require.NotEmpty(t, names, fam)
+		for _, k := range names {
+			require.True(t, strings.HasPrefix(k, prefix), "%s holds %s", fam, k)
+		}
+	}
 }

@@ -22,6 +22,8 @@
 // same chains, so nothing here depends on the grid or the pointers.
 #include "prelude.cuh"
 #include "raw.cuh"
+#include "async_copy.cuh"
+#include "epilogue.cuh"
 
 namespace dws {
 
@@ -122,18 +124,11 @@ DETGEMM_INLINE void put(Stage<TR>& s, const dg_u32 (&sx)[XJ<TR>], const dg_u32 (
     for (int j = 0; j < YJ; ++j) s.y[t / BC + YRS * j][t % BC] = widen<DT>(sy[j]);
 }
 
-// Asynchronous copies of master elements into shared memory (sm_80+):
-// 16 bytes (both addresses 16-byte aligned) or 4. The 16-byte copies carry
-// the L2::256B prefetch hint (L2 fetches the whole 256-byte sector group):
-// 1 x 4096 x 4096 dW 35.1 -> 33.6 us on the H200 (bench/NOTES-dw.md).
-DETGEMM_INLINE dg_u32 smem_addr(const void* p) { return static_cast<dg_u32>(__cvta_generic_to_shared(p)); }
-DETGEMM_INLINE void cp_async16(void* dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-DETGEMM_INLINE void cp_async4(void* dst, const void* src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-DETGEMM_INLINE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Asynchronous copies of master elements into shared memory (sm_80+,
+// async_copy.cuh): 16 bytes (both addresses 16-byte aligned) or 4. The
+// 16-byte copies carry the L2::256B prefetch hint: the master is streamed
+// as whole rows (bench/NOTES-kernels.md).
+using dgcp::cp_async_wait_all;
 
 // Dynamic shared memory: the BR x BC master tile, then the two stages.
 template <int TR>
@@ -166,11 +161,11 @@ DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_REST
             const bool row = k0 + i < K;
             const float* c = C + (k0 + i) * ldc + n0;
             if (vec && row) {
-                cp_async16(&ms[r0 + i][c0], c);
+                dgcp::cp_async16_l2_whole(&ms[r0 + i][c0], c);
             } else {
 #pragma unroll
                 for (int j = 0; j < TC; ++j)
-                    if (row && n0 + j < N) cp_async4(&ms[r0 + i][c0 + j], c + j);
+                    if (row && n0 + j < N) dgcp::cp_async4_whole(&ms[r0 + i][c0 + j], c + j);
             }
         }
     }
@@ -218,8 +213,8 @@ DETGEMM_INLINE void run(const void* DETGEMM_RESTRICT A, const void* DETGEMM_REST
             for (int i = 0; i < TR; ++i) {
                 float4* q = reinterpret_cast<float4*>(&ms[(t / 32) * TR + i][(t % 32) * TC]);
                 float4 v = *q;
-                v.x = __fadd_rn(v.x, p[i][0]); v.y = __fadd_rn(v.y, p[i][1]);
-                v.z = __fadd_rn(v.z, p[i][2]); v.w = __fadd_rn(v.w, p[i][3]);
+                v.x = epi::fold_add(v.x, p[i][0]); v.y = epi::fold_add(v.y, p[i][1]);
+                v.z = epi::fold_add(v.z, p[i][2]); v.w = epi::fold_add(v.w, p[i][3]);
                 *q = v;
             }
 #pragma unroll

@@ -12,19 +12,13 @@
 // Every addition is __fadd_rn in ascending s, so the bits equal the
 // single-kernel fold.
 #include "prelude.cuh"
+#include "epilogue.cuh"
 
 namespace fold {
 
-constexpr int F32 = 0;
-constexpr int BF16 = 1;
-constexpr int F16 = 2;
-
-template <int DT>
-DETGEMM_INLINE void store(void* DETGEMM_RESTRICT p, dg_u64 i, float v) {
-    if constexpr (DT == F32) static_cast<float*>(p)[i] = v;
-    else if constexpr (DT == BF16) static_cast<dg_u16*>(p)[i] = dg_f32_to_bf16_rne(v);
-    else static_cast<dg_u16*>(p)[i] = dg_f32_to_f16_rne(v);
-}
+using epi::F32;  // epilogue.cuh's output codes
+using epi::BF16;
+using epi::F16;
 
 // A partial, read once: marked first to leave the L2. The fold streams
 // every partial; lines it brings in from memory would otherwise push out
@@ -35,7 +29,7 @@ DETGEMM_INLINE float load_once(const float* p, dg_u64 policy) {
     return v;
 }
 
-template <int DTOUT, bool ACCUMULATE>
+template <int DTOUT, bool ACCUMULATE, class Act = epi::Identity>
 DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT C,
                         const float* DETGEMM_RESTRICT bias, dg_u64 n, dg_u64 cols, dg_u64 S) {
     dg_grid_dependency_wait();  // launched overlapped: the partials are all written
@@ -59,11 +53,12 @@ DETGEMM_INLINE void run(const float* DETGEMM_RESTRICT ws, void* DETGEMM_RESTRICT
 #pragma unroll
             for (int u = 0; u < 8; ++u) p[u] = load_once(ws + (s + u) * n + e, policy);
 #pragma unroll
-            for (int u = 0; u < 8; ++u) v = __fadd_rn(v, p[u]);
+            for (int u = 0; u < 8; ++u) v = epi::fold_add(v, p[u]);
         }
-        for (; s < S; ++s) v = __fadd_rn(v, load_once(ws + s * n + e, policy));
-        if (!ACCUMULATE && bias != nullptr) v = __fadd_rn(v, bias[e % cols]);
-        store<DTOUT>(C, e, v);
+        for (; s < S; ++s) v = epi::fold_add(v, load_once(ws + s * n + e, policy));
+        if (!ACCUMULATE && bias != nullptr) v = epi::bias_add(v, bias[e % cols]);
+        if (!ACCUMULATE) v = epi::act<Act>(v);
+        epi::store<DTOUT>(C, e, v);
     }
 }
 

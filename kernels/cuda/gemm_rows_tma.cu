@@ -2,11 +2,11 @@
 // on Hopper, every slab of a column strip in one block, so the fold needs no
 // workspace, no arrival counter and no second pass.
 //
-// gemm_rows.cu's one-launch kernel spreads the slabs of a column run over
-// blocks (a grid of column runs x slabs) and has the last block to arrive
-// fold the run's partials through global memory: its tail (partials out,
-// fence, atomic, fence, partials back) is serial, and at 1 x 4096 x 4096
-// f32 the call sat 3-5 µs above a device copy of the same bytes. Here a
+// gemm_rows_fused.cu spreads the slabs of a column run over blocks (a grid
+// of column runs x slabs) and has the last block to arrive fold the run's
+// partials through global memory: its tail (partials out, fence, atomic,
+// fence, partials back) is serial and kept the call well above a device
+// copy of the same bytes (bench/NOTES-kernels.md). Here a
 // block owns BN = 32 columns of the output over the WHOLE reduction: its
 // producer warp streams W's slab boxes (the rows of x for that slab riding
 // along) with TMA into a ring, consumer warps compute the slabs (each slab
@@ -43,6 +43,7 @@
 #include "tc_common.cuh"
 #include "tma.cuh"
 #include "raw.cuh"
+#include "epilogue.cuh"
 
 namespace rowst {
 
@@ -110,16 +111,15 @@ struct Cfg {
     // slot (XROW bytes a row). f32 slabs come in two halves of SUB = 128 steps,
     // each its own ring slot: a group of consumer warps computes a slab's
     // second half while its first half's slot refills (with one slot a
-    // group, a group waited a whole refill after every slab: 16 x 4096 x
-    // 4096 Forward 23.9 -> 22.8 µs, dX 29.1 -> 28.0; 16-bit Forward ran
-    // 26.7 -> 28.1 in halves, so 16-bit keeps whole slabs).
+    // group, a group waited a whole refill after every slab); 16-bit was
+    // slower in halves, so it keeps whole slabs (bench/NOTES-kernels.md).
     static constexpr bool PAIRED = MR == 16;
     static constexpr int HALVES = PAIRED && ES == 4 ? 2 : 1;  // ring slots a slab
     static constexpr int SUB = SLAB / HALVES;      // steps a slot
     // WAVES (16-bit, MR = 1): a ring of four slots (69 KiB), so that three
-    // blocks share an SM and a grid of more strips than SMs runs as one wave
-    // (1 x 4096 x 11008 bf16 Forward 32.5 -> 25.5 µs, dX 29.5 -> 24.0; at
-    // 4096 x 4096 the deep ring is faster, 11.9 against 14.7).
+    // blocks share an SM and a grid of more strips than SMs runs as one wave;
+    // where the strips fit one wave anyway the deep ring is faster
+    // (bench/NOTES-kernels.md).
     static constexpr int GROUPS = WAVES ? 4 : MR == 16 ? (ES == 4 ? 4 : 6) : ES == 4 ? (MR == 1 ? 6 : 5) : (MR == 1 ? 10 : 8);
     static constexpr int STAGES = GROUPS * HALVES;  // ring slots
     static constexpr int WPS = MR == 16 ? 2 : 1;    // consumer warps a group, each RW of the rows
@@ -145,13 +145,6 @@ struct Cfg {
     static constexpr int MINB = WAVES ? 3 : 1;  // blocks an SM
 };
 
-template <int DT, int DTOUT>
-DETGEMM_INLINE void store(void* C, dg_i64 e, float v) {
-    if constexpr (DTOUT == F32) static_cast<float*>(C)[e] = v;
-    else if constexpr (DTOUT == BF16) static_cast<dg_u16*>(C)[e] = dg_f32_to_bf16_rne(v);
-    else static_cast<dg_u16*>(C)[e] = dg_f32_to_f16_rne(v);
-}
-
 // slab16: one warp's share of a slab of a 16-row block: rows mw .. mw + 7
 // (two warps a slab). Half-warp h owns rows mw + 2i + h (i = 0..3); lane
 // l's columns are c0 = 2(l % 16) and c0 + 1 for nn (a W row's neighbours,
@@ -161,8 +154,7 @@ DETGEMM_INLINE void store(void* C, dg_i64 e, float v) {
 // row (a broadcast), which costs the warp two shared-memory wavefronts
 // whether the two rows' chunks share banks or not (a 16-byte read is served
 // a half-warp at a time), so x needs no swizzle, and one copy a slot
-// instead of one a 128-byte box row (16 x 4096 x 4096 f32 dX 27.9 -> 24.0
-// µs, Forward 22.8 -> 22.4; bench/NOTES-simt.md, round 15). Per VE steps a
+// instead of one a 128-byte box row (bench/NOTES-kernels.md). Per VE steps a
 // warp reads 4 x chunks and 2-4 W words for 8 VE FMAs a lane. It runs one ring
 // slot, half a slab: the caller starts acc at +0 for the slab's first
 // half and carries it through the second, so each chain is the plan's
@@ -188,10 +180,9 @@ DETGEMM_INLINE void slab16(const unsigned char* stage, dg_i64 left, int lane, in
         // swizzle's lane-dependent part (chunk c of row j at c ^ (j % 8)) is
         // folded into a few bases computed once, and the loop is unrolled
         // over two boxes a trip, so the box and the chunk of each read are
-        // constants. (Computing each address in the loop took 17.0 M
-        // instructions for 8.4 M FMAs at 16 x 4096 x 4096 f32 Forward, 29.2
-        // µs; this, 23.8. Unrolled over the whole slab the 16-bit kernels ran
-        // slower, dX 30.0 -> 33.5 µs: the code outgrew the instruction cache.)
+        // constants: address arithmetic in the loop cost twice the FMAs'
+        // instructions. Not unrolled over the whole slab: the 16-bit code
+        // then outgrows the instruction cache (bench/NOTES-kernels.md).
         constexpr int CH = BOXE / VE;     // 16-byte chunks a 128-byte box row
         constexpr int NB = K::SUB / BOXE;  // boxes a slot
         constexpr int UB = NB < 2 ? NB : 2;
@@ -272,7 +263,7 @@ DETGEMM_INLINE void slab16_store(float (*part)[BN], const float (&acc)[K::RW / 2
     }
 }
 
-template <int DT, int DTOUT, int MR, bool NT, bool WAVES>
+template <int DT, int DTOUT, int MR, bool NT, bool WAVES, class Act = epi::Identity>
 DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW, void* DETGEMM_RESTRICT C,
                           const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, dg_i64 w3d) {
     typedef Cfg<DT, MR, WAVES> K;
@@ -305,8 +296,8 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     // (with HALVES = 1, slab slab_of(u)). nt blocks take their slabs
     // in a rotated order, from blockIdx.x % S on, so that the grid's reads
     // at any moment spread over the whole of W rather than one 1 KiB column
-    // of every row (1×4096×4096 dX f32 19.2 -> 18.6 µs, bf16 10.9 -> 10.5;
-    // rotating nn, whose blocks then leave the rows they share, lost 1-4 %).
+    // of every row; nn is not rotated, its blocks would leave the rows they
+    // share (bench/NOTES-kernels.md).
     // The fold is in slab order whatever the order the chains ran in.
     const int rot = NT ? (int)(blockIdx.x % (unsigned)S) : 0;
     auto slab_of = [&](int q) { return q + rot < S ? q + rot : q + rot - S; };
@@ -422,12 +413,9 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
             if (MR == 1 && len == SLAB) {
                 // One row: the whole slab unrolled, so the reads run ahead of
                 // the chain and the slab costs little more than its 256
-                // dependent FMAs. Each warp's slab used to take about 1.5 µs
-                // (reads, then four dependent FMAs, a loop trip at a time), and
-                // the last slab's ran after the stream had ended: without the
-                // FMAs 1 x 4096 x 4096 bf16 Forward took 9.6 µs against 11.5;
-                // unrolled, 10.5 (f32 18.3 -> 17.7; bench/NOTES-simt.md,
-                // round 13).
+                // dependent FMAs; a loop trip at a time (reads, then four
+                // dependent FMAs), the last slab's chain ran long after the
+                // stream had ended (bench/NOTES-kernels.md).
                 float wv[SLAB], xv[SLAB];
 #pragma unroll
                 for (int c = 0; c < SLAB / K::VE; ++c) {
@@ -498,10 +486,8 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
     }
     __syncthreads();  // every slab's results are in part
     // Only the fold is left: the next grid may take the SMs this one leaves.
-    // (Triggered at the start instead, the next grid's blocks waited on the
-    // SMs this grid leaves idle from the start, and few-row calls of 4 to
-    // 16 rows ran 4-7 % slower than launched plainly; here every measured
-    // call is faster: bench/NOTES-simt.md, round 10.)
+    // (Triggered at the start instead, the next grid's blocks wait on SMs
+    // this grid holds idle: bench/NOTES-kernels.md.)
     dg_launch_dependents();
 
     // The fold, in slab order; rows past M and columns past N are not stored.
@@ -518,11 +504,11 @@ DETGEMM_INLINE void strip(const tma::tensor_map& tmX, const tma::tensor_map& tmW
 #pragma unroll
                 for (int u = 0; u < 8; ++u) q[u] = part[s + u][m][l];
 #pragma unroll
-                for (int u = 0; u < 8; ++u) y = y + q[u];
+                for (int u = 0; u < 8; ++u) y = epi::fold_add(y, q[u]);
             }
-            for (; s < S; ++s) y = y + part[s][m][l];
-            if (bias != nullptr) y = y + bias[j];
-            store<DT, DTOUT>(C, i * ldc + j, y);
+            for (; s < S; ++s) y = epi::fold_add(y, part[s][m][l]);
+            if (bias != nullptr) y = epi::bias_add(y, bias[j]);
+            epi::store<DTOUT>(C, i * ldc + j, epi::act<Act>(y));
         }
     }
 }

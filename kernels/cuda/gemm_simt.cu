@@ -22,6 +22,7 @@
 // square tiles that underfill the GPU); same chains, same fold, same bits.
 #include "prelude.cuh"
 #include "simt_tile.cuh"
+#include "epilogue.cuh"
 
 namespace simt {
 
@@ -40,36 +41,6 @@ static_assert(SMEM_BYTES<64> == 58368, "the Go dispatcher launches 128 x 64 tile
 // How slab results fold into the output.
 constexpr int FOLD_STORE = 0;       // forward, dX: y = p0 + p1 + ... (+ bias)
 constexpr int FOLD_ACCUMULATE = 1;  // dW: d = d_old + p0 + p1 + ...
-
-template <int DT>
-DETGEMM_INLINE void store_from_f32(void* DETGEMM_RESTRICT p, dg_i64 i, float v) {
-    if (DT == F32) {
-        static_cast<float*>(p)[i] = v;
-    } else if (DT == BF16) {
-        static_cast<dg_u16*>(p)[i] = dg_f32_to_bf16_rne(v);
-    } else {
-        static_cast<dg_u16*>(p)[i] = dg_f32_to_f16_rne(v);
-    }
-}
-
-// Four consecutive outputs at element i as one 16-byte (f32) or 8-byte
-// (16-bit) store; the caller checks alignment and range. Written as PTX:
-// NVRTC split a float4 store through the output's void* into four.
-template <int DT>
-DETGEMM_INLINE void store4_from_f32(void* DETGEMM_RESTRICT p, dg_i64 i, const float (&v)[4]) {
-    if (DT == F32) {
-        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(static_cast<float*>(p) + i), "f"(v[0]), "f"(v[1]),
-                     "f"(v[2]), "f"(v[3])
-                     : "memory");
-    } else {
-        dg_u16 h[4];
-#pragma unroll
-        for (int c = 0; c < 4; ++c) h[c] = DT == BF16 ? dg_f32_to_bf16_rne(v[c]) : dg_f32_to_f16_rne(v[c]);
-        asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(static_cast<dg_u16*>(p) + i),
-                     "r"((dg_u32)h[0] | ((dg_u32)h[1] << 16)), "r"((dg_u32)h[2] | ((dg_u32)h[3] << 16))
-                     : "memory");
-    }
-}
 
 // Whether four consecutive outputs of C (from a multiple of four columns)
 // are one aligned access.
@@ -101,7 +72,7 @@ struct FoldTotals {
 #pragma unroll
                 for (int n = 0; n < W; ++n) {
                     float* p = &tot[(m * W + n) * THREADS];
-                    *p = __fadd_rn(*p, acc[m][n]);
+                    *p = epi::fold_add(*p, acc[m][n]);
                 }
         }
     }
@@ -113,15 +84,13 @@ struct FoldTotals {
 // A thread's outputs come in runs of four consecutive columns (out_col), so
 // where C and ldc allow, the output is written a run at a time, one 16-byte
 // (or 8-byte) store: a scalar store wrote every fourth word of four lines a
-// warp instruction, four times the L2 requests. That was most of a short
-// reduction's time: dW 128x4096x11008 (one 128-step chain between the
-// master's read and write) 384.6 -> 322.6 us on the H200, bf16 360.2 ->
-// 317.4 (bench/NOTES-dw.md, session 12). dW's master is read element by
-// element in the square tile, all 64 loads in flight before the first is
-// needed (16-byte loads four rows at a time, to stay within the registers,
-// made two round trips of it and lost 9 %), and a run at a time four rows
-// at a time in the narrow tile.
-template <int DTIN, int DTOUT, bool A_RC, bool B_JC, int FOLD, int BN>
+// warp instruction, four times the L2 requests, most of a short reduction's
+// time. dW's master is read element by element in the square tile, all 64
+// loads in flight before the first is needed (16-byte loads four rows at a
+// time, to stay within the registers, made two round trips of it), and a
+// run at a time four rows at a time in the narrow tile
+// (bench/NOTES-kernels.md).
+template <int DTIN, int DTOUT, bool A_RC, bool B_JC, int FOLD, int BN, class Act = epi::Identity>
 DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEMM_RESTRICT B,
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias,
                               dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc) {
@@ -178,14 +147,15 @@ DETGEMM_INLINE void gemm_tile(const void* DETGEMM_RESTRICT A, const void* DETGEM
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
                 v[c] = tot[(m * W + 4 * r + c) * THREADS];
-                if (bias != nullptr && j + c < N) v[c] = __fadd_rn(v[c], bias[j + c]);
+                if (bias != nullptr && j + c < N) v[c] = epi::bias_add(v[c], bias[j + c]);
+                if (FOLD == FOLD_STORE) v[c] = epi::act<Act>(v[c]);
             }
             if (vec && j + 3 < N) {
-                store4_from_f32<DTOUT>(C, i * ldc + j, v);
+                epi::store4<DTOUT>(C, i * ldc + j, v);
             } else {
 #pragma unroll
                 for (int c = 0; c < 4; ++c)
-                    if (j + c < N) store_from_f32<DTOUT>(C, i * ldc + j + c, v[c]);
+                    if (j + c < N) epi::store<DTOUT>(C, i * ldc + j + c, v[c]);
             }
         }
     }

@@ -54,7 +54,7 @@ struct Tile {
 // gemm_tile: one BM x BN tile of C. VEC: operands may be moved in 16-byte
 // chunks (lda, ldb multiples of 8 elements, base pointers 16-byte aligned);
 // otherwise the same stages are filled element by element.
-template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, bool VEC>
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, bool VEC, class Act = epi::Identity>
 DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias,
                               dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc,
@@ -132,7 +132,7 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
                 // Slab 0's chain (blockIdx.z = 0 also without ws) starts at
                 // the start value, a later slab's at +0.
                 const bool start = !SLABS || blockIdx.z == 0;
-                if (INIT == INIT_BIAS && start && bias != nullptr && j < N) v = bias[j];
+                if (INIT == INIT_BIAS && start && bias != nullptr && j < N) v = epi::tc_start(bias, j);
                 if (INIT == INIT_OLD && start && i < M && j < N) v = static_cast<const float*>(C)[i * ldc + j];
                 acc[mi][ni][q] = v;
             }
@@ -266,6 +266,9 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     dg_launch_dependents();  // only the stores are left: the next grid may be scheduled
     // Epilogue: a thread owns column pairs (2t, 2t+1); store each pair with
     // one access when C and ldc keep it aligned, else element by element.
+    // The activation applies to final outputs only: not to dW, nor to a
+    // slab's chain stored for gemm_fold.
+    const bool final = INIT != INIT_OLD && !(SLABS && ws != nullptr);
     const bool pairs = (ldc & 1) == 0 && (reinterpret_cast<dg_u64>(C) & (DTOUT == F32 ? 7u : 3u)) == 0;
 #pragma unroll
     for (int mi = 0; mi < T::MI; ++mi)
@@ -276,12 +279,13 @@ DETGEMM_INLINE void gemm_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
                 const dg_i64 i = i0 + wm * T::TM + mi * 16 + g + h * 8;
                 const dg_i64 j = j0 + wn * T::TN + ni * 8 + t4 * 2;
                 if (i >= M) continue;
-                const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
+                float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
+                if (final) v0 = epi::act<Act>(v0), v1 = epi::act<Act>(v1);
                 if (pairs && j + 1 < N) {
-                    store_pair<DTOUT>(C, i * ldc + j, v0, v1);
+                    epi::store2<DTOUT, epi::RNE_CVT>(C, i * ldc + j, v0, v1);
                 } else {
-                    if (j < N) store_out<DTOUT>(C, i * ldc + j, v0);
-                    if (j + 1 < N) store_out<DTOUT>(C, i * ldc + j + 1, v1);
+                    if (j < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j, v0);
+                    if (j + 1 < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j + 1, v1);
                 }
             }
 }

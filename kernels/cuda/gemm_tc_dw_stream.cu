@@ -9,12 +9,11 @@
 // as whole rows into shared memory, the few staged rows of X and dY arrive
 // from L2 while those loads fly, each warp reads its fragments from the
 // staged tile, runs its steps, puts them back, and the block writes the
-// tile out as whole rows. Measured on the H200 (bench/NOTES-tcdw.md): the
-// stream runs at the device-to-device copy rate; fragments loaded straight
-// to registers (each warp access then covers 32 bytes of 8 rows, not whole
-// lines) ran 8-25 % slower, and so did the same tile with an L2::128B
-// prefetch hint on its copies, sm_90 bulk copies for the master rows,
-// 32×256 tiles and 128×128 tiles.
+// tile out as whole rows, so the stream runs near the device-to-device copy
+// rate. Fragments loaded straight to registers (each warp access then
+// covers 32 bytes of 8 rows, not whole lines) were slower, and so were an
+// L2::128B prefetch hint on the copies, sm_90 bulk copies for the master
+// rows, 32×256 tiles and 128×128 tiles (bench/NOTES-kernels.md).
 //
 // The chain per element is the TC contract's (gemm_tc.cu): the
 // accumulator starts at the current dW[k,n] and takes the reduction over
@@ -128,11 +127,9 @@ struct Feed {
     }
 };
 
-// 4-byte async copy (the element path's master); bytes past src_bytes (0
-// or 4) are zero-filled.
-DETGEMM_INLINE void cp_async4(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(tc::smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
+// The element path's master moves by 4-byte zero-filling copies
+// (async_copy.cuh).
+using dgcp::cp_async4;
 
 template <class T, int DTIN, bool VEC>
 DETGEMM_INLINE void dw_stream(const dg_u16* DETGEMM_RESTRICT X, const dg_u16* DETGEMM_RESTRICT DY,

@@ -35,12 +35,10 @@
 // the whole ring. sm_80 forms throughout: the family builds for every
 // target.
 //
-// Measured on the H200 (bench/NOTES-tcrows.md): a pure chain of 256 steps
-// takes about 4 us (16 ns a step); the copies issued by the block's own
-// two compute warps with a block barrier per k-tile gave 17 us at
-// 1x4096x4096 (the sum of chain and stream), one producer warp 19.6 us,
-// two producer warps 13.9 us: the copy throughput of one SM grows with the
-// warps that issue them.
+// Producer warps because the copy throughput of one SM grows with the warps
+// that issue them: copies issued by the compute warps between block
+// barriers cost the sum of chain and stream, one producer warp was not
+// enough, two were (bench/NOTES-kernels.md).
 //
 // Layouts (gemm_tc.cu's names): A(i, r) = A[i*lda + r] always (X or dY,
 // row-major along the reduction); B(r, j) = B_JC ? B[r*ldb + j] (nn: W[K,N])
@@ -137,13 +135,13 @@ DETGEMM_INLINE void init_acc(float (&acc)[T::NB][4], const float* DETGEMM_RESTRI
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
             const dg_i64 j = jw + g + (q >> 1) * 8;
-            acc[nb][q] = INIT == tc::INIT_BIAS && bias != nullptr && j < N ? bias[j] : 0.0f;
+            acc[nb][q] = INIT == tc::INIT_BIAS && bias != nullptr && j < N ? epi::tc_start(bias, j) : 0.0f;
         }
 }
 
 // Epilogue: rows below M and columns below N; a thread holds two rows of
 // one column, so elements are stored one by one.
-template <class T, int DTOUT>
+template <class T, int DTOUT, class Act>
 DETGEMM_INLINE void store_acc(const float (&acc)[T::NB][4], void* DETGEMM_RESTRICT C, dg_i64 M, dg_i64 N, dg_i64 ldc,
                               dg_i64 i0, dg_i64 jw, int g, int t4) {
 #pragma unroll
@@ -152,11 +150,11 @@ DETGEMM_INLINE void store_acc(const float (&acc)[T::NB][4], void* DETGEMM_RESTRI
         for (int q = 0; q < 4; ++q) {
             const dg_i64 i = i0 + nb * 8 + t4 * 2 + (q & 1);
             const dg_i64 j = jw + g + (q >> 1) * 8;
-            if (i < M && j < N) tc::store_out<DTOUT>(C, i * ldc + j, acc[nb][q]);
+            if (i < M && j < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j, epi::act<Act>(acc[nb][q]));
         }
 }
 
-template <class T, int DTIN, int DTOUT, bool B_JC, int INIT>
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT, class Act = epi::Identity>
 DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DETGEMM_RESTRICT B,
                               void* DETGEMM_RESTRICT C, const float* DETGEMM_RESTRICT bias, dg_i64 M,
                               dg_i64 N, dg_i64 R, dg_i64 lda, dg_i64 ldb, dg_i64 ldc, dg_i64 L) {
@@ -248,7 +246,7 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
             if (full || k0 + ks * 16 < R) step(cur, ks);
     };
     // The plan's slabs (L a multiple of BK): the chain folds into sum at
-    // the end of every slab but the last (tc::fold_slab). (The loop of
+    // the end of every slab but the last (epi::fold_slab). (The loop of
     // gemm_tc_rows_tma.cu, a slab at a time, spills here.)
     const dg_i64 slab_tiles = L < R ? L / BK : ktiles;
     dg_i64 fold_at = slab_tiles;
@@ -256,7 +254,7 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
     auto slab_end = [&](dg_i64 kt) {
         if (kt + 1 == fold_at && kt + 1 < ktiles) {
 #pragma unroll
-            for (int nb = 0; nb < NB; ++nb) tc::fold_slab(sum[nb], acc[nb], !folded);
+            for (int nb = 0; nb < NB; ++nb) epi::fold_slab(sum[nb], acc[nb], !folded);
             folded = true;
             fold_at += slab_tiles;
         }
@@ -273,18 +271,17 @@ DETGEMM_INLINE void rows_tile(const dg_u16* DETGEMM_RESTRICT A, const dg_u16* DE
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc[nb][q] = __fadd_rn(sum[nb][q], acc[nb][q]);
+            for (int q = 0; q < 4; ++q) acc[nb][q] = epi::fold_add(sum[nb][q], acc[nb][q]);
     }
-    store_acc<T, DTOUT>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
+    store_acc<T, DTOUT, Act>(acc, C, M, N, ldc, i0, j0 + n0, g, t4);
 }
 
 // The shapes: two producer warps each; 8 rows x 32 columns, 6 stages of
 // 12.1 KiB (nn) for M <= 8; 16 rows, 5 stages of 14.3 KiB for M <= 16; at
 // most 75 KiB, so three blocks an SM (all of N = 11008's 344 blocks
-// resident) and 99 KiB blocks (sm_86, sm_89) hold them. Measured: a third
-// and fourth producer warp, deeper rings (two blocks an SM) and four
-// consumer warps of 8 rows for the 16-row tile were within a few per cent
-// at N = 4096 and slower at N = 11008.
+// resident) and 99 KiB blocks (sm_86, sm_89) hold them. A third and fourth
+// producer warp, deeper rings (two blocks an SM) and four consumer warps of
+// 8 rows for the 16-row tile gained nothing (bench/NOTES-kernels.md).
 typedef Rows<8, 32, 128, 6, 3, 2, 2> R8;
 typedef Rows<16, 32, 128, 5, 3, 2, 2> R16;
 

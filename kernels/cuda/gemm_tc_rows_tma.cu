@@ -128,7 +128,7 @@ DETGEMM_INLINE void load_frags(Frags& f, dg_u32 sx, dg_u32 sw, int lane, int n0,
     }
 }
 
-template <class T, int DTIN, int DTOUT, bool B_JC, int INIT, bool CUT>
+template <class T, int DTIN, int DTOUT, bool B_JC, int INIT, bool CUT, class Act = epi::Identity>
 DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void* DETGEMM_RESTRICT C,
                               const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc,
                               dg_i64 L) {
@@ -196,7 +196,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
         const dg_i64 j = jw + g + (q >> 1) * 8;
-        acc[q] = INIT == tc::INIT_BIAS && bias != nullptr && j < N ? bias[j] : 0.0f;
+        acc[q] = INIT == tc::INIT_BIAS && bias != nullptr && j < N ? epi::tc_start(bias, j) : 0.0f;
     }
     int rd = 0;
     dg_u32 phase = 0;
@@ -243,17 +243,16 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
         if (T::LATE && empty != 0) tc::mbar_arrive(empty);
     };
     // The plan's slabs (L a multiple of BK): the chain folds into sum at
-    // the end of every slab but the last (tc::fold_slab). (A loop a slab at
-    // a time measured 10 % slower at 16 rows, one slab or three.)
-    // Without CUT (the _one entries, for one-slab plans) none of the fold
-    // is compiled: it cost the 16-row nt tile 12 registers and dX at 32 rows
-    // 15 % even when never taken.
+    // the end of every slab but the last (epi::fold_slab); a loop a slab at
+    // a time was slower. Without CUT (the _one entries, for one-slab plans)
+    // none of the fold is compiled: it costs registers and time even when
+    // never taken (bench/NOTES-kernels.md).
     const dg_i64 slab_tiles = CUT && L < R ? L / BK : ktiles;
     dg_i64 fold_at = slab_tiles;
     bool folded = false;
     auto slab_end = [&](dg_i64 kt) {
         if (CUT && kt + 1 == fold_at && kt + 1 < ktiles) {
-            tc::fold_slab(sum, acc, !folded);
+            epi::fold_slab(sum, acc, !folded);
             folded = true;
             fold_at += slab_tiles;
         }
@@ -268,7 +267,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
     if (kt < ktiles) ktile(kt, f0, f1);
     if (CUT && folded) {
 #pragma unroll
-        for (int q = 0; q < 4; ++q) acc[q] = __fadd_rn(sum[q], acc[q]);
+        for (int q = 0; q < 4; ++q) acc[q] = epi::fold_add(sum[q], acc[q]);
     }
     dg_launch_dependents();  // only the stores are left: the next grid may take the SMs this one leaves
 
@@ -277,15 +276,15 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
     for (int q = 0; q < 4; ++q) {
         const dg_i64 i = i0 + m0 + t4 * 2 + (q & 1);
         const dg_i64 j = jw + g + (q >> 1) * 8;
-        if (i < M && j < N) tc::store_out<DTOUT>(C, i * ldc + j, acc[q]);
+        if (i < M && j < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j, epi::act<Act>(acc[q]));
     }
 }
 
 // The tiles: 8 rows, 7 stages of 10 KiB; 16 rows, 6 stages of 12 KiB; at
 // most 73 KiB a block, so three blocks an SM (all of N = 11008's 344
 // blocks resident at once). The 8-row tile gives its slots back LATE; the
-// 16-row tile, whose slots four warps must all give back, measured 2 %
-// slower that way.
+// 16-row tile, whose slots four warps must all give back, was slower that
+// way (bench/NOTES-kernels.md).
 typedef Rows<8, 7, 3, 2, true> T8;
 typedef Rows<16, 6, 3, 2, false> T16;
 

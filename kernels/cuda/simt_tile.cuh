@@ -124,9 +124,9 @@ DETGEMM_INLINE void load_quad_elem(Quad<DT>& q, const char* p, int e, bool ok) {
 //   !RC: r = rr + RSTEP*h, lin = 4*c4 .. 4*c4+3  (a warp: 128 / LIN r, LIN
 //        lins each)
 // The tile in shared memory is always [r][lin], rows LDOF<LIN> apart. For
-// RC, 8 rows x 64 bytes per warp instruction beat 16 rows x 32 bytes by
-// 10-20 % on the H200 (fewer cache lines per load), which outweighs the
-// two-way conflicts of the transposing stores.
+// RC, 8 rows x 64 bytes per warp instruction beat 16 rows x 32 bytes (fewer
+// cache lines per load), which outweighs the two-way conflicts of the
+// transposing stores (bench/NOTES-kernels.md).
 template <int DT, bool RC, int LIN>
 struct Loader {
     const char* p;  // quad h = 0's first element for the current tile
@@ -342,10 +342,9 @@ DETGEMM_INLINE void tile_chains(const void* DETGEMM_RESTRICT A, const void* DETG
         // backwards) lets consecutive FFMAs share an operand at every turn,
         // so more operands come from the reuse cache. With the plain
         // row-major order the f32 r-contiguous gemm_simt kernels came out
-        // of ptxas with ~75 FFMAs a loop whose three register sources sat
-        // in one bank and ran 4-6 % slower than serpentine; the square f32
-        // gemm_slabs kernels measured the other way (5 %), so they keep
-        // the plain order (bench/NOTES-simt.md, round 6).
+        // of ptxas with many FFMAs whose three register sources sat in one
+        // bank; the square f32 gemm_slabs kernels measured the other way,
+        // so they keep the plain order (bench/NOTES-kernels.md).
         constexpr bool serpentine = DTIN != F32 || BN != 128 || Range::SERPENTINE_F32;
 #pragma unroll
         for (int m = 0; m < TM; ++m)

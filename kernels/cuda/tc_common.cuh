@@ -1,15 +1,19 @@
 // tc_common.cuh: pieces shared by the tensor-core families (gemm_tc.cu,
-// gemm_tc_rows.cu): dtype and chain-start codes, cp.async and ldmatrix
-// wrappers, the sm_80 mbarrier forms, the m16n8k16 step, the stores, and
-// the operand stager.
+// gemm_tc_rows.cu, ...): dtype and chain-start codes, the cp.async
+// wrappers they use (async_copy.cuh), ldmatrix, the sm_80 mbarrier forms,
+// the m16n8k16 step and the operand stager. Their epilogue (start value,
+// slab fold, rounding and store) is epilogue.cuh's, with the f16 rounding
+// by cvt (epi::RNE_CVT).
 #pragma once
 #include "prelude.cuh"
+#include "async_copy.cuh"
+#include "epilogue.cuh"
 
 namespace tc {
 
-constexpr int F32 = 0;
-constexpr int BF16 = 1;
-constexpr int F16 = 2;
+using epi::F32;  // epilogue.cuh's element codes
+using epi::BF16;
+using epi::F16;
 
 constexpr int INIT_ZERO = 0;  // dX: the chain starts at +0
 constexpr int INIT_BIAS = 1;  // forward: at bias[j] (or +0 without bias)
@@ -20,17 +24,13 @@ struct tc_bool {
     static constexpr bool value = V;
 };
 
-DETGEMM_INLINE dg_u32 smem_addr(const void* p) {
-    return static_cast<dg_u32>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte async copy; bytes beyond src_bytes (0..16) are zero-filled.
-DETGEMM_INLINE void cp_async16(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-DETGEMM_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-DETGEMM_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+// The cp.async wrappers (async_copy.cuh); the tensor-core tiles use the
+// plain zero-filling 16-byte form.
+using dgcp::cp_async16;
+using dgcp::cp_async_commit;
+using dgcp::cp_async_wait;
+using dgcp::cp_async_wait_all;
+using dgcp::smem_addr;
 
 // Shared-memory barriers in their sm_80 forms (addresses from smem_addr),
 // so a kernel that uses them builds for every target.
@@ -48,7 +48,6 @@ DETGEMM_INLINE void mbar_arrive(dg_u32 bar) {
 DETGEMM_INLINE void cp_async_arrive(dg_u32 bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-DETGEMM_INLINE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 // Waits until the barrier's phase of the given parity has completed:
 // mbar_test: whether the phase of the given parity has completed, without
 // waiting (a producer polling several slots).
@@ -105,56 +104,6 @@ DETGEMM_INLINE void mma16816(float (&d)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_
             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-}
-
-// f32 -> f16, RNE, with the bits of dg_f32_to_f16_rne: the hardware
-// conversion is IEEE round-to-nearest-even (subnormal results, overflow to
-// infinity, signed zeros); a NaN becomes the prelude's canonical 0x7fff.
-// Branch-free, unlike the prelude's portable version, whose branches cost
-// the f16-output kernels a large share of their time in the epilogue.
-DETGEMM_INLINE dg_u16 f32_to_f16_rne_hw(float v) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
-    return (dg_f32_bits(v) & 0x7fffffffu) > 0x7f800000u ? (dg_u16)0x7fffu : (dg_u16)h;
-}
-
-template <int DT>
-DETGEMM_INLINE dg_u16 to_half(float v) {
-    return DT == BF16 ? dg_f32_to_bf16_rne(v) : f32_to_f16_rne_hw(v);
-}
-
-// Store one element, rounded once (RNE) to the output type.
-template <int DT>
-DETGEMM_INLINE void store_out(void* p, dg_i64 i, float v) {
-    if (DT == F32) {
-        static_cast<float*>(p)[i] = v;
-    } else {
-        static_cast<dg_u16*>(p)[i] = to_half<DT>(v);
-    }
-}
-
-// The plan's slabs folded in registers (ref.TCSlabs, TCDWSlabs), by the
-// kernels that run all of an element's slabs: called at the end of every
-// slab but the last, it adds the slab's chain to the running sum in order
-// (sum = p_0 at the first call, sum + p_s after; __fadd_rn) and restarts the
-// chain from +0. After the last slab the result is sum + acc.
-template <int N>
-DETGEMM_INLINE void fold_slab(float (&sum)[N], float (&acc)[N], bool first) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-        sum[i] = first ? acc[i] : __fadd_rn(sum[i], acc[i]);
-        acc[i] = 0.0f;
-    }
-}
-
-// Store two adjacent elements (i even, the pair aligned) with one access.
-template <int DT>
-DETGEMM_INLINE void store_pair(void* p, dg_i64 i, float v0, float v1) {
-    if (DT == F32) {
-        *reinterpret_cast<float2*>(static_cast<float*>(p) + i) = make_float2(v0, v1);
-    } else {
-        *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(p) + i) = (dg_u32)to_half<DT>(v0) | ((dg_u32)to_half<DT>(v1) << 16);
     }
 }
 

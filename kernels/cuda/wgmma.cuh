@@ -10,8 +10,9 @@
 
 namespace wg {
 
-// Element and chain-start codes, the shared-memory address and the
-// rounding stores are gemm_tc's (tc_common.cuh): the same epilogue bits.
+// Element and chain-start codes and the shared-memory address are
+// gemm_tc's (tc_common.cuh); the epilogue is epilogue.cuh's with the f16
+// rounding by cvt, as gemm_tc's: the same epilogue bits.
 using tc::BF16;
 using tc::F16;
 using tc::F32;
@@ -19,9 +20,6 @@ using tc::INIT_BIAS;
 using tc::INIT_OLD;
 using tc::INIT_ZERO;
 using tc::smem_addr;
-using tc::store_out;
-using tc::store_pair;
-using tc::to_half;
 
 constexpr int BK = 64;         // reduction per stage: four 16-wide steps, one 128-byte swizzle row of halves
 constexpr int GROUP = 16;      // row tiles per group of the block order (L2 reuse)
@@ -34,8 +32,8 @@ template <int BM_, int BN_, int STAGES_, bool SLABS_ = false>
 struct Tile {
     static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
     // SLABS: the variant that runs the plan's slabs (ws_mode); the plain
-    // kernels keep none of that code, which slowed their one-slab loop by
-    // up to a third on the H200 (TestTCTileThroughput, 2026-11-21).
+    // kernels keep none of that code, which slowed their one-slab loop
+    // (bench/NOTES-kernels.md).
     static constexpr bool SLABS = SLABS_;
     static constexpr int CONSUMERS = BM / 64;
     static constexpr int THREADS = 128 * (CONSUMERS + 1);
@@ -396,7 +394,8 @@ DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg
 #pragma unroll
                     for (int c = 0; c < 4; ++c) {
                         const int a = 4 * (4 * g + c) + 2 * h;
-                        w[c] = (dg_u32)to_half<DTOUT>(acc[a]) | ((dg_u32)to_half<DTOUT>(acc[a + 1]) << 16);
+                        w[c] = (dg_u32)epi::round16<DTOUT, epi::RNE_CVT>(acc[a]) |
+                               ((dg_u32)epi::round16<DTOUT, epi::RNE_CVT>(acc[a + 1]) << 16);
                     }
                     // Round k: send my pair of chunk (p - k) & 3, receive
                     // quad lane s = (p + k) & 3's pair of chunk p into o[s].
@@ -435,10 +434,10 @@ DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg
             if (i >= M) continue;
             const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];
             if (pairs && j + 1 < N) {
-                store_pair<DTOUT>(C, i * ldc + j, v0, v1);
+                epi::store2<DTOUT, epi::RNE_CVT>(C, i * ldc + j, v0, v1);
             } else {
-                if (j < N) store_out<DTOUT>(C, i * ldc + j, v0);
-                if (j + 1 < N) store_out<DTOUT>(C, i * ldc + j + 1, v1);
+                if (j < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j, v0);
+                if (j + 1 < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j + 1, v1);
             }
         }
     }
@@ -471,7 +470,7 @@ DETGEMM_INLINE void runsum_add(float (&acc)[BN / 2], float* run, bool first, boo
         }
 #pragma unroll
         for (int u = 0; u < QB; ++u) {
-            const float v = first ? acc[i0 + u] : __fadd_rn(old[u], acc[i0 + u]);
+            const float v = first ? acc[i0 + u] : epi::fold_add(old[u], acc[i0 + u]);
             if (keep) {
                 asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(run + (i0 + u) * THREADS), "f"(v),
                              "l"(policy));
@@ -483,7 +482,7 @@ DETGEMM_INLINE void runsum_add(float (&acc)[BN / 2], float* run, bool first, boo
 }
 
 // Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
-template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act>
 DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void* C, const float* bias, float* ws,
                             dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
@@ -601,6 +600,14 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         // The block's last item: only its stores are left, so the next grid
         // (launched overlapped) may be scheduled.
         if (item + gridDim.x >= w.items) dg_launch_dependents();
+        // The activation applies to final outputs only: not to dW, and not
+        // in the slab variants, whose f32 results (partial planes, or a
+        // running sum that gemm_fold rounds for 16-bit outputs) may still
+        // be folded; a sliced call's activation belongs to its last step.
+        if constexpr (INIT != INIT_OLD && !T::SLABS) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) acc[i] = epi::act<Act>(acc[i]);
+        }
         store_tile<BN, DTOUT>(acc, out, M, N, ldo, row0, col0, j0, lane);
     }
 }
@@ -608,7 +615,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
 // A persistent kernel: the grid has at most one block per SM, and block b
 // computes tiles b, b + gridDim.x, ... (which tile a block computes never
 // changes a bit).
-template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT>
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act = epi::Identity>
 DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, const float* bias, dg_i64 M,
                          dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
@@ -644,7 +651,7 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
         if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
-        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc);
+        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc);
     }
 }
 

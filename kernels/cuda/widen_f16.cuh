@@ -1,8 +1,8 @@
 // widen_f16.cuh: a branch-free exact widening of IEEE binary16 to f32.
 //
 // The prelude's dg_f16_to_f32 is portable integer code with a branch per
-// class (normal, zero, subnormal, inf/NaN); in a GEMM's staging it costs
-// about a fifth of the f16 tier's speed. The hardware conversion
+// class (normal, zero, subnormal, inf/NaN), too slow for a GEMM's staging
+// (bench/NOTES-kernels.md). The hardware conversion
 // cvt.f32.f16 is exact (every binary16 value, subnormals included, is an
 // f32 value; no rounding mode applies) and one instruction. Its bits equal
 // the prelude's for every non-NaN code and it gives a NaN for every NaN

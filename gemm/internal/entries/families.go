@@ -17,9 +17,7 @@ const (
 	WGFamily        = "gemm_wgmma"
 	WGSlabsFamily   = "gemm_wgmma_slabs"
 	// RowsFusedFamily holds the one-launch rows kernels (detgemm_rowsf_*).
-	// They still live in gemm_rows.cu; when they move to a file of their
-	// own this constant names it, and their include moves with them.
-	RowsFusedFamily = RowsFamily
+	RowsFusedFamily = "gemm_rows_fused"
 )
 
 // The layouts and the (input, output) pairs of the IEEE tiers: Forward and
