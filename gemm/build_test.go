@@ -22,11 +22,11 @@ func TestEngineFamiliesAreWhatItLoads(t *testing.T) {
 		arch kernels.Arch
 		n    int
 	}{
-		{kernels.Arch{Major: 8}, 8},
-		{kernels.Arch{Major: 8, Minor: 6}, 8},
-		{kernels.Arch{Major: 8, Minor: 9}, 8},
-		{kernels.Arch{Major: 9}, 8},
-		{kernels.Arch{Major: 9, Specific: true}, 12},
+		{kernels.Arch{Major: 8}, 9},
+		{kernels.Arch{Major: 8, Minor: 6}, 9},
+		{kernels.Arch{Major: 8, Minor: 9}, 9},
+		{kernels.Arch{Major: 9}, 9},
+		{kernels.Arch{Major: 9, Specific: true}, 13},
 	} {
 		fams := engineFamilies(tc.arch)
 		require.Len(t, fams, tc.n, "%s", tc.arch)

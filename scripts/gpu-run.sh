@@ -46,7 +46,7 @@ if [ "${GPU_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; the
     case "$name" in
       cudaload) pattern=. ;;
       # Subtest names are matched level by level: strategy (or TC tile), op, ...
-      gemm) pattern='TestGPUMatchesReferenceBitForBit/(auto|split-slab|stream)/(Forward|DX|DW)/(f32|typed)/(f32-f32|bf16-bf16)/|TestNaNAndInf|TestUtilConversion|TestTiledTailCut|TestTCMatchesModelBitForBit/(wg128x256|wg192x192|wg128x128s|wg128x256s|tcrows8-vec|tmarows16|tc64-any|tcdw64-vec|tcdw64-any)/(Forward|DX|DW)/bf16-(bf16|f32)/|TestRowsOneLaunch|TestRowsTMAMatchesReferenceBitForBit' ;;
+      gemm) pattern='TestContractEveryVariant/(tiled|split-slab|rows-one-launch|rows-tma|stream-short|wg128x256|wg192x192|wg128x128s|tcrows8|tmarows16|tc64-any|tcdw64-vec)/(Forward|DX|DW)/(f32-f32|bf16-bf16|bf16-f32)/|TestNaNAndInf|TestUtilConversion|TestTiledTailCut|TestRowsOneLaunch' ;;
       triad) pattern='TestGPU(Training|EveryOutput)' ;;
       *) continue ;;
     esac
