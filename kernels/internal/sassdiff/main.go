@@ -17,11 +17,21 @@
 // sm_90a); -families limits the run to some families (a quick check while
 // editing); -dump keeps the CUBINs for a closer look.
 //
-// NVRTC does not reproduce its own output byte for byte (see canonical), so
-// an entry is reported identical (same bytes), equivalent (the same after
-// canonical: only the order of an FFMA's multiplicands and reuse flags
-// differ, as between two compiles of unchanged sources) or different. The
-// exit status is 1 when any entry differs, is missing or is new.
+// NVRTC 12.4 does not reproduce its own output byte for byte: its result
+// depends on the process's memory layout. Most entries never vary; the
+// tiled IEEE families (gemm_simt, gemm_slabs) do, in FFMA operand order,
+// register allocation and scheduling, and even in NVVM's PTX. So an entry
+// is reported identical (same bytes as one of the -base records),
+// equivalent (the same after canonical: only an FFMA's multiplicand order
+// and reuse flags differ), same PTX (ptxas was given the program of an old
+// record) or different. For those families, record several compiles of
+// the old sources and pass them all to -base; a run under
+//
+//	setarch x86_64 -R env GOMAXPROCS=1 MALLOC_ARENA_MAX=1 sassdiff ...
+//
+// repeats itself exactly for one set of sources (but a source change of
+// any kind, a comment included, moves the layout). The exit status is 1
+// when any entry differs, is missing or is new.
 package main
 
 import (
