@@ -106,7 +106,7 @@ func TestOverlapThroughput(t *testing.T) {
 // TestStrategyThroughput times the IEEE tiers' tiled and split-slab
 // strategies, each forced at both tile widths and every slab grouping G,
 // against the dispatcher's choice on the bench shapes whose square grid
-// underfills the GPU (the figures the time model in dispatch.go is fitted
+// underfills the GPU (the figures the time model in tiles.go is fitted
 // to). It runs only with DETGEMM_STRATEGY_PERF=1; bench measures the
 // engine for the record.
 func TestStrategyThroughput(t *testing.T) {
