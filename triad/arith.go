@@ -38,17 +38,10 @@ func div32(a, b float32) float32 { return canon(float32(a / b)) }
 // fma32 is __fmaf_rn.
 func fma32(a, b, c float32) float32 { return ref.FMA32(a, b, c) }
 
-// reluF32 is the activation on one value: x when x > 0, the canonical NaN
-// for a NaN, +0 otherwise (so −0 gives +0).
-func reluF32(x float32) float32 {
-	switch {
-	case x > 0:
-		return x
-	case x != x:
-		return canonicalNaN
-	}
-	return 0
-}
+// reluF32 is the activation on one value: the epilogues' ReLU (x when
+// x > 0, the canonical NaN for a NaN, +0 otherwise), so the CPU backend and
+// gemm/ref agree by construction.
+func reluF32(x float32) float32 { return ref.Relu32(x) }
 
 // half16NaN is the 16-bit canonical NaN the kernels store.
 const half16NaN uint16 = 0x7FFF

@@ -258,9 +258,9 @@ func GeluGrad32(x float32) float32 {
 	return mul32(s, FMA32(mul32(x, sm), zp, 1))
 }
 
-// relu32 is the ReLU of the epilogues (and of triad): x when x > 0, the
+// Relu32 is the ReLU of the epilogues (and of triad): x when x > 0, the
 // canonical NaN for a NaN, +0 otherwise (so -0 gives +0).
-func relu32(x float32) float32 {
+func Relu32(x float32) float32 {
 	switch {
 	case x > 0:
 		return x

@@ -26,7 +26,7 @@ type activation uint8
 
 const (
 	identity activation = iota
-	actRelu             // relu32
+	actRelu             // Relu32
 	actGelu             // Gelu32
 	actDRelu            // v where the forward's ReLU passed, +0 where it stored +0, NaN where NaN
 	actDGelu            // v·GeluGrad32(the forward's pre-activation)
@@ -52,7 +52,7 @@ func (a activation) apply(v []float32, in *auxBuf, i, j0 int) {
 	case identity: // v as it is
 	case actRelu:
 		for j, x := range v {
-			v[j] = relu32(x)
+			v[j] = Relu32(x)
 		}
 	case actGelu:
 		for j, x := range v {

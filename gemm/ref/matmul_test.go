@@ -207,7 +207,7 @@ func (k *mmCase) naive() naiveOut {
 			}
 			switch spec.act {
 			case actRelu:
-				v = relu32(v)
+				v = Relu32(v)
 			case actGelu:
 				v = Gelu32(v)
 			case actDRelu:
