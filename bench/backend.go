@@ -49,8 +49,14 @@ const (
 	modeTCDW  = "tc-dw"
 )
 
-// allModes is every mode --modes accepts, in table order.
-var allModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}
+// defaultModes is --modes's default: every mode but the opt-in cuBLASLt
+// ones, so a plain run (and the README's tables) measures what it always
+// has.
+var defaultModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}
+
+// allModes is every mode --modes accepts, in table order: the default ones,
+// then cuBLASLt's.
+var allModes = append(append([]string{}, defaultModes...), ltModes...)
 
 // parseDTypes reads --dtypes.
 func parseDTypes(list string) ([]dtype, error) {

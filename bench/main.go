@@ -28,6 +28,7 @@ import (
 type config struct {
 	shapes     string
 	shapesFile string
+	shapesSet  string // --shapes-set: a named built-in list, "" for the standard one
 	dtypes     []dtype
 	modes      []string
 	repeats    int
@@ -76,13 +77,32 @@ Columns:
   shape MxKxN  the GEMM's dimensions
   dtype        element type of A, B and C (bf16, f16, f32)
   backend      the implementation measured (cuBLAS through cublasGemmEx;
-               detgemm; copy: floors at the problem's roofline bytes,
-               math copy: one device-to-device copy moving them, math
-               read: one kernel reading them once)
+               cuBLASLt through cublasLtMatmul; detgemm; copy: floors at
+               the problem's roofline bytes, math copy: one
+               device-to-device copy moving them, math read: one kernel
+               reading them once)
   math         default: the library's default math (tensor cores for
                bf16/f16, IEEE FMA for f32); pedantic: no reduced-precision
                shortcut anywhere (CUBLAS_PEDANTIC_MATH, COMPUTE_32F_PEDANTIC);
                tf32: f32 inputs on TF32 tensor cores (COMPUTE_32F_FAST_TF32)
+               The cuBLASLt modes (opt-in: --modes lt,lt-gelu-bias,...;
+               bf16/f16; COMPUTE_32F, output in the input type, the
+               heuristic's first algorithm with a 32 MiB workspace, chosen
+               once per shape and epilogue) run Y = A·B with one fused
+               epilogue; bias has N values, added to every row of Y:
+                 lt                DEFAULT: Y = A·B
+                 lt-bias           BIAS: Y = A·B + bias
+                 lt-gelu-bias      GELU_BIAS: Y = gelu(A·B + bias)
+                 lt-gelu-aux-bias  GELU_AUX_BIAS: as lt-gelu-bias, and also
+                                   writes aux[M,N] = A·B + bias
+                 lt-relu-bias      RELU_BIAS: Y = max(A·B + bias, 0)
+                 lt-dgelu-bgrad    DGELU_BGRAD: Y = A·B ⊙ gelu'(C) (C read
+                                   as the pre-activation), bias = Y's
+                                   column sums
+                 lt-bgrada         BGRADA: Y = A·B, bias = B's row sums
+                                   (cuBLASLt's A is our B)
+                 lt-bgradb         BGRADB: Y = A·B, bias = A's row sums
+               %roof and bound count A, B and Y only, not the bias or aux.
   µs           median time of one GEMM, in microseconds
   TFLOP/s      2·M·N·K / median time
   %roof        floor / median time, where floor = max(2·M·N·K / peak,
@@ -117,9 +137,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	var dtypes, modes string
 	fs.StringVar(&c.shapes, "shapes", "", "comma-separated `MxKxN` shapes; overrides --shapes-file")
+	fs.StringVar(&c.shapesSet, "shapes-set", "", "a named built-in shape list instead of the standard one: "+shapeSetNames()+" (not with --shapes or --shapes-file)")
 	fs.StringVar(&c.shapesFile, "shapes-file", "", "file of \"M K N\" lines (default: testdata/bench_shapes.txt under the module root, else a built-in copy)")
 	fs.StringVar(&dtypes, "dtypes", "bf16,f16,f32", "element types to measure")
-	fs.StringVar(&modes, "modes", strings.Join(allModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors)")
+	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns)")
 	fs.IntVar(&c.repeats, "repeats", 15, "timed measurements per row; the median is reported")
 	fs.DurationVar(&c.minTime, "min-time", 2*time.Millisecond, "least GPU time of one measurement")
 	fs.StringVar(&c.jsonPath, "json", "bench-results.json", "write every figure to this JSON `file` (\"\" for none)")
@@ -158,6 +179,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			if !slices.Contains(renderFlags, name) {
 				return nil, fmt.Errorf("--%s measures or records a run; with --from only %s apply", name, "--"+strings.Join(renderFlags, ", --"))
 			}
+		}
+	}
+	if c.shapesSet != "" {
+		if _, ok := shapeSets[c.shapesSet]; !ok {
+			return nil, fmt.Errorf("--shapes-set %q: want one of %s", c.shapesSet, shapeSetNames())
+		}
+		if c.shapes != "" || c.shapesFile != "" {
+			return nil, fmt.Errorf("--shapes-set names the shapes; it does not go with --shapes or --shapes-file")
 		}
 	}
 	var err error

@@ -25,17 +25,20 @@ type report struct {
 	Command []string `json:"command,omitempty"`
 	// Commit is the source revision the bench was built from ("-dirty"
 	// appended for uncommitted changes), when it could be known.
-	Commit    string        `json:"commit,omitempty"`
-	GoVersion string        `json:"go_version,omitempty"`
-	GPU       gpuInfo       `json:"gpu"`
-	Driver    libraryInfo   `json:"driver"`
-	CUBLAS    libraryInfo   `json:"cublas"`
-	Config    runConfig     `json:"config"`
-	Inputs    string        `json:"inputs"` // how the operands were made
-	Copy      copyBandwidth `json:"copy_bandwidth"`
-	Peaks     *peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
-	Startup   startup       `json:"startup"`
-	Rows      []row         `json:"rows"`
+	Commit    string      `json:"commit,omitempty"`
+	GoVersion string      `json:"go_version,omitempty"`
+	GPU       gpuInfo     `json:"gpu"`
+	Driver    libraryInfo `json:"driver"`
+	CUBLAS    libraryInfo `json:"cublas"`
+	// CUBLASLt is the cuBLASLt of the cuBLASLt rows; absent when the run
+	// had none (every run before the cuBLASLt modes existed).
+	CUBLASLt *libraryInfo  `json:"cublaslt,omitempty"`
+	Config   runConfig     `json:"config"`
+	Inputs   string        `json:"inputs"` // how the operands were made
+	Copy     copyBandwidth `json:"copy_bandwidth"`
+	Peaks    *peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
+	Startup  startup       `json:"startup"`
+	Rows     []row         `json:"rows"`
 }
 
 // gpuInfo describes the device measured.
@@ -140,6 +143,9 @@ func printReport(w io.Writer, rep *report) {
 	}
 	fmt.Fprintf(w, " (%s)\n", rep.Driver.Path)
 	fmt.Fprintf(w, "cuBLAS   %s (%s)\n", rep.CUBLAS.Version, rep.CUBLAS.Path)
+	if lt := rep.CUBLASLt; lt != nil {
+		fmt.Fprintf(w, "cuBLASLt %s (%s)\n", lt.Version, lt.Path)
+	}
 	c := rep.Copy
 	fmt.Fprintf(w, "memory   %.2f TB/s device-to-device copy, read + written (median of %d; %.0f MiB copies, %d per measurement)\n",
 		c.BytesPerSec/1e12, c.TimeUS.N, float64(c.Bytes)/(1<<20), c.Launches)

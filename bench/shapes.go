@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -37,6 +38,46 @@ var standardShapes = []shape{
 	{2048, 768, 512},
 	{4096, 4096, 4096},
 	{8192, 8192, 8192},
+}
+
+// shapeSets are the named opt-in lists of --shapes-set; the standard list
+// (the shapes file) stays the default, so a plain run's time and the
+// README's tables do not change.
+var shapeSets = map[string][]shape{
+	// transformer: issue 25's projections of a 4096-wide decoder layer
+	// over M = 4096 tokens, as y = x·W with W [in, out]: qkv 4096→12288
+	// (query, key and value, 4096 each, in one product), o_proj
+	// 4096→4096, mlp_up 4096→14336 (the MLP width of Llama-3-8B and
+	// Mistral-7B), mlp_down 14336→4096. o_proj is also in the standard
+	// list; it is here so that this set alone covers the layer.
+	"transformer": {
+		{4096, 4096, 12288}, // qkv
+		{4096, 4096, 4096},  // o_proj
+		{4096, 4096, 14336}, // mlp_up
+		{4096, 14336, 4096}, // mlp_down
+	},
+}
+
+// shapeSetNames lists shapeSets' names, sorted, for help and errors.
+func shapeSetNames() string {
+	names := make([]string, 0, len(shapeSets))
+	for n := range shapeSets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// loadShapesOrSet is loadShapes, or the named set when set is not "".
+func loadShapesOrSet(list, file, set string) ([]shape, string, error) {
+	if set == "" {
+		return loadShapes(list, file)
+	}
+	s, ok := shapeSets[set]
+	if !ok {
+		return nil, "", fmt.Errorf("--shapes-set %q: want one of %s", set, shapeSetNames())
+	}
+	return append([]shape(nil), s...), "--shapes-set " + set, nil
 }
 
 // shapesFileRel is the shapes file's path under the module root.

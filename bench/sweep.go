@@ -17,7 +17,7 @@ import (
 // no cuBLAS) end the run; a row that fails is recorded and the sweep goes
 // on.
 func run(cfg *config, stdout, stderr io.Writer) error {
-	shapes, source, err := loadShapes(cfg.shapes, cfg.shapesFile)
+	shapes, source, err := loadShapesOrSet(cfg.shapes, cfg.shapesFile, cfg.shapesSet)
 	if err != nil {
 		return err
 	}
@@ -61,17 +61,28 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		return err
 	}
 	backends := []backend{cb}
+	// Deferred now, so a backend that fails to start does not leak the
+	// ones before it; the closure sees the later appends.
+	defer func() {
+		for _, b := range backends {
+			_ = b.Close()
+		}
+	}()
+	var ltInfo *libraryInfo
+	if wantsLt(cfg.modes) {
+		lb, err := newLtBackend(ctx, stream)
+		if err != nil {
+			return err
+		}
+		backends = append(backends, lb)
+		ltInfo = lb.Info()
+	}
 	eb, err := newEngineBackend(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("detgemm engine: %w", err)
 	}
 	copies := &copyBackend{}
 	backends = append(backends, eb, copies)
-	defer func() {
-		for _, b := range backends {
-			_ = b.Close()
-		}
-	}()
 
 	ccMajor, ccMinor := dev.ComputeCapability()
 	rep := &report{
@@ -86,7 +97,8 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		},
 		Driver: libraryInfo{Version: cudaload.FormatVersion(drv.Version()), Code: drv.Version(), Path: drv.Path(), Release: driverRelease(),
 			Comment: "CUDA driver API version (cuDriverGetVersion)"},
-		CUBLAS: libraryInfo{Version: cb.VersionString(), Code: cb.version, Path: cb.Path()},
+		CUBLAS:   libraryInfo{Version: cb.VersionString(), Code: cb.version, Path: cb.Path()},
+		CUBLASLt: ltInfo,
 		Config: runConfig{
 			Shapes: shapes, ShapesSource: source, DTypes: cfg.dtypes, Modes: cfg.modes,
 			Repeats: cfg.repeats, MinTimeUS: float64(cfg.minTime.Microseconds()), Seed: cfg.seed,

@@ -61,3 +61,10 @@ func platformError(goos string) error {
 	}
 	return nil
 }
+
+// SearchDirs is the list of folders Open searches after the system loader,
+// in order, given getenv (os.Getenv in production); patterns are left for
+// dynlib.Search to expand. It is exported for the sibling cublaslt
+// package: cuBLASLt ships in the same folders as cuBLAS (toolkit, wheel and
+// conda alike), so both search one list.
+func SearchDirs(getenv func(string) string) []string { return searchDirs(getenv, "") }

@@ -1,0 +1,204 @@
+package cublaslt
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/detgemm/detgemm/bench/cublas"
+	"github.com/detgemm/detgemm/internal/dynlib"
+)
+
+func fakeEnv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestCandidatesSonamesFirstThenCublasFolders(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Linux layout")
+	}
+	root := t.TempDir()
+	lib64 := filepath.Join(root, "lib64")
+	require.NoError(t, os.MkdirAll(lib64, 0o755))
+	got, _ := search(fakeEnv(map[string]string{"CUDA_PATH": root}), "")
+	require.GreaterOrEqual(t, len(got), 6)
+	require.Equal(t, []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"}, got[:3],
+		"sonames through the system loader come first, newest major first")
+	require.Equal(t, filepath.Join(lib64, "libcublasLt.so.13"), got[3], "then the folders cuBLAS is searched in")
+	require.Equal(t, filepath.Join(lib64, "libcublasLt.so.12"), got[4])
+}
+
+func TestCandidatesFindPythonWheelDirs(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Linux layout")
+	}
+	venv := t.TempDir()
+	wheel := filepath.Join(venv, "lib", "python3.12", "site-packages", "nvidia", "cublas", "lib")
+	require.NoError(t, os.MkdirAll(wheel, 0o755))
+	got, _ := search(fakeEnv(map[string]string{"VIRTUAL_ENV": venv}), "")
+	require.Contains(t, got, filepath.Join(wheel, "libcublasLt.so.12"))
+}
+
+func TestCandidatesOverrideIsExclusive(t *testing.T) {
+	env := fakeEnv(map[string]string{EnvLibrary: "/opt/x/libcublasLt.so.12", "CUDA_PATH": t.TempDir()})
+	got, _ := search(env, "")
+	require.Equal(t, []string{"/opt/x/libcublasLt.so.12"}, got)
+	got, _ = search(env, "/elsewhere/lib.so")
+	require.Equal(t, []string{"/elsewhere/lib.so"}, got, "the option beats the environment")
+
+	dir := t.TempDir()
+	got, _ = search(fakeEnv(map[string]string{EnvLibrary: dir}), "")
+	require.Len(t, got, len(libraryNames), "a directory override is searched for every name")
+	for i, n := range libraryNames {
+		require.Equal(t, filepath.Join(dir, n), got[i])
+	}
+}
+
+func TestOpenMissingLibraryMatchesOwnSentinelOnly(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "libcublasLt.so.99")
+	_, err := Open(WithLibraryPath(missing))
+	require.Error(t, err)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, dynlib.ErrNotFound)
+	require.False(t, errors.Is(err, cublas.ErrNotFound), "cuBLAS's sentinel is not cuBLASLt's")
+	var nf *dynlib.NotFoundError
+	require.True(t, errors.As(err, &nf))
+	require.Len(t, nf.Attempts, 1)
+	require.Equal(t, missing, nf.Attempts[0].Path)
+	require.Contains(t, err.Error(), "cuBLASLt (libcublasLt) not found")
+	require.Contains(t, err.Error(), EnvLibrary, "the hint names the override")
+}
+
+func TestOpenRejectsLibraryWithoutSymbols(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs libc.so.6")
+	}
+	_, err := Open(WithLibraryPath("libc.so.6"))
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), "cublasLtCreate", "the first missing symbol is the reason")
+}
+
+// TestEnumValuesMatchTheHeader pins every number to the value in
+// cublasLt.h / library_types.h (the pages named in enums.go).
+func TestEnumValuesMatchTheHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		got, want uint32
+	}{
+		{"DEFAULT", uint32(EpilogueDefault), 1},
+		{"RELU", uint32(EpilogueReLU), 2},
+		{"RELU_AUX", uint32(EpilogueReLUAux), 130},
+		{"BIAS", uint32(EpilogueBias), 4},
+		{"RELU_BIAS", uint32(EpilogueReLUBias), 6},
+		{"RELU_AUX_BIAS", uint32(EpilogueReLUAuxBias), 134},
+		{"DRELU", uint32(EpilogueDReLU), 136},
+		{"DRELU_BGRAD", uint32(EpilogueDReLUBGrad), 152},
+		{"GELU", uint32(EpilogueGELU), 32},
+		{"GELU_AUX", uint32(EpilogueGELUAux), 160},
+		{"GELU_BIAS", uint32(EpilogueGELUBias), 36},
+		{"GELU_AUX_BIAS", uint32(EpilogueGELUAuxBias), 164},
+		{"DGELU", uint32(EpilogueDGELU), 192},
+		{"DGELU_BGRAD", uint32(EpilogueDGELUBGrad), 208},
+		{"BGRADA", uint32(EpilogueBGradA), 256},
+		{"BGRADB", uint32(EpilogueBGradB), 512},
+		{"MATMUL_DESC_EPILOGUE", descEpilogue, 7},
+		{"MATMUL_DESC_BIAS_POINTER", descBiasPointer, 8},
+		{"MATMUL_DESC_EPILOGUE_AUX_POINTER", descAuxPointer, 11},
+		{"MATMUL_DESC_EPILOGUE_AUX_LD", descAuxLD, 12},
+		{"MATRIX_LAYOUT_ORDER", layoutOrder, 1},
+		{"ORDER_COL", orderCol, 0},
+		{"MATMUL_PREF_MAX_WORKSPACE_BYTES", prefMaxWorkspaceBytes, 1},
+		{"CUBLAS_COMPUTE_32F", computeType32F, 68},
+		{"CUDA_R_32F", uint32(R32F), 0},
+		{"CUDA_R_16F", uint32(R16F), 2},
+		{"CUDA_R_16BF", uint32(R16BF), 14},
+	} {
+		require.Equal(t, tc.want, tc.got, tc.name)
+	}
+	require.Equal(t, "GELU_AUX_BIAS", EpilogueGELUAuxBias.String())
+	require.Equal(t, "EPILOGUE(3)", Epilogue(3).String())
+}
+
+func TestHeuristicResultHasTheCLayout(t *testing.T) {
+	// cublasLtMatmulHeuristicResult_t: algo (8 uint64), size_t
+	// workspaceSize, cublasStatus_t state, float wavesCount, int reserved[4].
+	require.Equal(t, uintptr(96), unsafe.Sizeof(heuristicResult{}))
+	require.Equal(t, uintptr(64), unsafe.Offsetof(heuristicResult{}.workspace))
+}
+
+func TestEpilogueNeedsBiasAndAux(t *testing.T) {
+	for _, tc := range []struct {
+		e         Epilogue
+		bias, aux bool
+	}{
+		{EpilogueDefault, false, false},
+		{EpilogueReLU, false, false},
+		{EpilogueGELU, false, false},
+		{EpilogueBias, true, false},
+		{EpilogueReLUBias, true, false},
+		{EpilogueGELUBias, true, false},
+		{EpilogueReLUAux, false, true},
+		{EpilogueGELUAux, false, true},
+		{EpilogueReLUAuxBias, true, true},
+		{EpilogueGELUAuxBias, true, true},
+		{EpilogueDReLU, false, true},
+		{EpilogueDGELU, false, true},
+		{EpilogueDReLUBGrad, true, true},
+		{EpilogueDGELUBGrad, true, true},
+		{EpilogueBGradA, true, false},
+		{EpilogueBGradB, true, false},
+	} {
+		require.Equal(t, tc.bias, tc.e.NeedsBias(), "%v bias", tc.e)
+		require.Equal(t, tc.aux, tc.e.NeedsAux(), "%v aux", tc.e)
+	}
+}
+
+func TestMatmulRejectsArgumentsBeforeCallingTheLibrary(t *testing.T) {
+	h := &Handle{lib: &Library{}, h: 1, plans: map[planKey]*plan{}, scal: &[2]float32{1, 0}}
+	ok := MatmulArgs{M: 8, K: 8, N: 8, A: 1, B: 1, D: 1, In: R16BF, Out: R16BF}
+	for _, tc := range []struct {
+		name string
+		edit func(*MatmulArgs)
+	}{
+		{"zero M", func(a *MatmulArgs) { a.M = 0 }},
+		{"K beyond a C int", func(a *MatmulArgs) { a.K = 1 << 31 }},
+		{"f32 inputs", func(a *MatmulArgs) { a.In, a.Out = R32F, R32F }},
+		{"f16 out of bf16", func(a *MatmulArgs) { a.Out = R16F }},
+		{"unknown epilogue", func(a *MatmulArgs) { a.Epilogue = 3 }},
+		{"bias epilogue without bias", func(a *MatmulArgs) { a.Epilogue = EpilogueGELUBias }},
+		{"aux epilogue without aux", func(a *MatmulArgs) { a.Epilogue, a.Bias = EpilogueGELUAuxBias, 1 }},
+		{"aux ld below N", func(a *MatmulArgs) { a.Epilogue, a.Bias, a.Aux, a.AuxLD = EpilogueGELUAuxBias, 1, 1, 4 }},
+	} {
+		a := ok
+		tc.edit(&a)
+		require.ErrorIs(t, h.Matmul(&a), ErrInvalidArgument, tc.name)
+	}
+	require.Empty(t, h.plans, "nothing was planned")
+}
+
+func TestClosedHandleIsAnError(t *testing.T) {
+	h := &Handle{lib: &Library{}}
+	require.ErrorIs(t, h.Matmul(&MatmulArgs{}), ErrClosed)
+	require.NoError(t, h.Destroy())
+}
+
+func TestStatusErrorsMatchCublasStatuses(t *testing.T) {
+	require.NoError(t, check("op", 0))
+	err := check("cublasLtMatmul", 15)
+	require.EqualError(t, err, "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED (15)")
+	require.ErrorIs(t, err, StatusNotSupported)
+	require.ErrorIs(t, err, cublas.StatusNotSupported, "one enumeration for both libraries")
+	var e *Error
+	require.True(t, errors.As(err, &e))
+	require.Equal(t, "cublasLtMatmul", e.Op)
+}
+
+func TestFormatVersion(t *testing.T) {
+	require.Equal(t, "12.4.5", FormatVersion(120405))
+	require.Equal(t, "13.1.0", FormatVersion(130100))
+}

@@ -1,0 +1,310 @@
+package cublaslt
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Handle is a cublasLtHandle_t with the plans it has made. It is not safe
+// for concurrent use.
+type Handle struct {
+	lib *Library
+	h   uintptr
+	// pref is the one preference descriptor; its workspace limit is set
+	// per plan, before that plan's heuristic query.
+	pref uintptr
+	// plans holds each (shape, types, epilogue, aux ld, workspace)'s
+	// descriptors and algorithm, so the heuristic runs once per problem and
+	// a timed launch makes no descriptor and no query.
+	plans map[planKey]*plan
+	// scal holds alpha and beta: cuBLASLt reads them through host pointers
+	// before cublasLtMatmul returns, so they only need to outlive the call.
+	scal *[2]float32
+}
+
+// Create makes a handle in the CUDA context current on the calling thread
+// (cublasLtCreate).
+func (l *Library) Create() (*Handle, error) {
+	var h uintptr
+	r, _, _ := purego.SyscallN(l.create, uintptr(unsafe.Pointer(&h)))
+	if err := check("cublasLtCreate", r); err != nil {
+		return nil, err
+	}
+	var pref uintptr
+	r, _, _ = purego.SyscallN(l.prefCreate, uintptr(unsafe.Pointer(&pref)))
+	if err := check("cublasLtMatmulPreferenceCreate", r); err != nil {
+		purego.SyscallN(l.destroy, h)
+		return nil, err
+	}
+	return &Handle{lib: l, h: h, pref: pref, plans: map[planKey]*plan{}, scal: &[2]float32{1, 0}}, nil
+}
+
+// Destroy releases every plan, the preference and the handle; a second
+// call is a no-op. The first failure is returned, after everything has
+// been released.
+func (h *Handle) Destroy() error {
+	if h == nil || h.h == 0 {
+		return nil
+	}
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	for k, p := range h.plans {
+		keep(p.release(h.lib))
+		delete(h.plans, k)
+	}
+	r, _, _ := purego.SyscallN(h.lib.prefDestroy, h.pref)
+	keep(check("cublasLtMatmulPreferenceDestroy", r))
+	r, _, _ = purego.SyscallN(h.lib.destroy, h.h)
+	keep(check("cublasLtDestroy", r))
+	h.h, h.pref = 0, 0
+	return first
+}
+
+// MatmulArgs is one row-major product D[M,N] = epilogue(A[M,K]·B[K,N]) with
+// f32 accumulation (CUBLAS_COMPUTE_32F, scale type f32, alpha 1, beta 0).
+// Pointers are device addresses; dimensions and leading dimensions are in
+// elements.
+type MatmulArgs struct {
+	M, K, N int
+	A, B    uintptr  // row-major A[M,K], B[K,N], dense
+	In      DataType // A's and B's type: R16BF or R16F
+	D       uintptr  // row-major D[M,N], dense
+	Out     DataType // D's type: In, or R32F
+	// Epilogue is what runs on the product; 0 means EpilogueDefault.
+	Epilogue Epilogue
+	// Bias is the bias vector of N elements in Out's type (read by the
+	// *_BIAS epilogues, written by the *_BGRAD ones and BGRADB); 0 when
+	// the epilogue uses none.
+	Bias uintptr
+	// Aux is the row-major [M, N] aux matrix with row stride AuxLD
+	// elements (written by the *_AUX epilogues, read by DGELU and DRELU);
+	// 0 when the epilogue uses none.
+	Aux   uintptr
+	AuxLD int
+	// Workspace is a device buffer of WorkspaceBytes that cuBLASLt may use;
+	// the heuristic only offers algorithms that fit in it.
+	Workspace      uintptr
+	WorkspaceBytes uint64
+	// Stream is the CUstream / cudaStream_t the product is enqueued on.
+	Stream uintptr
+}
+
+// planKey is what an algorithm choice depends on; pointers are not in it,
+// so rotating input sets reuse one plan.
+type planKey struct {
+	m, k, n   int
+	in, out   DataType
+	epi       Epilogue
+	auxLD     int
+	workspace uint64
+}
+
+// plan is one problem's descriptors and the heuristic's first algorithm.
+type plan struct {
+	desc       uintptr
+	la, lb, ld uintptr // cuBLASLt's A (our B), its B (our A), C and D
+	// algo is cublasLtMatmulAlgo_t: 8 uint64 of opaque state.
+	algo [8]uint64
+	// bias and aux are the pointers last written into desc, so a launch
+	// on the same set skips the attribute calls.
+	bias, aux uintptr
+}
+
+// heuristicResult is cublasLtMatmulHeuristicResult_t: the algorithm, the
+// workspace it needs (size_t), its status, the waves count and four
+// reserved ints.
+type heuristicResult struct {
+	algo      [8]uint64
+	workspace uint64
+	state     int32
+	waves     float32
+	_         [4]int32
+}
+
+// Matmul enqueues one product on a.Stream. The first call for a problem
+// (shape, types, epilogue, aux leading dimension, workspace size) makes its
+// descriptors and asks cublasLtMatmulAlgoGetHeuristic for one algorithm;
+// later calls reuse both and only update the bias and aux pointers. An
+// epilogue or type combination cuBLASLt does not offer comes back as an
+// *Error matching StatusNotSupported.
+func (h *Handle) Matmul(a *MatmulArgs) error {
+	if h.h == 0 {
+		return ErrClosed
+	}
+	epi := a.Epilogue
+	if epi == 0 {
+		epi = EpilogueDefault
+	}
+	if err := validate(a, epi); err != nil {
+		return err
+	}
+	key := planKey{a.M, a.K, a.N, a.In, a.Out, epi, a.AuxLD, a.WorkspaceBytes}
+	p := h.plans[key]
+	if p == nil {
+		var err error
+		if p, err = h.newPlan(key); err != nil {
+			return err
+		}
+		h.plans[key] = p
+	}
+	if epi.NeedsBias() && a.Bias != p.bias {
+		if err := h.setDesc(p.desc, descBiasPointer, unsafe.Pointer(&a.Bias), 8); err != nil {
+			return err
+		}
+		p.bias = a.Bias
+	}
+	if epi.NeedsAux() && a.Aux != p.aux {
+		if err := h.setDesc(p.desc, descAuxPointer, unsafe.Pointer(&a.Aux), 8); err != nil {
+			return err
+		}
+		p.aux = a.Aux
+	}
+	// Row-major D = A·B is column-major Dᵀ = Bᵀ·Aᵀ: cuBLASLt's A is our
+	// B and its B our A; C (unused, beta 0) aliases D.
+	r, _, _ := purego.SyscallN(h.lib.matmul, h.h, p.desc,
+		uintptr(unsafe.Pointer(&h.scal[0])),
+		a.B, p.la, a.A, p.lb,
+		uintptr(unsafe.Pointer(&h.scal[1])),
+		a.D, p.ld, a.D, p.ld,
+		uintptr(unsafe.Pointer(&p.algo[0])),
+		a.Workspace, uintptr(a.WorkspaceBytes), a.Stream)
+	return check("cublasLtMatmul", r)
+}
+
+// validate rejects what cuBLASLt would reject less clearly, or not at all
+// (a null bias or aux pointer is only caught when the kernel faults).
+func validate(a *MatmulArgs, epi Epilogue) error {
+	for _, d := range [...]struct {
+		name string
+		v    int
+	}{{"M", a.M}, {"K", a.K}, {"N", a.N}} {
+		if d.v < 1 || d.v > math.MaxInt32 {
+			return fmt.Errorf("cublaslt: %s=%d outside 1..%d: %w", d.name, d.v, math.MaxInt32, ErrInvalidArgument)
+		}
+	}
+	if a.In != R16BF && a.In != R16F {
+		return fmt.Errorf("cublaslt: input type %d: want R16BF or R16F: %w", a.In, ErrInvalidArgument)
+	}
+	if a.Out != a.In && a.Out != R32F {
+		return fmt.Errorf("cublaslt: output type %d with input %d: want the input type or R32F: %w", a.Out, a.In, ErrInvalidArgument)
+	}
+	if _, ok := epilogueNames[epi]; !ok {
+		return fmt.Errorf("cublaslt: %v: %w", epi, ErrInvalidArgument)
+	}
+	if epi.NeedsBias() && a.Bias == 0 {
+		return fmt.Errorf("cublaslt: epilogue %v needs a bias pointer: %w", epi, ErrInvalidArgument)
+	}
+	if epi.NeedsAux() {
+		if a.Aux == 0 {
+			return fmt.Errorf("cublaslt: epilogue %v needs an aux pointer: %w", epi, ErrInvalidArgument)
+		}
+		if a.AuxLD < a.N || a.AuxLD > math.MaxInt32 {
+			return fmt.Errorf("cublaslt: aux leading dimension %d: want N=%d or more: %w", a.AuxLD, a.N, ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// newPlan makes the descriptors of one problem and picks its algorithm;
+// on failure it releases what it made.
+func (h *Handle) newPlan(k planKey) (_ *plan, err error) {
+	l := h.lib
+	p := &plan{}
+	defer func() {
+		if err != nil {
+			_ = p.release(l)
+		}
+	}()
+	r, _, _ := purego.SyscallN(l.descCreate, uintptr(unsafe.Pointer(&p.desc)), computeType32F, uintptr(R32F))
+	if err := check("cublasLtMatmulDescCreate", r); err != nil {
+		return nil, err
+	}
+	epi := uint32(k.epi)
+	if err := h.setDesc(p.desc, descEpilogue, unsafe.Pointer(&epi), 4); err != nil {
+		return nil, err
+	}
+	if k.epi.NeedsAux() {
+		ld := int64(k.auxLD)
+		if err := h.setDesc(p.desc, descAuxLD, unsafe.Pointer(&ld), 8); err != nil {
+			return nil, err
+		}
+	}
+	// Column-major views of the row-major operands (see the package
+	// documentation): our B[K,N] is N×K with ld N, our A[M,K] is K×M with
+	// ld K, D[M,N] is N×M with ld N.
+	for _, m := range []struct {
+		out            *uintptr
+		dt             DataType
+		rows, cols, ld int
+	}{
+		{&p.la, k.in, k.n, k.k, k.n},
+		{&p.lb, k.in, k.k, k.m, k.k},
+		{&p.ld, k.out, k.n, k.m, k.n},
+	} {
+		r, _, _ := purego.SyscallN(l.layoutCreate, uintptr(unsafe.Pointer(m.out)), uintptr(m.dt),
+			uintptr(m.rows), uintptr(m.cols), uintptr(m.ld))
+		if err := check("cublasLtMatrixLayoutCreate", r); err != nil {
+			return nil, err
+		}
+		// Column order is the default; it is set anyway so the choice
+		// stands in the code next to the swap it belongs to.
+		order := int32(orderCol)
+		r, _, _ = purego.SyscallN(l.layoutSet, *m.out, layoutOrder, uintptr(unsafe.Pointer(&order)), 4)
+		if err := check("cublasLtMatrixLayoutSetAttribute", r); err != nil {
+			return nil, err
+		}
+	}
+	ws := k.workspace
+	r, _, _ = purego.SyscallN(l.prefSet, h.pref, prefMaxWorkspaceBytes, uintptr(unsafe.Pointer(&ws)), 8)
+	if err := check("cublasLtMatmulPreferenceSetAttribute", r); err != nil {
+		return nil, err
+	}
+	var res heuristicResult
+	var n int32
+	r, _, _ = purego.SyscallN(l.heuristic, h.h, p.desc, p.la, p.lb, p.ld, p.ld, h.pref,
+		1, uintptr(unsafe.Pointer(&res)), uintptr(unsafe.Pointer(&n)))
+	if err := check("cublasLtMatmulAlgoGetHeuristic", r); err != nil {
+		return nil, fmt.Errorf("%dx%dx%d %v: %w", k.m, k.k, k.n, k.epi, err)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%dx%dx%d %v: no algorithm: %w", k.m, k.k, k.n, k.epi,
+			&Error{Op: "cublasLtMatmulAlgoGetHeuristic", Status: StatusNotSupported})
+	}
+	p.algo = res.algo
+	return p, nil
+}
+
+// setDesc is cublasLtMatmulDescSetAttribute.
+func (h *Handle) setDesc(desc uintptr, attr int, buf unsafe.Pointer, size uintptr) error {
+	r, _, _ := purego.SyscallN(h.lib.descSet, desc, uintptr(attr), uintptr(buf), size)
+	return check("cublasLtMatmulDescSetAttribute", r)
+}
+
+// release destroys what the plan made; the zero handles it skips.
+func (p *plan) release(l *Library) error {
+	var first error
+	for _, lay := range []*uintptr{&p.la, &p.lb, &p.ld} {
+		if *lay != 0 {
+			r, _, _ := purego.SyscallN(l.layoutDestroy, *lay)
+			if err := check("cublasLtMatrixLayoutDestroy", r); err != nil && first == nil {
+				first = err
+			}
+			*lay = 0
+		}
+	}
+	if p.desc != 0 {
+		r, _, _ := purego.SyscallN(l.descDestroy, p.desc)
+		if err := check("cublasLtMatmulDescDestroy", r); err != nil && first == nil {
+			first = err
+		}
+		p.desc = 0
+	}
+	return first
+}

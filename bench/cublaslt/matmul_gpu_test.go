@@ -1,0 +1,144 @@
+package cublaslt_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/detgemm/detgemm/bench/cublaslt"
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/internal/gputest"
+)
+
+// gpuHandle returns a handle, a stream and a workspace in device 0's
+// primary context, with the context current on the test's (locked) thread,
+// or skips (fails under DETGEMM_REQUIRE_GPU=1, through gputest).
+func gpuHandle(t *testing.T) (*cudaload.Context, *cudaload.Stream, *cublaslt.Handle) {
+	ctx := gputest.Context(t)
+	lib, err := cublaslt.Open()
+	if errors.Is(err, cublaslt.ErrNotFound) {
+		t.Skipf("no cuBLASLt: %v", err)
+	}
+	require.NoError(t, err)
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	require.NoError(t, ctx.Synchronize()) // leaves the context current on this thread
+	stream, err := ctx.NewStream()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = stream.Close() })
+	h, err := lib.Create()
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Destroy()) })
+	t.Logf("cuBLASLt %s from %s", lib.VersionString(), lib.Path())
+	return ctx, stream, h
+}
+
+// TestGELUAuxBiasMatchesFloat64 runs one small non-square bf16 product
+// (M, K and N all different, so a swapped operand or leading dimension
+// shows) with GELU_BIAS and with GELU_AUX_BIAS: D must be gelu(A·B + bias)
+// within bf16 rounding, bias must run along D's columns, and the aux
+// output must be the pre-activation A·B + bias.
+func TestGELUAuxBiasMatchesFloat64(t *testing.T) {
+	ctx, stream, h := gpuHandle(t)
+	const m, k, n = 40, 64, 48 // n a multiple of 8: the aux leading dimension must be
+	r := rand.New(rand.NewPCG(7, 8))
+	a16, b16, bias16 := toBF16(randomMatrix(r, m*k)), toBF16(randomMatrix(r, k*n)), toBF16(randomMatrix(r, n))
+
+	dA, dB, dBias := alloc(t, ctx, m*k*2), alloc(t, ctx, k*n*2), alloc(t, ctx, n*2)
+	dD, dAux, ws := alloc(t, ctx, m*n*2), alloc(t, ctx, m*n*2), alloc(t, ctx, 4<<20)
+	require.NoError(t, cudaload.CopyToDevice(ctx, dA, a16))
+	require.NoError(t, cudaload.CopyToDevice(ctx, dB, b16))
+	require.NoError(t, cudaload.CopyToDevice(ctx, dBias, bias16))
+
+	a, b, bias := fromBF16(a16), fromBF16(b16), fromBF16(bias16)
+	pre, scale := make([]float64, m*n), make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			s := bias[j]
+			sc := math.Abs(bias[j])
+			for p := 0; p < k; p++ {
+				x := a[i*k+p] * b[p*n+j]
+				s += x
+				sc += math.Abs(x)
+			}
+			pre[i*n+j], scale[i*n+j] = s, sc
+		}
+	}
+
+	for _, epi := range []cublaslt.Epilogue{cublaslt.EpilogueGELUBias, cublaslt.EpilogueGELUAuxBias} {
+		require.NoError(t, ctx.MemsetD8(dD, 0xff, m*n*2)) // NaN in bf16: an unwritten element shows
+		require.NoError(t, ctx.MemsetD8(dAux, 0xff, m*n*2))
+		require.NoError(t, ctx.Synchronize()) // legacy-stream work done before the product's stream starts
+		args := &cublaslt.MatmulArgs{M: m, K: k, N: n, A: uintptr(dA), B: uintptr(dB), In: cublaslt.R16BF,
+			D: uintptr(dD), Out: cublaslt.R16BF, Epilogue: epi, Bias: uintptr(dBias),
+			Workspace: uintptr(ws), WorkspaceBytes: 4 << 20, Stream: stream.Handle()}
+		if epi.NeedsAux() {
+			args.Aux, args.AuxLD = uintptr(dAux), n
+		}
+		require.NoError(t, h.Matmul(args), "%v", epi)
+		require.NoError(t, h.Matmul(args), "%v: the second call reuses the plan", epi)
+		require.NoError(t, stream.Synchronize())
+		got := make([]uint16, m*n)
+		require.NoError(t, cudaload.CopyFromDevice(ctx, got, dD))
+		for i, g := range fromBF16(got) {
+			want := gelu(pre[i])
+			// bf16 rounding of the result (half an ulp, 2⁻⁸ relative) plus
+			// the f32 accumulation error carried through gelu (|gelu'| < 1.13).
+			tol := math.Abs(want)/256 + 1.2*(1e-5*scale[i]+math.Abs(pre[i])/256) + 1e-3
+			require.False(t, math.IsNaN(g), "%v: element %d was not written", epi, i)
+			require.LessOrEqual(t, math.Abs(g-want), tol, "%v: element %d (row %d, col %d): got %g, want %g", epi, i, i/n, i%n, g, want)
+		}
+		if !epi.NeedsAux() {
+			continue
+		}
+		aux := make([]uint16, m*n)
+		require.NoError(t, cudaload.CopyFromDevice(ctx, aux, dAux))
+		for i, g := range fromBF16(aux) {
+			require.False(t, math.IsNaN(g), "aux element %d was not written", i)
+			require.LessOrEqual(t, math.Abs(g-pre[i]), math.Abs(pre[i])/256+1e-5*scale[i],
+				"aux element %d (row %d, col %d) is the pre-activation: got %g, want %g", i, i/n, i%n, g, pre[i])
+		}
+	}
+}
+
+// gelu is the tanh approximation cuBLASLt's GELU epilogues compute.
+func gelu(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
+func alloc(t *testing.T, ctx *cudaload.Context, bytes uint64) cudaload.DevicePtr {
+	p, err := ctx.MemAlloc(bytes)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ctx.MemFree(p) })
+	return p
+}
+
+func randomMatrix(r *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = 2*r.Float32() - 1
+	}
+	return out
+}
+
+// toBF16 rounds to nearest even (the inputs here are finite).
+func toBF16(in []float32) []uint16 {
+	out := make([]uint16, len(in))
+	for i, v := range in {
+		b := math.Float32bits(v)
+		out[i] = uint16((b + 0x7fff + (b>>16)&1) >> 16)
+	}
+	return out
+}
+
+func fromBF16(in []uint16) []float64 {
+	out := make([]float64, len(in))
+	for i, v := range in {
+		out[i] = float64(math.Float32frombits(uint32(v) << 16))
+	}
+	return out
+}
