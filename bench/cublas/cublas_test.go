@@ -99,8 +99,8 @@ func TestStatusErrorsCarryNames(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, tc.s.Error())
 	}
-	require.NoError(t, check("op", 0))
-	err := check("cublasGemmEx", 15)
+	require.NoError(t, Check("op", 0))
+	err := Check("cublasGemmEx", 15)
 	require.EqualError(t, err, "cublasGemmEx: CUBLAS_STATUS_NOT_SUPPORTED (15)")
 	require.ErrorIs(t, err, StatusNotSupported)
 	var ce *Error

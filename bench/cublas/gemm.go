@@ -75,7 +75,7 @@ func (h *Handle) GemmEx(transA, transB Operation, m, n, k int, alpha float32,
 		uintptr(unsafe.Pointer(&h.scal[1])),
 		c, uintptr(cType), uintptr(ldc),
 		uintptr(compute), uintptr(algo))
-	return check("cublasGemmEx", r)
+	return Check("cublasGemmEx", r)
 }
 
 // RowMajorGemm computes C[M,N] = A[M,K]·B[K,N] (alpha 1, beta 0) for dense

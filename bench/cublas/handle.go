@@ -37,7 +37,7 @@ type Handle struct {
 func (l *Library) Create() (*Handle, error) {
 	var h uintptr
 	r, _, _ := purego.SyscallN(l.create, uintptr(unsafe.Pointer(&h)))
-	if err := check("cublasCreate_v2", r); err != nil {
+	if err := Check("cublasCreate_v2", r); err != nil {
 		return nil, err
 	}
 	return &Handle{lib: l, h: h, scal: new([2]float32)}, nil
@@ -53,7 +53,7 @@ func (h *Handle) Destroy() error {
 	}
 	r, _, _ := purego.SyscallN(h.lib.destroy, h.h)
 	h.h = 0
-	return check("cublasDestroy_v2", r)
+	return Check("cublasDestroy_v2", r)
 }
 
 // SetStream makes later calls run on stream, a CUstream / cudaStream_t
@@ -63,7 +63,7 @@ func (h *Handle) SetStream(stream uintptr) error {
 		return ErrClosed
 	}
 	r, _, _ := purego.SyscallN(h.lib.setStream, h.h, stream)
-	return check("cublasSetStream_v2", r)
+	return Check("cublasSetStream_v2", r)
 }
 
 // SetMathMode sets the handle's math mode (cublasSetMathMode).
@@ -72,7 +72,7 @@ func (h *Handle) SetMathMode(m MathMode) error {
 		return ErrClosed
 	}
 	r, _, _ := purego.SyscallN(h.lib.setMathMode, h.h, uintptr(m))
-	return check("cublasSetMathMode", r)
+	return Check("cublasSetMathMode", r)
 }
 
 // Version is cublasGetVersion_v2: major*10000 + minor*100 + patch for
@@ -83,7 +83,7 @@ func (h *Handle) Version() (int, error) {
 	}
 	var v int32
 	r, _, _ := purego.SyscallN(h.lib.getVersion, h.h, uintptr(unsafe.Pointer(&v)))
-	if err := check("cublasGetVersion_v2", r); err != nil {
+	if err := Check("cublasGetVersion_v2", r); err != nil {
 		return 0, err
 	}
 	return int(v), nil

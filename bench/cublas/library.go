@@ -145,7 +145,7 @@ func (l *Library) Version() (major, minor, patch int, err error) {
 	for i := range v {
 		// libraryPropertyType: MAJOR_VERSION=0, MINOR_VERSION=1, PATCH_LEVEL=2.
 		r, _, _ := purego.SyscallN(l.getProperty, uintptr(i), uintptr(unsafe.Pointer(&v[i])))
-		if err := check("cublasGetProperty", r); err != nil {
+		if err := Check("cublasGetProperty", r); err != nil {
 			return 0, 0, 0, err
 		}
 	}

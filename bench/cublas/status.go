@@ -59,8 +59,10 @@ func (e *Error) Error() string { return e.Op + ": " + e.Status.Error() }
 // Unwrap returns the Status, so errors.Is and errors.As see it.
 func (e *Error) Unwrap() error { return e.Status }
 
-// check turns a raw return value into nil or an *Error.
-func check(op string, r1 uintptr) error {
+// Check turns the raw return value of the cuBLAS-family entry point op
+// (cuBLAS's or cuBLASLt's, which share the status codes) into nil or an
+// *Error.
+func Check(op string, r1 uintptr) error {
 	s := Status(int32(uint32(r1)))
 	if s == StatusSuccess {
 		return nil

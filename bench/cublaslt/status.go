@@ -21,27 +21,13 @@ const (
 	StatusInternalError  = cublas.StatusInternalError
 )
 
-// Error is a failed cuBLASLt call: the entry point and its status.
+// Error is a failed cuBLASLt call: the entry point and its status (cuBLAS's
+// type: the two libraries share their status codes).
 // errors.Is(err, cublaslt.StatusNotSupported) matches on the status.
-type Error struct {
-	Op     string // the C entry point, e.g. "cublasLtMatmul"
-	Status Status
-}
-
-// Error reads "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED (15)".
-func (e *Error) Error() string { return e.Op + ": " + e.Status.Error() }
-
-// Unwrap returns the Status, so errors.Is and errors.As see it.
-func (e *Error) Unwrap() error { return e.Status }
+type Error = cublas.Error
 
 // check turns a raw return value into nil or an *Error.
-func check(op string, r1 uintptr) error {
-	s := Status(int32(uint32(r1)))
-	if s == StatusSuccess {
-		return nil
-	}
-	return &Error{Op: op, Status: s}
-}
+func check(op string, r1 uintptr) error { return cublas.Check(op, r1) }
 
 // ErrClosed is returned by calls on a destroyed Handle.
 var ErrClosed = errors.New("cublaslt: handle is closed")
