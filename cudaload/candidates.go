@@ -1,7 +1,6 @@
 package cudaload
 
 import (
-	"os"
 	"path/filepath"
 
 	"github.com/detgemm/detgemm/internal/dynlib"
@@ -86,10 +85,7 @@ func platformError(goos string) error {
 func driverCandidates(goos, override string, dirs []string) (candidates, skipped []string) {
 	name := driverLibraryName(goos)
 	if override != "" {
-		if fi, err := os.Stat(override); err == nil && fi.IsDir() {
-			return []string{filepath.Join(override, name)}, nil
-		}
-		return []string{override}, nil
+		return dynlib.Override([]string{name}, override), nil
 	}
 	return dynlib.Search([]string{name}, dirs)
 }

@@ -112,14 +112,7 @@ func candidates(env searchEnv, over string) []string {
 func search(env searchEnv, over string) (cands, skipped []string) {
 	names := libraryNames(env.goos)
 	if over != "" {
-		if fi, err := os.Stat(over); err == nil && fi.IsDir() {
-			out := make([]string, 0, len(names))
-			for _, n := range names {
-				out = append(out, filepath.Join(over, n))
-			}
-			return out, nil
-		}
-		return []string{over}, nil
+		return dynlib.Override(names, over), nil
 	}
 	return dynlib.Search(names, searchDirs(env))
 }

@@ -2,7 +2,6 @@ package cublas
 
 import (
 	"os"
-	"path/filepath"
 
 	"github.com/detgemm/detgemm/internal/dynlib"
 )
@@ -31,14 +30,7 @@ func search(getenv func(string) string, override, root string) (cands, skipped [
 		override = getenv(EnvLibrary)
 	}
 	if override != "" {
-		if fi, err := os.Stat(override); err == nil && fi.IsDir() {
-			out := make([]string, 0, len(libraryNames))
-			for _, n := range libraryNames {
-				out = append(out, filepath.Join(override, n))
-			}
-			return out, nil
-		}
-		return []string{override}, nil
+		return dynlib.Override(libraryNames, override), nil
 	}
 	return dynlib.Search(libraryNames, searchDirs(getenv, root))
 }

@@ -314,3 +314,18 @@ func dedupe(in []string) []string {
 	}
 	return out
 }
+
+// Override is the candidate list of a library the user named (an option or
+// an environment variable): a directory stands for each of names inside it,
+// anything else (a file or a soname) for itself. It is the whole list: a
+// library the user named is never silently replaced by another.
+func Override(names []string, path string) []string {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		out := make([]string, 0, len(names))
+		for _, n := range names {
+			out = append(out, filepath.Join(path, n))
+		}
+		return out
+	}
+	return []string{path}
+}

@@ -64,3 +64,12 @@ func findLibc(t *testing.T) string {
 	t.Skip("no libc to open on this system")
 	return ""
 }
+
+func TestOverrideIsTheWholeList(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"libx.so.2", "libx.so.1"}
+	require.Equal(t, []string{filepath.Join(dir, "libx.so.2"), filepath.Join(dir, "libx.so.1")}, Override(names, dir),
+		"a directory stands for each name inside it, in order")
+	require.Equal(t, []string{"/opt/x/libx.so.9"}, Override(names, "/opt/x/libx.so.9"), "a file path stands for itself")
+	require.Equal(t, []string{"libx.so.9"}, Override(names, "libx.so.9"), "a soname stands for itself")
+}
