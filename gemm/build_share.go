@@ -14,7 +14,7 @@ import (
 // the others (triad, util, and the sm_90a-only families elsewhere) are
 // neither built nor loaded.
 func engineFamilies(arch kernels.Arch) []string {
-	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily}
+	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily}
 	if wgArch(arch) {
 		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily)
 	}
@@ -195,6 +195,9 @@ func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
 		return streamKey{in, int64(k.SR)}.sharedBytes(), true
 	case "tc":
 		s := tcSharedBytes(tileOf(k.Tile), l)
+		return s, s <= limit
+	case "tcacc":
+		s := tcSharedBytesRC(tileOf(k.Tile), k.Layout[0] == 'n', k.Layout[1] == 'n')
 		return s, s <= limit
 	case "tcrows":
 		s := tcRowsSharedBytes(tileOf(k.Tile), l)

@@ -227,6 +227,11 @@ func (e *Engine) DX(a DXArgs) error {
 func (e *Engine) run(p problem, f filter) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.runLocked(p, f)
+}
+
+// runLocked is run with e.mu held.
+func (e *Engine) runLocked(p problem, f filter) error {
 	if e.closed {
 		return ErrClosed
 	}

@@ -56,8 +56,13 @@ const (
 // layout: tcStages stages of the A and B tiles, each staged as it lies in
 // global memory with tcPad halves of padding per row.
 func tcSharedBytes(t tcTile, l layout) uint32 {
+	return tcSharedBytesRC(t, l != layoutTN, l != layoutNT)
+}
+
+// tcSharedBytesRC is tcSharedBytes for operands staged as A_RC, B_JC say
+// (Matmul's four layouts).
+func tcSharedBytesRC(t tcTile, aRC, bJC bool) uint32 {
 	g := tcGeometries[t]
-	aRC, bJC := l != layoutTN, l != layoutNT
 	a := tcBK * (g.bm + tcPad)
 	if aRC {
 		a = g.bm * (tcBK + tcPad)

@@ -19,6 +19,7 @@
 // with --fmad=false, and nothing here may contract or re-associate.
 #pragma once
 #include "prelude.cuh"
+#include "activation.cuh"
 
 namespace epi {
 
@@ -135,6 +136,69 @@ DETGEMM_INLINE void store4(void* DETGEMM_RESTRICT C, dg_i64 e, const float (&v)[
         asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(static_cast<dg_u16*>(C) + e),
                      "r"((dg_u32)h[0] | ((dg_u32)h[1] << 16)), "r"((dg_u32)h[2] | ((dg_u32)h[3] << 16))
                      : "memory");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Matmul's epilogue (docs/contract.md, section "Matmul"): after the value v
+// of an element is formed (the fold, beta·C, the bias), an optional GELU
+// aux (v itself, rounded as D is), the activation, the store of D, and an
+// optional ReLU mask of the stored D. The codes are shared with
+// gemm/matmul.go.
+constexpr int ACT_NONE = 0;
+constexpr int ACT_RELU = 1;
+constexpr int ACT_GELU = 2;
+constexpr int ACT_DRELU = 3;
+constexpr int ACT_DGELU = 4;
+
+// Element e of a matrix of type T, widened exactly to f32.
+template <int T>
+DETGEMM_INLINE float widen(const void* DETGEMM_RESTRICT p, dg_i64 e) {
+    if constexpr (T == F32) return static_cast<const float*>(p)[e];
+    else if constexpr (T == BF16) return dg_bf16_to_f32(static_cast<const dg_u16*>(p)[e]);
+    else return dg_f16_to_f32(static_cast<const dg_u16*>(p)[e]);
+}
+
+// v as a matrix of type OUT stores it, read back as f32.
+template <int OUT>
+DETGEMM_INLINE float stored(float v) {
+    if constexpr (OUT == F32) return v;
+    else if constexpr (OUT == BF16) return dg_bf16_to_f32(round16<OUT>(v));
+    else return dg_f16_to_f32(round16<OUT>(v));
+}
+
+// The ReLU mask bytes (gemm/ref's ReluMaskZero, ReluMaskPass, ReluMaskNaN).
+constexpr unsigned char MASK_ZERO = 0, MASK_PASS = 1, MASK_NAN = 2;
+
+// Finishes element (d at D[de], aux at ax) of a Matmul whose pre-activation
+// value is v: aux and mask are null unless the epilogue writes or reads
+// them (a GELU aux of type OUT, a ReLU mask of bytes).
+template <int OUT>
+DETGEMM_INLINE void mm_finish(float v, int act, void* DETGEMM_RESTRICT D, dg_i64 de, void* DETGEMM_RESTRICT aux,
+                              unsigned char* DETGEMM_RESTRICT mask, dg_i64 ax) {
+    switch (act) {
+    case ACT_RELU:
+        v = dg_relu(v);
+        break;
+    case ACT_GELU:
+        if (aux != nullptr) store<OUT>(aux, ax, v);
+        v = dg_gelu(v);
+        break;
+    case ACT_DRELU: {
+        const unsigned char b = mask[ax];
+        v = b == MASK_ZERO ? 0.0f : (b == MASK_PASS && v == v ? v : DG_F(0x7FFFFFFF));
+        break;
+    }
+    case ACT_DGELU:
+        v = __fmul_rn(v, dg_gelu_grad(widen<OUT>(aux, ax)));
+        break;
+    default:
+        break;
+    }
+    store<OUT>(D, de, v);
+    if (act == ACT_RELU && mask != nullptr) {
+        const float x = stored<OUT>(v);
+        mask[ax] = x > 0.0f ? MASK_PASS : (x != x ? MASK_NAN : MASK_ZERO);
     }
 }
 

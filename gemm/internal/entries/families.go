@@ -18,6 +18,9 @@ const (
 	WGSlabsFamily   = "gemm_wgmma_slabs"
 	// RowsFusedFamily holds the one-launch rows kernels (detgemm_rowsf_*).
 	RowsFusedFamily = "gemm_rows_fused"
+	// MatmulFamily holds Matmul's elementwise kernels: the start values,
+	// the epilogue over slab planes and the bias gradients.
+	MatmulFamily = "gemm_matmul"
 )
 
 // The layouts and the (input, output) pairs of the IEEE tiers: Forward and
@@ -111,6 +114,14 @@ func slabs() (out []Entry) {
 					Args: []string{up("dgtile", in), boolArg(arc(l)), boolArg(bjc(l))}})
 			}
 		}
+	}
+	// Matmul's TT layout (A and B both transposed), 128×128 tiles only:
+	// a kind of its own, since the triad's tables know three layouts.
+	for _, in := range ieeeIn {
+		out = append(out, Entry{Key: Key{Kind: "slabstt", Layout: "tt", In: in},
+			Family: SlabsFamily, Header: HeaderFor(SlabsFamily), Macro: "DETGEMM_SLABS_ENTRY",
+			Name: fmt.Sprintf("detgemm_slabs_tt_%s", in),
+			Args: []string{up("dgtile", in), "false", "false"}})
 	}
 	return out
 }
@@ -241,6 +252,49 @@ func tc() (out []Entry) {
 						Args: []string{t.arg, up("tc", io[0]), up("tc", io[1]), boolArg(arc(l)), boolArg(bjc(l)), tcInit("tc", l), boolArg(vec)}})
 				}
 			}
+		}
+	}
+	// Matmul's product onto f32 planes (kind "tcacc"): every chain starts
+	// at the plane's value, as dW's does at its master. The tn ones are
+	// dW's own entries above; the other layouts get their own, on the
+	// tiles that cut slabs in any layout (tc128 does not with A
+	// transposed).
+	for _, t := range []struct {
+		tile, arg string
+		any       bool
+	}{{"tc256", "T256", false}, {"tc64", "T64", true}} {
+		for _, l := range []string{"nn", "nt", "tt"} {
+			for _, in := range halfIn {
+				for _, vec := range []bool{true, false} {
+					if !vec && !t.any {
+						continue
+					}
+					io := [2]string{in, "f32"}
+					out = append(out, Entry{Key: Key{Kind: "tcacc", Layout: l, In: in, Out: "f32", Tile: t.tile, Vec: vec},
+						Family: TCFamily, Header: HeaderFor(TCFamily), Macro: "DETGEMM_TC_ENTRY",
+						Name: tcName(t.tile+"acc", l, io, vec),
+						Args: []string{t.arg, up("tc", in), "tc::F32", boolArg(l[0] == 'n'), boolArg(l[1] == 'n'), "tc::INIT_OLD", boolArg(vec)}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// matmul: gemm_matmul's elementwise kernels, one per type each: the
+// tensor-core start values (C's type), the epilogue over the slab planes
+// (D's type) and the bias-gradient sums (the summed matrix's type).
+func matmul() (out []Entry) {
+	for _, k := range []struct{ kind, macro, name string }{
+		{"mmstart", "DETGEMM_MM_START_ENTRY", "start"},
+		{"mmepi", "DETGEMM_MM_EPILOGUE_ENTRY", "epilogue"},
+		{"mmbgrad", "DETGEMM_MM_BGRAD_ENTRY", "bgrad"},
+	} {
+		for _, d := range ieeeIn {
+			out = append(out, Entry{Key: Key{Kind: k.kind, Out: d},
+				Family: MatmulFamily, Header: HeaderFor(MatmulFamily), Macro: k.macro,
+				Name: fmt.Sprintf("detgemm_mm_%s_%s", k.name, d),
+				Args: []string{up("epi", d)}})
 		}
 	}
 	return out

@@ -1,0 +1,643 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
+	"github.com/detgemm/detgemm/gemm/ref"
+)
+
+// Sentinels of Matmul's refusals, beside the package's others: gemm/ref's,
+// so one errors.Is covers the engine and the CPU reference.
+var (
+	// ErrLeadingDim: a leading dimension is negative, below its row
+	// length, or makes the matrix's extent overflow.
+	ErrLeadingDim = ref.ErrLeadingDim
+	// ErrOperand: a buffer the epilogue needs is missing (C with beta !=
+	// 0, a bias, aux or bias gradient), or one is given that it does not
+	// use.
+	ErrOperand = ref.ErrOperand
+	// ErrEpilogue: the Epilogue is not one of the sixteen.
+	ErrEpilogue = ref.ErrEpilogue
+)
+
+// matmulFamily holds the general path's elementwise kernels.
+const matmulFamily = entries.MatmulFamily
+
+// mmRoute is how a plan runs: through one of the triad's ops (whose fast
+// kernels compute exactly the request's bits), or the general path.
+type mmRoute uint8
+
+const (
+	mmGeneral mmRoute = iota
+	mmForward         // NN, alpha 1, beta 0, Default or Bias, contiguous
+	mmDX              // NT, alpha 1, beta 0, Default, contiguous
+	mmDW              // TN, alpha 1, beta 1, C == D of f32, Default, contiguous (+ReduceOverBatch for tensor cores)
+)
+
+// The fold forms and activation codes of gemm_matmul.cu and epilogue.cuh.
+const (
+	mmFormStart  = 0
+	mmFormFold   = 1
+	mmFormAlpha0 = 2
+
+	mmActNone  = 0
+	mmActRelu  = 1
+	mmActGelu  = 2
+	mmActDRelu = 3
+	mmActDGelu = 4
+)
+
+// mmLayout is the general path's operand layout: whether op(A)'s rows
+// (k contiguous) and op(B)'s columns (n contiguous) lie in memory as such.
+type mmLayout struct{ aRC, bJC bool }
+
+func (l mmLayout) String() string {
+	s := [2]byte{'n', 'n'}
+	if !l.aRC {
+		s[0] = 't'
+	}
+	if !l.bJC {
+		s[1] = 't'
+	}
+	return string(s[:])
+}
+
+// The general path's kernels, from the entry descriptions.
+var (
+	mmStartIDs = indexOf(func(k entries.Key) DType { return dtypeOf(k.Out) }, "mmstart")
+	mmEpiIDs   = indexOf(func(k entries.Key) DType { return dtypeOf(k.Out) }, "mmepi")
+	mmBgradIDs = indexOf(func(k entries.Key) DType { return dtypeOf(k.Out) }, "mmbgrad")
+	// IEEE slab partials: the triad's three layouts and TT.
+	mmSlabsIDs = func() map[mmSlabsKey]kernelID {
+		m := map[mmSlabsKey]kernelID{}
+		for k, id := range slabsIDs {
+			m[mmSlabsKey{mmLayoutOf(k.layout.String()), k.in}] = id
+		}
+		for k, id := range indexOf(func(k entries.Key) DType { return dtypeOf(k.In) }, "slabstt") {
+			m[mmSlabsKey{mmLayout{false, false}, k}] = id
+		}
+		return m
+	}()
+	// Tensor-core chains onto f32 planes: dW's own entries for TN, the
+	// tcacc entries for the other layouts.
+	mmTCIDs = func() map[mmTCKey]kernelID {
+		m := map[mmTCKey]kernelID{}
+		for _, id := range indexOf(func(k entries.Key) string { return k.Tile + k.Layout + k.In + fmt.Sprint(k.Vec) }, "tcacc") {
+			k := id.entry().Key
+			m[mmTCKey{tileOf(k.Tile), mmLayoutOf(k.Layout), dtypeOf(k.In), k.Vec}] = id
+		}
+		for k, id := range tcTileIDs {
+			if k.layout == layoutTN && k.out == F32 && k.tile != tcTile128 {
+				m[mmTCKey{k.tile, mmLayout{false, true}, k.in, k.vec}] = id
+			}
+		}
+		return m
+	}()
+)
+
+type mmSlabsKey struct {
+	l  mmLayout
+	in DType
+}
+
+type mmTCKey struct {
+	tile tcTile
+	l    mmLayout
+	in   DType
+	vec  bool
+}
+
+func mmLayoutOf(s string) mmLayout { return mmLayout{s[0] == 'n', s[1] == 'n'} }
+
+// mmPlan is a validated description and its decisions.
+type mmPlan struct {
+	d         MatmulDesc // leading dimensions resolved
+	route     mmRoute
+	spec      mmSpec
+	form      int
+	slabs     int64 // S: the reduction's slabs
+	slabL     int64 // their length (the last may be shorter)
+	chunk     int64 // rows of D per round of the general path
+	tcTile    tcTile
+	wsBytes   uint64
+	kernels   []string
+	precision Precision
+}
+
+// mmSpec is what an epilogue reads and writes.
+type mmSpec struct {
+	bias          bool
+	act           int
+	auxOut, auxIn bool // the aux buffer is written / read
+	mask          bool // the aux is a ReLU mask (bytes), else a GELU aux of Out
+	bgrad         byte // 0, 'D' (rows of D), 'A' (k of op(A)), 'B' (k of op(B))
+}
+
+func specOf(ep Epilogue) mmSpec {
+	switch ep {
+	case Default:
+		return mmSpec{}
+	case Relu:
+		return mmSpec{act: mmActRelu}
+	case Bias:
+		return mmSpec{bias: true}
+	case ReluBias:
+		return mmSpec{bias: true, act: mmActRelu}
+	case ReluAux:
+		return mmSpec{act: mmActRelu, auxOut: true, mask: true}
+	case ReluAuxBias:
+		return mmSpec{bias: true, act: mmActRelu, auxOut: true, mask: true}
+	case Gelu:
+		return mmSpec{act: mmActGelu}
+	case GeluBias:
+		return mmSpec{bias: true, act: mmActGelu}
+	case GeluAux:
+		return mmSpec{act: mmActGelu, auxOut: true}
+	case GeluAuxBias:
+		return mmSpec{bias: true, act: mmActGelu, auxOut: true}
+	case DRelu:
+		return mmSpec{act: mmActDRelu, auxIn: true, mask: true}
+	case DReluBgrad:
+		return mmSpec{act: mmActDRelu, auxIn: true, mask: true, bgrad: 'D'}
+	case DGelu:
+		return mmSpec{act: mmActDGelu, auxIn: true}
+	case DGeluBgrad:
+		return mmSpec{act: mmActDGelu, auxIn: true, bgrad: 'D'}
+	case BgradA:
+		return mmSpec{bgrad: 'A'}
+	}
+	return mmSpec{bgrad: 'B'} // BgradB; validation admits only the sixteen
+}
+
+func (s mmSpec) aux() bool { return s.auxIn || s.auxOut }
+
+func (p *mmPlan) layoutName() string { return mmLayout{!p.d.TransA, !p.d.TransB}.String() }
+
+// mmWorkspaceCap bounds the general path's planes: D is computed in
+// rounds of rows (every row is its own chains, so the rounds change no
+// bit) whose planes fit in it.
+const mmWorkspaceCap = 256 << 20
+
+// resolveLD applies ld's default (0: the row length) and checks it.
+func mmResolveLD(arg string, ld, rows, cols int) (int, error) {
+	switch {
+	case ld == 0:
+		ld = cols
+	case ld < 0:
+		return 0, argErr("Matmul", arg, ErrLeadingDim, "%d is negative", ld)
+	case ld < cols:
+		return 0, argErr("Matmul", arg, ErrLeadingDim, "%d is below the row length %d; the rows would overlap", ld, cols)
+	}
+	hi, lo := bits.Mul64(uint64(rows-1), uint64(ld))
+	if hi != 0 || lo > math.MaxInt64/8-uint64(cols) {
+		return 0, argErr("Matmul", arg, ErrLeadingDim, "%d rows of stride %d overflow 64-bit indexing", rows, ld)
+	}
+	return ld, nil
+}
+
+// newMatmulPlan validates d and decides how it runs on the engine.
+func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
+	const op = "Matmul"
+	if err := checkTier(op, d.Tier, d.In, d.Out); err != nil {
+		return mmPlan{}, err
+	}
+	if !d.Epilogue.Valid() {
+		return mmPlan{}, argErr(op, "Epilogue", ErrEpilogue, "%v is not one of the sixteen", d.Epilogue)
+	}
+	if err := checkDims(op, "M", d.M, "N", d.N, "K", d.K); err != nil {
+		return mmPlan{}, err
+	}
+	if math.IsNaN(float64(d.Alpha)) || math.IsInf(float64(d.Alpha), 0) || math.IsNaN(float64(d.Beta)) || math.IsInf(float64(d.Beta), 0) {
+		return mmPlan{}, argErr(op, "Alpha", ErrDimension, "alpha %g and beta %g must be finite", d.Alpha, d.Beta)
+	}
+	aRows, aCols := d.M, d.K
+	if d.TransA {
+		aRows, aCols = d.K, d.M
+	}
+	bRows, bCols := d.K, d.N
+	if d.TransB {
+		bRows, bCols = d.N, d.K
+	}
+	var err error
+	for _, x := range []struct {
+		arg        string
+		ld         *int
+		rows, cols int
+	}{{"LDA", &d.LDA, aRows, aCols}, {"LDB", &d.LDB, bRows, bCols}, {"LDC", &d.LDC, d.M, d.N}, {"LDD", &d.LDD, d.M, d.N}, {"LDAux", &d.LDAux, d.M, d.N}} {
+		if *x.ld, err = mmResolveLD(x.arg, *x.ld, x.rows, x.cols); err != nil {
+			return mmPlan{}, err
+		}
+	}
+	if ct := ceilDiv(int64(d.N), tileCols); ct > maxColTiles {
+		return mmPlan{}, argErr(op, "N", ErrTooLarge, "%d columns need %d column tiles; the grid allows %d", d.N, ct, maxColTiles)
+	}
+	p := mmPlan{d: d, spec: specOf(d.Epilogue)}
+	p.route = p.routeOf()
+	p.precision = Precision{Math: "IEEE f32 FMA chains", Accumulator: F32, Deterministic: true, BatchInvariant: true,
+		GPUIndependent: true, Arch: e.arch.String()}
+	if d.Tier == TierTensorCore {
+		p.precision.Math = "tensor-core k16 chains"
+		p.precision.GPUIndependent = false
+		p.precision.BatchInvariant = !d.ReduceOverBatch
+	}
+	if p.route != mmGeneral {
+		return p, e.planRoute(&p)
+	}
+	return p, e.planGeneral(&p)
+}
+
+// routeOf is the triad op whose kernels compute exactly p's bits, if any.
+func (p *mmPlan) routeOf() mmRoute {
+	d := p.d
+	plain := d.Alpha == 1 && d.LDAux == d.N
+	switch {
+	case !plain:
+	case !d.TransA && !d.TransB && d.Beta == 0 && (d.Epilogue == Default || d.Epilogue == Bias) &&
+		d.LDA == d.K && d.LDB == d.N && d.LDD == d.N:
+		return mmForward
+	case !d.TransA && d.TransB && d.Beta == 0 && d.Epilogue == Default && d.LDA == d.K && d.LDB == d.K && d.LDD == d.N:
+		return mmDX
+	case d.TransA && !d.TransB && d.Beta == 1 && d.Epilogue == Default && d.Out == F32 &&
+		d.LDA == d.M && d.LDB == d.N && d.LDC == d.N && d.LDD == d.N && (d.ReduceOverBatch || d.Tier != TierTensorCore):
+		return mmDW
+	}
+	return mmGeneral
+}
+
+// routeCall is the triad call of a routed plan with a's pointers.
+func (p *mmPlan) routeCall(a MatmulArgs) Call {
+	d := p.d
+	switch p.route {
+	case mmForward:
+		return ForwardArgs{Tier: d.Tier, M: d.M, K: d.K, N: d.N, X: a.A, W: a.B, Bias: a.Bias, Y: a.D, In: d.In, Out: d.Out}
+	case mmDX:
+		return DXArgs{Tier: d.Tier, M: d.M, N: d.K, K: d.N, DY: a.A, W: a.B, DX: a.D, In: d.In, Out: d.Out}
+	}
+	return DWArgs{Tier: d.Tier, M: d.K, K: d.M, N: d.N, X: a.A, DY: a.B, DW: a.D, In: d.In}
+}
+
+// planRoute plans a routed request through its op's planner.
+func (e *Engine) planRoute(p *mmPlan) error {
+	x, err := e.Explain(p.routeCall(MatmulArgs{}))
+	if err != nil {
+		return err
+	}
+	p.wsBytes = x.WorkspaceBytes
+	p.slabs = x.Slabs
+	for _, l := range x.Launches {
+		p.kernels = append(p.kernels, l.Kernel)
+	}
+	p.precision.Reduction = fmt.Sprintf("%s's plan: K in %d slab(s), folded in slab order (runs as %s)", x.Op, x.Slabs, x.Op)
+	return nil
+}
+
+// planGeneral plans the general path: the start values (tensor cores,
+// alpha 1), the product's slab chains onto f32 planes, the epilogue kernel,
+// the bias gradient.
+func (e *Engine) planGeneral(p *mmPlan) error {
+	d := &p.d
+	M, N, K := int64(d.M), int64(d.N), int64(d.K)
+	tc := d.Tier == TierTensorCore
+	switch {
+	case d.Alpha == 0:
+		p.form, p.slabs = mmFormAlpha0, 0
+	case tc && d.Alpha == 1:
+		p.form = mmFormStart
+	default:
+		p.form = mmFormFold
+	}
+	l := mmLayout{!d.TransA, !d.TransB}
+	if p.form != mmFormAlpha0 {
+		if tc {
+			var s, L int
+			if d.ReduceOverBatch {
+				s, L = ref.TCDWSlabs(d.K, d.M, d.N)
+			} else {
+				s, L = ref.TCSlabs(d.K, d.N)
+			}
+			p.slabs, p.slabL = int64(s), int64(L)
+			p.tcTile = tcTile256
+			if _, ok := mmTCIDs[mmTCKey{tcTile256, l, d.In, true}]; !ok || tcSharedBytesRC(tcTile256, l.aRC, l.bJC) > e.tcShared || M < 128 {
+				p.tcTile = tcTile64
+			}
+		} else {
+			p.slabs, p.slabL = ceilDiv(K, ref.SlabLen), ref.SlabLen
+			if p.slabs > maxGridYZ {
+				return argErr("Matmul", "K", ErrTooLarge, "%d needs %d slabs; the grid allows %d", d.K, p.slabs, maxGridYZ)
+			}
+		}
+	}
+	// Rounds of rows whose planes fit the cap: a multiple of 256 rows
+	// where there are more than 256.
+	planes := max(p.slabs, 1)
+	if p.form == mmFormAlpha0 {
+		planes = 0
+	}
+	p.chunk = M
+	if planes > 0 {
+		per := uint64(planes) * uint64(N) * 4
+		if rows := int64(mmWorkspaceCap / per); rows < M {
+			p.chunk = max(256, rows/256*256)
+			if p.chunk > M {
+				p.chunk = M
+			}
+		}
+		hi, lo := bits.Mul64(per, uint64(p.chunk))
+		if hi != 0 {
+			return argErr("Matmul", "shape", ErrTooLarge, "%d planes of %d×%d f32 overflow 64 bits", planes, p.chunk, N)
+		}
+		p.wsBytes = lo
+	}
+
+	// The kernels, for Kernels() (16-byte aligned operands).
+	name := func(id kernelID) string { return id.entry().Name }
+	switch {
+	case p.form == mmFormAlpha0:
+	case tc:
+		if p.form == mmFormStart && (d.Beta != 0 || p.spec.bias) {
+			p.kernels = append(p.kernels, name(mmStartIDs[d.Out]))
+		}
+		p.kernels = append(p.kernels, name(mmTCIDs[mmTCKey{p.tcTile, l, d.In, true}]))
+	default:
+		p.kernels = append(p.kernels, name(mmSlabsIDs[mmSlabsKey{l, d.In}]))
+	}
+	p.kernels = append(p.kernels, name(mmEpiIDs[d.Out]))
+	if p.spec.bgrad != 0 {
+		t := d.In
+		if p.spec.bgrad == 'D' {
+			t = d.Out
+		}
+		p.kernels = append(p.kernels, name(mmBgradIDs[t]))
+	}
+	switch {
+	case p.form == mmFormAlpha0:
+		p.precision.Reduction = "no product (alpha = 0)"
+	case tc:
+		p.precision.Reduction = fmt.Sprintf("K in %d slab(s) of %d, each one chain of 16-wide steps, folded in slab order", p.slabs, p.slabL)
+	default:
+		p.precision.Reduction = fmt.Sprintf("K in %d slab(s) of %d, each one ascending fmaf chain from +0, folded in slab order", p.slabs, p.slabL)
+	}
+	return nil
+}
+
+// mmBuf is one operand's memory for the pointer checks.
+type mmBuf struct {
+	name  string
+	ptr   cudaload.DevicePtr
+	bytes uint64
+	align uint64
+}
+
+func extentBytes(rows, cols, ld int, size int) uint64 {
+	return (uint64(rows-1)*uint64(ld) + uint64(cols)) * uint64(size)
+}
+
+// checkArgs checks a's pointers against the plan.
+func (p *mmPlan) checkArgs(a MatmulArgs) error {
+	const op = "Matmul"
+	d, s := p.d, p.spec
+	aRows, aCols := d.M, d.K
+	if d.TransA {
+		aRows, aCols = d.K, d.M
+	}
+	bRows, bCols := d.K, d.N
+	if d.TransB {
+		bRows, bCols = d.N, d.K
+	}
+	in, out := uint64(d.In.Size()), uint64(d.Out.Size())
+	auxSize, auxAlign := int(out), out
+	if s.mask {
+		auxSize, auxAlign = 1, 1
+	}
+	bgN := d.N
+	if s.bgrad == 'A' {
+		bgN = d.M
+	}
+	type use struct {
+		b    mmBuf
+		need bool
+		out  bool
+		why  string
+	}
+	uses := []use{
+		{mmBuf{"A", a.A, extentBytes(aRows, aCols, d.LDA, int(in)), in}, true, false, ""},
+		{mmBuf{"B", a.B, extentBytes(bRows, bCols, d.LDB, int(in)), in}, true, false, ""},
+		{mmBuf{"C", a.C, extentBytes(d.M, d.N, d.LDC, int(out)), out}, d.Beta != 0, false, "beta != 0 reads C"},
+		{mmBuf{"D", a.D, extentBytes(d.M, d.N, d.LDD, int(out)), out}, true, true, ""},
+		{mmBuf{"Bias", a.Bias, uint64(d.N) * 4, 4}, s.bias, false, d.Epilogue.String() + " adds a bias"},
+		{mmBuf{"Aux", a.Aux, extentBytes(d.M, d.N, d.LDAux, auxSize), auxAlign}, s.aux(), s.auxOut, d.Epilogue.String() + " uses an aux"},
+		{mmBuf{"BiasGrad", a.BiasGrad, uint64(bgN) * 4, 4}, s.bgrad != 0, true, d.Epilogue.String() + " accumulates a bias gradient"},
+	}
+	for _, u := range uses {
+		b := u.b
+		switch {
+		case u.need && b.ptr == 0:
+			if u.why == "" {
+				return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
+			}
+			return argErr(op, b.name, ErrOperand, "missing: %s", u.why)
+		case !u.need && b.ptr != 0 && b.name != "C":
+			return argErr(op, b.name, ErrOperand, "%v does not use it; pass 0", d.Epilogue)
+		case b.ptr == 0:
+			continue
+		case uint64(b.ptr)%b.align != 0:
+			return argErr(op, b.name, ErrMisaligned, "pointer %#x is not aligned to its %d-byte elements", b.ptr, b.align)
+		case uint64(b.ptr)+b.bytes < uint64(b.ptr):
+			return argErr(op, b.name, ErrTooLarge, "range %#x + %d bytes wraps the address space", b.ptr, b.bytes)
+		}
+	}
+	// Outputs against every other buffer in use; D may be C exactly.
+	for i, o := range uses {
+		if !o.out || o.b.ptr == 0 {
+			continue
+		}
+		for j, x := range uses {
+			if i == j || x.b.ptr == 0 || (!x.need && x.b.name == "C") {
+				continue
+			}
+			if o.b.name == "D" && x.b.name == "C" && a.C == a.D && d.LDC == d.LDD && d.Out.Size() == d.Out.Size() {
+				continue
+			}
+			if o.b.ptr < x.b.ptr+cudaload.DevicePtr(x.b.bytes) && x.b.ptr < o.b.ptr+cudaload.DevicePtr(o.b.bytes) {
+				return argErr(op, o.b.name, ErrAlias, "[%#x, +%d) overlaps %s [%#x, +%d)%s", o.b.ptr, o.b.bytes, x.b.name, x.b.ptr, x.b.bytes,
+					map[bool]string{true: " (D may be C only as the same matrix: the same pointer and LDC == LDD)", false: ""}[o.b.name == "D" && x.b.name == "C"])
+			}
+		}
+	}
+	return nil
+}
+
+// run enqueues the plan (e.mu held).
+func (p *mmPlan) run(e *Engine, a MatmulArgs) error {
+	if p.route != mmGeneral {
+		c := p.routeCall(a)
+		pr, err := c.build(true)
+		if err != nil {
+			return err
+		}
+		return e.runLocked(pr, filter{})
+	}
+	d := p.d
+	l := launcher{e: &e.device}
+	prob := problem{op: "Matmul", tier: d.Tier, in: d.In, out: d.Out}
+	in, out := int64(d.In.Size()), int64(d.Out.Size())
+	N := int64(d.N)
+	lay := mmLayout{!d.TransA, !d.TransB}
+	ws := e.ws.ptr
+	for i0 := int64(0); i0 < int64(d.M); i0 += p.chunk {
+		rows := min(p.chunk, int64(d.M)-i0)
+		// op(A)'s rows i0… : offset along A's rows (NN) or columns (TN).
+		aOff := i0 * int64(d.LDA) * in
+		if d.TransA {
+			aOff = i0 * in
+		}
+		A := a.A + cudaload.DevicePtr(aOff)
+		if p.form != mmFormAlpha0 {
+			if d.Tier == TierTensorCore {
+				if err := p.tcProduct(l, &prob, a, A, i0, rows, lay); err != nil {
+					return err
+				}
+			} else {
+				id := mmSlabsIDs[mmSlabsKey{lay, d.In}]
+				if err := l.need(&prob, id); err != nil {
+					return err
+				}
+				e.args.Reset().Ptr(A).Ptr(a.B).Ptr(ws).Int64(rows).Int64(N).Int64(int64(d.K)).
+					Int64(int64(d.LDA)).Int64(int64(d.LDB)).Int64(1)
+				grid := cudaload.Dim3{X: uint32(ceilDiv(rows, tileRows)), Y: uint32(ceilDiv(N, tileCols)), Z: uint32(p.slabs)}
+				if err := l.launch(&prob, id, grid, 256, 0, tileRows, tileCols); err != nil {
+					return err
+				}
+			}
+		}
+		var C cudaload.DevicePtr
+		if d.Beta != 0 {
+			C = a.C + cudaload.DevicePtr(i0*int64(d.LDC)*out)
+		}
+		D := a.D + cudaload.DevicePtr(i0*int64(d.LDD)*out)
+		aux := a.Aux
+		if aux != 0 {
+			es := out
+			if p.spec.mask {
+				es = 1
+			}
+			aux += cudaload.DevicePtr(i0 * int64(d.LDAux) * es)
+		}
+		var mask cudaload.DevicePtr
+		if p.spec.mask {
+			mask, aux = aux, 0
+		}
+		bias := a.Bias
+		if p.form == mmFormStart {
+			bias = 0 // in the chains' start values
+		}
+		id := mmEpiIDs[d.Out]
+		if err := l.need(&prob, id); err != nil {
+			return err
+		}
+		e.args.Reset().Ptr(ws).Int64(p.slabs).Ptr(C).Int64(int64(d.LDC)).Ptr(D).Int64(int64(d.LDD)).Ptr(bias).
+			Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int64(rows).Int64(N).Float32(d.Alpha).Float32(d.Beta).
+			Int32(int32(p.form)).Int32(int32(p.spec.act))
+		if err := l.launch(&prob, id, mmGrid(rows, N, e.sms), mmThreads, 0, 1, 1); err != nil {
+			return err
+		}
+	}
+	return p.bgrad(l, &prob, a)
+}
+
+// mmThreads is the elementwise kernels' block.
+const mmThreads = 256
+
+// mmGrid covers rows × n elements: column blocks on x, enough row blocks
+// on y (each looping over its rows) to fill the GPU a few times.
+func mmGrid(rows, n int64, sms int) cudaload.Dim3 {
+	x := ceilDiv(n, mmThreads)
+	y := min(rows, maxGridYZ, max(1, ceilDiv(int64(max(sms, 1))*16, x)))
+	return cudaload.Dim3{X: uint32(x), Y: uint32(y), Z: 1}
+}
+
+// tcProduct enqueues the tensor-core chains of rows rows of D (from row
+// i0; A already offset there) onto the planes: plane 0 first holds each
+// element's start value (z: bias, beta·C or both; +0 otherwise), slab 0's
+// chain starts and ends there; slab s ≥ 1's chain starts at +0 on plane s.
+func (p *mmPlan) tcProduct(l launcher, prob *problem, a MatmulArgs, A cudaload.DevicePtr, i0, rows int64, lay mmLayout) error {
+	e, d := l.e, p.d
+	N := int64(d.N)
+	ws := e.ws.ptr
+	plane := rows * N
+	if p.form == mmFormStart && (d.Beta != 0 || p.spec.bias) {
+		id := mmStartIDs[d.Out]
+		if err := l.need(prob, id); err != nil {
+			return err
+		}
+		var C, bias cudaload.DevicePtr
+		if d.Beta != 0 {
+			C = a.C + cudaload.DevicePtr(i0*int64(d.LDC)*int64(d.Out.Size()))
+		}
+		if p.spec.bias {
+			bias = a.Bias
+		}
+		e.args.Reset().Ptr(ws).Ptr(C).Int64(int64(d.LDC)).Ptr(bias).Float32(d.Beta).Int64(rows).Int64(N)
+		if err := l.launch(prob, id, mmGrid(rows, N, e.sms), mmThreads, 0, 1, 1); err != nil {
+			return err
+		}
+	} else if l.rec == nil {
+		if err := e.zero(ws, uint64(plane)*4); err != nil {
+			return fmt.Errorf("gemm.Matmul: %w", err)
+		}
+	}
+	vec := d.LDA%8 == 0 && d.LDB%8 == 0 && A%16 == 0 && a.B%16 == 0
+	tile := p.tcTile
+	if !vec {
+		tile = tcTile64
+	}
+	id := mmTCIDs[mmTCKey{tile, lay, d.In, vec}]
+	if err := l.need(prob, id); err != nil {
+		return err
+	}
+	var rest cudaload.DevicePtr
+	if p.slabs > 1 {
+		rest = ws + cudaload.DevicePtr(plane*4)
+	}
+	e.args.Reset().Ptr(A).Ptr(a.B).Ptr(ws).Ptr(0).Int64(rows).Int64(N).Int64(int64(d.K)).
+		Int64(int64(d.LDA)).Int64(int64(d.LDB)).Int64(N).Ptr(rest).Int64(p.slabL)
+	g := tcGeometries[tile]
+	grid := cudaload.Dim3{X: uint32(ceilDiv(rows, g.bm)), Y: uint32(ceilDiv(N, g.bn)), Z: uint32(p.slabs)}
+	return l.launch(prob, id, grid, g.threads, tcSharedBytesRC(tile, lay.aRC, lay.bJC), g.bm, g.bn)
+}
+
+// bgrad enqueues the bias gradient, after every round of D.
+func (p *mmPlan) bgrad(l launcher, prob *problem, a MatmulArgs) error {
+	d := p.d
+	var X cudaload.DevicePtr
+	var t DType
+	var sq, sr, Q, R int64
+	switch p.spec.bgrad {
+	case 0:
+		return nil
+	case 'D':
+		X, t, sq, sr, Q, R = a.D, d.Out, 1, int64(d.LDD), int64(d.N), int64(d.M)
+	case 'A':
+		X, t, Q, R = a.A, d.In, int64(d.M), int64(d.K)
+		sq, sr = int64(d.LDA), 1
+		if d.TransA {
+			sq, sr = 1, int64(d.LDA)
+		}
+	case 'B':
+		X, t, Q, R = a.B, d.In, int64(d.N), int64(d.K)
+		sq, sr = 1, int64(d.LDB)
+		if d.TransB {
+			sq, sr = int64(d.LDB), 1
+		}
+	}
+	id := mmBgradIDs[t]
+	if err := l.need(prob, id); err != nil {
+		return err
+	}
+	l.e.args.Reset().Ptr(X).Int64(sq).Int64(sr).Int64(Q).Int64(R).Ptr(a.BiasGrad)
+	return l.launch(prob, id, cudaload.Dim3{X: uint32(ceilDiv(Q, mmThreads)), Y: 1, Z: 1}, mmThreads, 0, 1, 1)
+}

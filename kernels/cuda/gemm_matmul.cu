@@ -1,0 +1,129 @@
+// gemm_matmul.cu: Matmul's elementwise kernels, around the product kernels
+// of the other families (docs/contract.md, section "Matmul").
+//
+// A general Matmul runs as: (tensor cores, alpha = 1) mm_start writes each
+// element's start value z to plane 0 of the workspace; the product kernel
+// (gemm_slabs for the IEEE tiers, gemm_tc's f32-plane entries for tensor
+// cores) writes every slab's chain to its f32 plane, laid out
+// [S][rows][N]; mm_epilogue folds the planes in slab order in the request's
+// form, adds beta·C and the bias, and ends through epi::mm_finish (aux,
+// activation, store, mask); mm_bgrad sums a bias gradient afterwards.
+// Every element is one fixed sequence of f32 operations: no order here
+// depends on the grid, the rows of a call, or the GPU.
+#include "prelude.cuh"
+#include "epilogue.cuh"
+
+namespace mm {
+
+using epi::F32;
+using epi::BF16;
+using epi::F16;
+
+// The forms of the fold, shared with gemm/matmul.go.
+constexpr int FORM_START = 0;   // v = p_0 + p_1 + ... (p_0's chain started at z)
+constexpr int FORM_FOLD = 1;    // v = beta·C (or nothing); v = fma(alpha, p_s, v); + bias
+constexpr int FORM_ALPHA0 = 2;  // v = beta·C (or +0); + bias: no product
+
+// Elements are (i, j) with j = blockIdx.x·blockDim.x + threadIdx.x and rows
+// i = blockIdx.y, blockIdx.y + gridDim.y, ...: no division per element.
+#define MM_FOR_EACH(M, N)                                                          \
+    const dg_i64 j = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;                \
+    if (j >= (N)) return;                                                          \
+    for (dg_i64 i = blockIdx.y; i < (M); i += gridDim.y)
+
+// z: the tensor-core chain's start value (C of type CT, read only where
+// beta != 0): +0, bias[j], beta·C, or fma(beta, C, bias[j]).
+template <int CT>
+DETGEMM_INLINE void start(float* DETGEMM_RESTRICT Z, const void* DETGEMM_RESTRICT C, dg_i64 ldc,
+                          const float* DETGEMM_RESTRICT bias, float beta, dg_i64 M, dg_i64 N) {
+    dg_grid_dependency_wait();
+    MM_FOR_EACH(M, N) {
+        float v = 0.0f;
+        if (beta != 0.0f) {
+            const float c = epi::widen<CT>(C, i * ldc + j);
+            v = bias != nullptr ? __fmaf_rn(beta, c, bias[j]) : __fmul_rn(beta, c);
+        } else if (bias != nullptr) {
+            v = bias[j];
+        }
+        Z[i * N + j] = v;
+    }
+}
+
+// The epilogue over S planes P (plane s at P + s·M·N, row stride N).
+template <int OUT>
+DETGEMM_INLINE void epilogue(const float* DETGEMM_RESTRICT P, dg_i64 S, const void* DETGEMM_RESTRICT C, dg_i64 ldc,
+                             void* DETGEMM_RESTRICT D, dg_i64 ldd, const float* DETGEMM_RESTRICT bias,
+                             void* DETGEMM_RESTRICT aux, unsigned char* DETGEMM_RESTRICT mask, dg_i64 ldaux,
+                             dg_i64 M, dg_i64 N, float alpha, float beta, int form, int act) {
+    dg_grid_dependency_wait();
+    const dg_i64 plane = M * N;
+    MM_FOR_EACH(M, N) {
+        const dg_i64 e = i * N + j;
+        float v = 0.0f;
+        if (form == FORM_START) {
+            v = P[e];
+            for (dg_i64 s = 1; s < S; ++s) v = epi::fold_add(v, P[s * plane + e]);
+        } else {
+            bool have = false;
+            if (beta != 0.0f) {
+                v = __fmul_rn(beta, epi::widen<OUT>(C, i * ldc + j));
+                have = true;
+            }
+            if (form == FORM_FOLD) {
+                for (dg_i64 s = 0; s < S; ++s) {
+                    const float p = P[s * plane + e];
+                    v = have ? __fmaf_rn(alpha, p, v) : __fmul_rn(alpha, p);
+                    have = true;
+                }
+            }
+            if (bias != nullptr) v = epi::bias_add(v, bias[j]);
+        }
+        epi::mm_finish<OUT>(v, act, D, i * ldd + j, aux, mask, i * ldaux + j);
+    }
+}
+
+// A bias gradient: G[q] += the slab sums over r < R of X[q·sq + r·sr] (X
+// of type T), in slabs of 256 terms from +0, each added to G[q] in order.
+// One thread per q: the chain of an element is sequential by contract.
+template <int T>
+DETGEMM_INLINE void bgrad(const void* DETGEMM_RESTRICT X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R,
+                          float* DETGEMM_RESTRICT G) {
+    dg_grid_dependency_wait();
+    const dg_i64 q = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= Q) return;
+    float g = G[q];
+    const dg_i64 base = q * sq;
+    for (dg_i64 s0 = 0; s0 < R; s0 += 256) {
+        const dg_i64 s1 = s0 + 256 < R ? s0 + 256 : R;
+        float p = 0.0f;
+        for (dg_i64 r = s0; r < s1; ++r) p = __fadd_rn(p, epi::widen<T>(X, base + r * sr));
+        g = __fadd_rn(g, p);
+    }
+    G[q] = g;
+}
+
+}  // namespace mm
+
+// Entry points, one per type (the type of C for start, of D for the
+// epilogue, of the summed matrix for bgrad). Grids: start and epilogue
+// (ceil(N / blockDim.x), any number of row blocks); bgrad
+// (ceil(Q / blockDim.x)).
+#define DETGEMM_MM_START_ENTRY(NAME, T)                                                                 \
+    DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
+        NAME(float* Z, const void* C, dg_i64 ldc, const float* bias, float beta, dg_i64 M, dg_i64 N) { \
+        mm::start<T>(Z, C, ldc, bias, beta, M, N);                                                      \
+    }
+#define DETGEMM_MM_EPILOGUE_ENTRY(NAME, T)                                                              \
+    DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
+        NAME(const float* P, dg_i64 S, const void* C, dg_i64 ldc, void* D, dg_i64 ldd, const float* bias, \
+             void* aux, unsigned char* mask, dg_i64 ldaux, dg_i64 M, dg_i64 N, float alpha, float beta,   \
+             int form, int act) {                                                                        \
+        mm::epilogue<T>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form, act);    \
+    }
+#define DETGEMM_MM_BGRAD_ENTRY(NAME, T)                                                                 \
+    DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
+        NAME(const void* X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R, float* G) {                        \
+        mm::bgrad<T>(X, sq, sr, Q, R, G);                                                                \
+    }
+
+#include "zgemm_matmul_entries.cuh"
