@@ -16,7 +16,7 @@ import (
 func engineFamilies(arch kernels.Arch) []string {
 	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily}
 	if wgArch(arch) {
-		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily)
+		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily, wgMatmulFamily)
 	}
 	return fams
 }
@@ -207,7 +207,7 @@ func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
 		return s, s <= limit
 	case "tmarows", "tmarows_one":
 		return tcRowsSharedBytes(tileOf(k.Tile), l), true
-	case "wg":
+	case "wg", "wgmm":
 		return wgSharedBytes(tileOf(k.Tile)), true
 	}
 	return 0, true // slabs, fold: static shared memory only

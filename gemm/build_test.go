@@ -26,7 +26,7 @@ func TestEngineFamiliesAreWhatItLoads(t *testing.T) {
 		{kernels.Arch{Major: 8, Minor: 6}, 10},
 		{kernels.Arch{Major: 8, Minor: 9}, 10},
 		{kernels.Arch{Major: 9}, 10},
-		{kernels.Arch{Major: 9, Specific: true}, 14},
+		{kernels.Arch{Major: 9, Specific: true}, 15},
 	} {
 		fams := engineFamilies(tc.arch)
 		require.Len(t, fams, tc.n, "%s", tc.arch)

@@ -95,7 +95,9 @@ var mmScalars = [][2]float32{{1, 0}, {1, 1}, {0.75, -1.5}, {1, 0.5}, {-1.25, 0},
 // dimension; 0: contiguous).
 type mmShape struct{ m, n, k, pad int }
 
-var mmShapes = []mmShape{{37, 45, 70, 0}, {130, 72, 300, 3}, {5, 200, 33, 8}, {300, 24, 600, 1}}
+// Shapes whose leading dimensions are multiples of 8 take Hopper's fused
+// wgmma kernel in the tensor-core tier; the others the general path.
+var mmShapes = []mmShape{{37, 45, 70, 0}, {96, 40, 72, 8}, {130, 72, 300, 3}, {200, 136, 264, 0}, {5, 200, 33, 8}, {300, 24, 600, 1}}
 
 // mmRun runs one request on the GPU and on the CPU reference and requires
 // the same bits in D (and its padding), the aux, and the bias gradient.
@@ -109,6 +111,9 @@ type mmRun struct {
 	inPlace   bool
 	specials  bool
 	overBatch bool
+	// misalignA moves A's pointer by one element: the fused kernel's TMA
+	// cannot stage it, so a plan made for it takes the general path.
+	misalignA bool
 }
 
 func (c mmRun) String() string {
@@ -145,6 +150,15 @@ func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mod
 	desc := MatmulDesc{Tier: c.tc.tier, In: c.tc.in, Out: c.tc.out, M: M, N: N, K: K, TransA: c.ta, TransB: c.tb,
 		LDA: aCols + pad, LDB: bCols + pad, LDC: ldc, LDD: ldd, Alpha: c.alpha, Beta: c.beta, Epilogue: c.ep, ReduceOverBatch: c.overBatch}
 	args := MatmulArgs{A: A.dev, B: B.dev, D: D.dev}
+	if c.misalignA {
+		// A copy one element further on: the same values at an address
+		// 2 (or 4) bytes past a 16-byte boundary.
+		shifted := operand{d: A.op.d, values: append([]float32{0}, A.op.values...)}
+		if A.op.half != nil {
+			shifted.half = append([]uint16{0}, A.op.half...)
+		}
+		args.A = upload(t, ctx, shifted) + cudaload.DevicePtr(A.d.Size())
+	}
 	req := ref.MatmulRequest{M: M, N: N, K: K, TransA: c.ta, TransB: c.tb, A: A.refOperand(), B: B.refOperand(),
 		LDA: aCols + pad, LDB: bCols + pad, Alpha: c.alpha, Beta: c.beta, LDD: ldd, Epilogue: c.ep, ReduceOverBatch: c.overBatch}
 	if c.beta != 0 {
@@ -253,7 +267,7 @@ func TestMatmulMatchesReferenceEverywhere(t *testing.T) {
 				for range 2 {
 					sc := mmScalars[i%len(mmScalars)]
 					c := mmRun{tc: tc, s: mmShapes[i%len(mmShapes)], ta: !l.aRC, tb: !l.bJC, ep: ep, alpha: sc[0], beta: sc[1],
-						inPlace: sc[1] != 0 && i%3 == 0, specials: i%5 == 2}
+						inPlace: sc[1] != 0 && i%3 == 0, specials: i%5 == 2, misalignA: i%11 == 1}
 					i++
 					t.Run(c.String(), func(t *testing.T) { mmCheck(t, eng, ctx, r, model, c) })
 				}
@@ -277,6 +291,7 @@ func TestMatmulCutReductions(t *testing.T) {
 			{s: mmShape{40, 24, 8448, 0}, ep: GeluAuxBias, alpha: 1, beta: 0.5},
 			{s: mmShape{33, 40, 9000, 2}, ta: true, ep: DGeluBgrad, alpha: -0.5, beta: 0},
 			{s: mmShape{64, 16, 4096, 0}, ta: true, ep: Default, alpha: 1, beta: 1, overBatch: true, inPlace: true},
+			{s: mmShape{2048, 64, 1024, 0}, ta: true, ep: BgradB, alpha: 1, beta: 1, overBatch: true},
 		} {
 			c.tc = tc
 			if c.inPlace && tc.out != F32 {

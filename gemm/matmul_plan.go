@@ -24,8 +24,12 @@ var (
 	ErrEpilogue = ref.ErrEpilogue
 )
 
-// matmulFamily holds the general path's elementwise kernels.
-const matmulFamily = entries.MatmulFamily
+// matmulFamily holds the general path's elementwise kernels;
+// wgMatmulFamily the fused wgmma kernels (sm_90a).
+const (
+	matmulFamily   = entries.MatmulFamily
+	wgMatmulFamily = entries.WGMatmulFamily
+)
 
 // mmRoute is how a plan runs: through one of the triad's ops (whose fast
 // kernels compute exactly the request's bits), or the general path.
@@ -71,6 +75,7 @@ var (
 	mmStartIDs = indexOf(func(k entries.Key) DType { return dtypeOf(k.Out) }, "mmstart")
 	mmEpiIDs   = indexOf(func(k entries.Key) DType { return dtypeOf(k.Out) }, "mmepi")
 	mmBgradIDs = indexOf(func(k entries.Key) DType { return dtypeOf(k.Out) }, "mmbgrad")
+	mmBFoldID  = indexOf(func(entries.Key) bool { return true }, "mmbfold")[true]
 	// IEEE slab partials: the triad's three layouts and TT.
 	mmSlabsIDs = func() map[mmSlabsKey]kernelID {
 		m := map[mmSlabsKey]kernelID{}
@@ -99,6 +104,23 @@ var (
 	}()
 )
 
+// mmWGIDs: the fused wgmma kernels by tile, layout and types.
+var mmWGIDs = func() map[mmWGKey]kernelID {
+	m := map[mmWGKey]kernelID{}
+	for id, en := range kernelEntries {
+		if en.Kind == "wgmm" {
+			m[mmWGKey{tileOf(en.Tile), mmLayoutOf(en.Layout), dtypeOf(en.In), dtypeOf(en.Out)}] = kernelID(id)
+		}
+	}
+	return m
+}()
+
+type mmWGKey struct {
+	tile    tcTile
+	l       mmLayout
+	in, out DType
+}
+
 type mmSlabsKey struct {
 	l  mmLayout
 	in DType
@@ -123,6 +145,7 @@ type mmPlan struct {
 	slabL     int64 // their length (the last may be shorter)
 	chunk     int64 // rows of D per round of the general path
 	tcTile    tcTile
+	wgTile    tcTile // the fused wgmma kernel's tile; 0: the general path
 	wsBytes   uint64
 	kernels   []string
 	precision Precision
@@ -222,12 +245,22 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 	if d.TransB {
 		bRows, bCols = d.N, d.K
 	}
+	// The leading dimensions of the operands the request uses (C only
+	// with beta != 0, the aux only for an epilogue with one, as in the
+	// CPU reference); an unused one only takes its default.
 	var err error
+	spec := specOf(d.Epilogue)
 	for _, x := range []struct {
 		arg        string
 		ld         *int
 		rows, cols int
-	}{{"LDA", &d.LDA, aRows, aCols}, {"LDB", &d.LDB, bRows, bCols}, {"LDC", &d.LDC, d.M, d.N}, {"LDD", &d.LDD, d.M, d.N}, {"LDAux", &d.LDAux, d.M, d.N}} {
+		used       bool
+	}{{"LDA", &d.LDA, aRows, aCols, true}, {"LDB", &d.LDB, bRows, bCols, true}, {"LDC", &d.LDC, d.M, d.N, d.Beta != 0},
+		{"LDD", &d.LDD, d.M, d.N, true}, {"LDAux", &d.LDAux, d.M, d.N, spec.aux()}} {
+		if !x.used {
+			*x.ld = x.cols
+			continue
+		}
 		if *x.ld, err = mmResolveLD(x.arg, *x.ld, x.rows, x.cols); err != nil {
 			return mmPlan{}, err
 		}
@@ -235,7 +268,7 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 	if ct := ceilDiv(int64(d.N), tileCols); ct > maxColTiles {
 		return mmPlan{}, argErr(op, "N", ErrTooLarge, "%d columns need %d column tiles; the grid allows %d", d.N, ct, maxColTiles)
 	}
-	p := mmPlan{d: d, spec: specOf(d.Epilogue)}
+	p := mmPlan{d: d, spec: spec}
 	p.route = p.routeOf()
 	p.precision = Precision{Math: "IEEE f32 FMA chains", Accumulator: F32, Deterministic: true, BatchInvariant: true,
 		GPUIndependent: true, Arch: e.arch.String()}
@@ -331,6 +364,65 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 			}
 		}
 	}
+	// Hopper, one slab: the fused wgmma kernel, unless the operands' rows
+	// cannot be 16-byte aligned (then the general path; a Run whose
+	// pointers are not takes the general path too, see run).
+	const lim = math.MaxInt32 - 256
+	if tc && e.hasWG && p.form != mmFormAlpha0 && p.slabs == 1 && d.LDA%8 == 0 && d.LDB%8 == 0 &&
+		M <= lim && N <= lim && K <= lim && int64(d.LDA) <= lim && int64(d.LDB) <= lim {
+		p.wgTile = tcTileWG128x256
+		if ceilDiv(M, 128)*ceilDiv(N, 128) <= int64(max(e.sms, 1)) || wgCost(tcTileWG128x128, problem{rows: M, cols: N}, e.sms) < wgCost(tcTileWG128x256, problem{rows: M, cols: N}, e.sms) {
+			p.wgTile = tcTileWG128x128
+		}
+		if _, ok := mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out}]; !ok || wgSharedBytes(p.wgTile) > e.tcShared {
+			p.wgTile = 0
+		}
+	}
+	if err := p.planPlanes(); err != nil {
+		return err
+	}
+
+	// The kernels, for Kernels() (16-byte aligned operands).
+	name := func(id kernelID) string { return id.entry().Name }
+	switch {
+	case p.form == mmFormAlpha0:
+	case p.wgTile != 0:
+		p.kernels = append(p.kernels, name(mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out}]))
+	case tc:
+		if p.form == mmFormStart && (d.Beta != 0 || p.spec.bias) {
+			p.kernels = append(p.kernels, name(mmStartIDs[d.Out]))
+		}
+		p.kernels = append(p.kernels, name(mmTCIDs[mmTCKey{p.tcTile, l, d.In, true}]))
+	default:
+		p.kernels = append(p.kernels, name(mmSlabsIDs[mmSlabsKey{l, d.In}]))
+	}
+	if p.wgTile == 0 {
+		p.kernels = append(p.kernels, name(mmEpiIDs[d.Out]))
+	}
+	if p.spec.bgrad != 0 {
+		t := d.In
+		if p.spec.bgrad == 'D' {
+			t = d.Out
+		}
+		p.kernels = append(p.kernels, name(mmBgradIDs[t]), name(mmBFoldID))
+	}
+	switch {
+	case p.form == mmFormAlpha0:
+		p.precision.Reduction = "no product (alpha = 0)"
+	case tc:
+		p.precision.Reduction = fmt.Sprintf("K in %d slab(s) of %d, each one chain of 16-wide steps, folded in slab order", p.slabs, p.slabL)
+	default:
+		p.precision.Reduction = fmt.Sprintf("K in %d slab(s) of %d, each one ascending fmaf chain from +0, folded in slab order", p.slabs, p.slabL)
+	}
+	return nil
+}
+
+// planPlanes sets the general path's rounds of rows and the workspace:
+// the slab planes of a round (none for the fused kernel or alpha = 0),
+// or the bias gradient's slab sums where those are more.
+func (p *mmPlan) planPlanes() error {
+	d := &p.d
+	M, N := int64(d.M), int64(d.N)
 	// Rounds of rows whose planes fit the cap: a multiple of 256 rows
 	// where there are more than 256.
 	planes := max(p.slabs, 1)
@@ -338,7 +430,7 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 		planes = 0
 	}
 	p.chunk = M
-	if planes > 0 {
+	if planes > 0 && p.wgTile == 0 {
 		per := uint64(planes) * uint64(N) * 4
 		if rows := int64(mmWorkspaceCap / per); rows < M {
 			p.chunk = max(256, rows/256*256)
@@ -352,36 +444,82 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 		}
 		p.wsBytes = lo
 	}
-
-	// The kernels, for Kernels() (16-byte aligned operands).
-	name := func(id kernelID) string { return id.entry().Name }
-	switch {
-	case p.form == mmFormAlpha0:
-	case tc:
-		if p.form == mmFormStart && (d.Beta != 0 || p.spec.bias) {
-			p.kernels = append(p.kernels, name(mmStartIDs[d.Out]))
-		}
-		p.kernels = append(p.kernels, name(mmTCIDs[mmTCKey{p.tcTile, l, d.In, true}]))
-	default:
-		p.kernels = append(p.kernels, name(mmSlabsIDs[mmSlabsKey{l, d.In}]))
-	}
-	p.kernels = append(p.kernels, name(mmEpiIDs[d.Out]))
 	if p.spec.bgrad != 0 {
-		t := d.In
-		if p.spec.bgrad == 'D' {
-			t = d.Out
+		_, _, _, _, _, R := p.bgradSum(MatmulArgs{})
+		if ceilDiv(R, ref.SlabLen) > maxGridYZ {
+			return argErr("Matmul", "shape", ErrTooLarge, "the bias gradient sums %d terms: %d slabs; the grid allows %d", R, ceilDiv(R, ref.SlabLen), maxGridYZ)
 		}
-		p.kernels = append(p.kernels, name(mmBgradIDs[t]))
+		p.wsBytes = max(p.wsBytes, p.bgradBytes())
 	}
-	switch {
-	case p.form == mmFormAlpha0:
-		p.precision.Reduction = "no product (alpha = 0)"
-	case tc:
-		p.precision.Reduction = fmt.Sprintf("K in %d slab(s) of %d, each one chain of 16-wide steps, folded in slab order", p.slabs, p.slabL)
-	default:
-		p.precision.Reduction = fmt.Sprintf("K in %d slab(s) of %d, each one ascending fmaf chain from +0, folded in slab order", p.slabs, p.slabL)
-	}
+
 	return nil
+}
+
+// generalWorkspace is planPlanes for a fused plan's Run that takes the
+// general path (operands the TMA cannot stage), and its allocation (e.mu
+// held; refused while the stream captures, as every allocation is).
+func (p *mmPlan) generalWorkspace(e *Engine) error {
+	if err := p.planPlanes(); err != nil {
+		return err
+	}
+	return e.ws.ensure("Matmul", p.wsBytes, e.stream.IsCapturing, e.ctx.MemAlloc)
+}
+
+// wgRun enqueues the fused wgmma kernel: TMA maps of A and B as the layout
+// stores them, the start form's bias in the kernel's bias argument, the
+// fold form's in Matmul's.
+func (p *mmPlan) wgRun(l launcher, prob *problem, a MatmulArgs) error {
+	e, d := l.e, p.d
+	lay := mmLayout{!d.TransA, !d.TransB}
+	id := mmWGIDs[mmWGKey{p.wgTile, lay, d.In, d.Out}]
+	if err := l.need(prob, id); err != nil {
+		return err
+	}
+	g := wgGeometries[p.wgTile]
+	M, N, K := uint64(d.M), uint64(d.N), uint64(d.K)
+	dt := cudaload.TensorMapBFloat16
+	if d.In == F16 {
+		dt = cudaload.TensorMapFloat16
+	}
+	const sw, l2, oob = cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	var err error
+	if lay.aRC {
+		err = e.tmEnc.Encode2D(&e.tmA, dt, a.A, K, M, uint64(d.LDA)*2, 64, uint32(g.bm), sw, l2, oob)
+	} else {
+		err = e.tmEnc.Encode2D(&e.tmA, dt, a.A, M, K, uint64(d.LDA)*2, 64, 64, sw, l2, oob)
+	}
+	if err == nil {
+		if lay.bJC {
+			err = e.tmEnc.Encode2D(&e.tmB, dt, a.B, N, K, uint64(d.LDB)*2, 64, 64, sw, l2, oob)
+		} else {
+			err = e.tmEnc.Encode2D(&e.tmB, dt, a.B, K, N, uint64(d.LDB)*2, 64, uint32(g.bn), sw, l2, oob)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("gemm.Matmul: encoding the TMA maps of %s: %w", g.name, err)
+	}
+	var startBias, foldBias, C cudaload.DevicePtr
+	if p.spec.bias {
+		if p.form == mmFormStart {
+			startBias = a.Bias
+		} else {
+			foldBias = a.Bias
+		}
+	}
+	if d.Beta != 0 {
+		C = a.C
+	}
+	aux, mask := a.Aux, cudaload.DevicePtr(0)
+	if p.spec.mask {
+		aux, mask = 0, a.Aux
+	}
+	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Ptr(a.D).Ptr(startBias).
+		Int64(int64(M)).Int64(int64(N)).Int64(int64(K)).Int64(int64(d.LDD)).
+		Ptr(C).Int64(int64(d.LDC)).Ptr(foldBias).Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).
+		Float32(d.Alpha).Float32(d.Beta).Int32(int32(p.form)).Int32(int32(p.spec.act))
+	tiles := ceilDiv(int64(M), g.bm) * ceilDiv(int64(N), g.bn)
+	blocks := min(tiles, int64(max(e.sms, 1)))
+	return l.launch(prob, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(p.wgTile), g.bm, g.bn)
 }
 
 // mmBuf is one operand's memory for the pointer checks.
@@ -484,6 +622,21 @@ func (p *mmPlan) run(e *Engine, a MatmulArgs) error {
 	d := p.d
 	l := launcher{e: &e.device}
 	prob := problem{op: "Matmul", tier: d.Tier, in: d.In, out: d.Out}
+	if p.wgTile != 0 {
+		if a.A%16 == 0 && a.B%16 == 0 {
+			if err := p.wgRun(l, &prob, a); err != nil {
+				return err
+			}
+			return p.bgrad(l, &prob, a)
+		}
+		// Operands the TMA cannot stage: the general path, same bits.
+		q := *p
+		q.wgTile, q.tcTile = 0, tcTile64
+		if err := q.generalWorkspace(e); err != nil {
+			return err
+		}
+		p = &q
+	}
 	in, out := int64(d.In.Size()), int64(d.Out.Size())
 	N := int64(d.N)
 	lay := mmLayout{!d.TransA, !d.TransB}
@@ -610,34 +763,53 @@ func (p *mmPlan) tcProduct(l launcher, prob *problem, a MatmulArgs, A cudaload.D
 	return l.launch(prob, id, grid, g.threads, tcSharedBytesRC(tile, lay.aRC, lay.bJC), g.bm, g.bn)
 }
 
-// bgrad enqueues the bias gradient, after every round of D.
-func (p *mmPlan) bgrad(l launcher, prob *problem, a MatmulArgs) error {
+// bgradSum is the bias gradient's sum: X[q·sq + r·sr] of type t for q <
+// Q, r < R.
+func (p *mmPlan) bgradSum(a MatmulArgs) (X cudaload.DevicePtr, t DType, sq, sr, Q, R int64) {
 	d := p.d
-	var X cudaload.DevicePtr
-	var t DType
-	var sq, sr, Q, R int64
 	switch p.spec.bgrad {
-	case 0:
-		return nil
 	case 'D':
-		X, t, sq, sr, Q, R = a.D, d.Out, 1, int64(d.LDD), int64(d.N), int64(d.M)
+		return a.D, d.Out, 1, int64(d.LDD), int64(d.N), int64(d.M)
 	case 'A':
-		X, t, Q, R = a.A, d.In, int64(d.M), int64(d.K)
-		sq, sr = int64(d.LDA), 1
 		if d.TransA {
-			sq, sr = 1, int64(d.LDA)
+			return a.A, d.In, 1, int64(d.LDA), int64(d.M), int64(d.K)
 		}
+		return a.A, d.In, int64(d.LDA), 1, int64(d.M), int64(d.K)
 	case 'B':
-		X, t, Q, R = a.B, d.In, int64(d.N), int64(d.K)
-		sq, sr = 1, int64(d.LDB)
 		if d.TransB {
-			sq, sr = int64(d.LDB), 1
+			return a.B, d.In, int64(d.LDB), 1, int64(d.N), int64(d.K)
 		}
+		return a.B, d.In, 1, int64(d.LDB), int64(d.N), int64(d.K)
 	}
+	return 0, 0, 0, 0, 0, 0
+}
+
+// bgradBytes is the workspace of the bias gradient's slab sums.
+func (p *mmPlan) bgradBytes() uint64 {
+	_, _, _, _, Q, R := p.bgradSum(MatmulArgs{})
+	return uint64(Q) * uint64(ceilDiv(R, ref.SlabLen)) * 4
+}
+
+// bgrad enqueues the bias gradient, after every round of D: every slab's
+// sum at once onto the workspace, then their fold onto BiasGrad.
+func (p *mmPlan) bgrad(l launcher, prob *problem, a MatmulArgs) error {
+	if p.spec.bgrad == 0 {
+		return nil
+	}
+	X, t, sq, sr, Q, R := p.bgradSum(a)
+	S := ceilDiv(R, ref.SlabLen)
 	id := mmBgradIDs[t]
 	if err := l.need(prob, id); err != nil {
 		return err
 	}
-	l.e.args.Reset().Ptr(X).Int64(sq).Int64(sr).Int64(Q).Int64(R).Ptr(a.BiasGrad)
-	return l.launch(prob, id, cudaload.Dim3{X: uint32(ceilDiv(Q, mmThreads)), Y: 1, Z: 1}, mmThreads, 0, 1, 1)
+	ws := l.e.ws.ptr
+	l.e.args.Reset().Ptr(X).Int64(sq).Int64(sr).Int64(Q).Int64(R).Ptr(ws)
+	if err := l.launch(prob, id, cudaload.Dim3{X: uint32(ceilDiv(Q, mmThreads)), Y: uint32(S), Z: 1}, mmThreads, 0, 1, 1); err != nil {
+		return err
+	}
+	if err := l.need(prob, mmBFoldID); err != nil {
+		return err
+	}
+	l.e.args.Reset().Ptr(ws).Int64(S).Int64(Q).Ptr(a.BiasGrad)
+	return l.launch(prob, mmBFoldID, cudaload.Dim3{X: uint32(ceilDiv(Q, mmThreads)), Y: 1, Z: 1}, mmThreads, 0, 1, 1)
 }

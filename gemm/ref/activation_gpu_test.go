@@ -151,3 +151,22 @@ func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
 	}
 	t.Logf("%d inputs × %d functions: GPU (%s, %v) and Go agree bit for bit", n, len(fns), dev.Name(), arch)
 }
+
+// TestActivationHeaderIsTheContractText: the kernels' transcendentals
+// (kernels/cuda/activation.cuh, below its pragma) are the CUDA block of
+// docs/contract.md character for character, so the device epilogue runs
+// the text TestTranscendentalsCUDATextMatchesGo checks against Go.
+func TestActivationHeaderIsTheContractText(t *testing.T) {
+	h, err := os.ReadFile("../../kernels/cuda/activation.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pragma = "#pragma once\n\n"
+	i := strings.Index(string(h), pragma)
+	if i < 0 {
+		t.Fatal("kernels/cuda/activation.cuh has no #pragma once line")
+	}
+	if got, want := string(h)[i+len(pragma):], cudaTranscendentals(t); got != want {
+		t.Fatal("kernels/cuda/activation.cuh differs from docs/contract.md's CUDA block (section Transcendentals): copy the block")
+	}
+}

@@ -170,36 +170,43 @@ DETGEMM_INLINE float stored(float v) {
 // The ReLU mask bytes (gemm/ref's ReluMaskZero, ReluMaskPass, ReluMaskNaN).
 constexpr unsigned char MASK_ZERO = 0, MASK_PASS = 1, MASK_NAN = 2;
 
-// Finishes element (d at D[de], aux at ax) of a Matmul whose pre-activation
-// value is v: aux and mask are null unless the epilogue writes or reads
-// them (a GELU aux of type OUT, a ReLU mask of bytes).
+// The activation of a Matmul element whose pre-activation value is v (aux
+// at ax): a GELU aux output stores v first (aux non-null, of type OUT);
+// the backward activations read the forward's mask byte or aux.
 template <int OUT>
-DETGEMM_INLINE void mm_finish(float v, int act, void* DETGEMM_RESTRICT D, dg_i64 de, void* DETGEMM_RESTRICT aux,
-                              unsigned char* DETGEMM_RESTRICT mask, dg_i64 ax) {
+DETGEMM_INLINE float mm_act(float v, int act, void* aux, const unsigned char* mask, dg_i64 ax) {
     switch (act) {
     case ACT_RELU:
-        v = dg_relu(v);
-        break;
+        return dg_relu(v);
     case ACT_GELU:
         if (aux != nullptr) store<OUT>(aux, ax, v);
-        v = dg_gelu(v);
-        break;
+        return dg_gelu(v);
     case ACT_DRELU: {
         const unsigned char b = mask[ax];
-        v = b == MASK_ZERO ? 0.0f : (b == MASK_PASS && v == v ? v : DG_F(0x7FFFFFFF));
-        break;
+        return b == MASK_ZERO ? 0.0f : (b == MASK_PASS && v == v ? v : DG_F(0x7FFFFFFF));
     }
     case ACT_DGELU:
-        v = __fmul_rn(v, dg_gelu_grad(widen<OUT>(aux, ax)));
-        break;
+        return __fmul_rn(v, dg_gelu_grad(widen<OUT>(aux, ax)));
     default:
-        break;
+        return v;
     }
+}
+
+// The ReLU mask byte of v as a matrix of type OUT stores it.
+template <int OUT>
+DETGEMM_INLINE unsigned char mm_mask(float v) {
+    const float x = stored<OUT>(v);
+    return x > 0.0f ? MASK_PASS : (x != x ? MASK_NAN : MASK_ZERO);
+}
+
+// Finishes element (D[de], aux and mask at ax) of a Matmul whose
+// pre-activation value is v: aux and mask are null unless the epilogue
+// writes or reads them.
+template <int OUT>
+DETGEMM_INLINE void mm_finish(float v, int act, void* D, dg_i64 de, void* aux, unsigned char* mask, dg_i64 ax) {
+    v = mm_act<OUT>(v, act, aux, mask, ax);
     store<OUT>(D, de, v);
-    if (act == ACT_RELU && mask != nullptr) {
-        const float x = stored<OUT>(v);
-        mask[ax] = x > 0.0f ? MASK_PASS : (x != x ? MASK_NAN : MASK_ZERO);
-    }
+    if (act == ACT_RELU && mask != nullptr) mask[ax] = mm_mask<OUT>(v);
 }
 
 }  // namespace epi

@@ -50,9 +50,10 @@ DETGEMM_INLINE void start(float* DETGEMM_RESTRICT Z, const void* DETGEMM_RESTRIC
 }
 
 // The epilogue over S planes P (plane s at P + s·M·N, row stride N).
+// (C may be D itself: each element reads its C before it stores its D.)
 template <int OUT>
-DETGEMM_INLINE void epilogue(const float* DETGEMM_RESTRICT P, dg_i64 S, const void* DETGEMM_RESTRICT C, dg_i64 ldc,
-                             void* DETGEMM_RESTRICT D, dg_i64 ldd, const float* DETGEMM_RESTRICT bias,
+DETGEMM_INLINE void epilogue(const float* DETGEMM_RESTRICT P, dg_i64 S, const void* C, dg_i64 ldc,
+                             void* D, dg_i64 ldd, const float* DETGEMM_RESTRICT bias,
                              void* DETGEMM_RESTRICT aux, unsigned char* DETGEMM_RESTRICT mask, dg_i64 ldaux,
                              dg_i64 M, dg_i64 N, float alpha, float beta, int form, int act) {
     dg_grid_dependency_wait();
@@ -82,32 +83,39 @@ DETGEMM_INLINE void epilogue(const float* DETGEMM_RESTRICT P, dg_i64 S, const vo
     }
 }
 
-// A bias gradient: G[q] += the slab sums over r < R of X[q·sq + r·sr] (X
-// of type T), in slabs of 256 terms from +0, each added to G[q] in order.
-// One thread per q: the chain of an element is sequential by contract.
+// A bias gradient, G[q] += the slab sums over r < R of X[q·sq + r·sr] (X
+// of type T), in slabs of 256 terms, in two launches: bgrad writes slab
+// s's sum (a chain from +0, ascending r) to P[s·Q + q], one thread per
+// (q, s), so every slab runs at once; bgrad_fold adds them to G[q] in
+// slab order.
 template <int T>
 DETGEMM_INLINE void bgrad(const void* DETGEMM_RESTRICT X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R,
-                          float* DETGEMM_RESTRICT G) {
+                          float* DETGEMM_RESTRICT P) {
+    dg_grid_dependency_wait();
+    const dg_i64 q = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= Q) return;
+    const dg_i64 s0 = (dg_i64)blockIdx.y * 256, s1 = s0 + 256 < R ? s0 + 256 : R;
+    const dg_i64 base = q * sq;
+    float p = 0.0f;
+    for (dg_i64 r = s0; r < s1; ++r) p = __fadd_rn(p, epi::widen<T>(X, base + r * sr));
+    P[blockIdx.y * Q + q] = p;
+}
+
+DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64 Q, float* DETGEMM_RESTRICT G) {
     dg_grid_dependency_wait();
     const dg_i64 q = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= Q) return;
     float g = G[q];
-    const dg_i64 base = q * sq;
-    for (dg_i64 s0 = 0; s0 < R; s0 += 256) {
-        const dg_i64 s1 = s0 + 256 < R ? s0 + 256 : R;
-        float p = 0.0f;
-        for (dg_i64 r = s0; r < s1; ++r) p = __fadd_rn(p, epi::widen<T>(X, base + r * sr));
-        g = __fadd_rn(g, p);
-    }
+    for (dg_i64 s = 0; s < S; ++s) g = __fadd_rn(g, P[s * Q + q]);
     G[q] = g;
 }
 
 }  // namespace mm
 
 // Entry points, one per type (the type of C for start, of D for the
-// epilogue, of the summed matrix for bgrad). Grids: start and epilogue
-// (ceil(N / blockDim.x), any number of row blocks); bgrad
-// (ceil(Q / blockDim.x)).
+// epilogue, of the summed matrix for bgrad), and the fold. Grids: start
+// and epilogue (ceil(N / blockDim.x), any number of row blocks); bgrad
+// (ceil(Q / blockDim.x), slabs); bgrad_fold (ceil(Q / blockDim.x)).
 #define DETGEMM_MM_START_ENTRY(NAME, T)                                                                 \
     DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
         NAME(float* Z, const void* C, dg_i64 ldc, const float* bias, float beta, dg_i64 M, dg_i64 N) { \
@@ -122,8 +130,12 @@ DETGEMM_INLINE void bgrad(const void* DETGEMM_RESTRICT X, dg_i64 sq, dg_i64 sr, 
     }
 #define DETGEMM_MM_BGRAD_ENTRY(NAME, T)                                                                 \
     DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
-        NAME(const void* X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R, float* G) {                        \
-        mm::bgrad<T>(X, sq, sr, Q, R, G);                                                                \
+        NAME(const void* X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R, float* P) {                        \
+        mm::bgrad<T>(X, sq, sr, Q, R, P);                                                                \
+    }
+#define DETGEMM_MM_BGRAD_FOLD_ENTRY(NAME, ...)                                                            \
+    DETGEMM_KERNEL void __launch_bounds__(256) NAME(const float* P, dg_i64 S, dg_i64 Q, float* G) {    \
+        mm::bgrad_fold(P, S, Q, G);                                                                      \
     }
 
 #include "zgemm_matmul_entries.cuh"

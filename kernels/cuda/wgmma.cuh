@@ -21,6 +21,26 @@ using tc::INIT_OLD;
 using tc::INIT_ZERO;
 using tc::smem_addr;
 
+// Matmul's fused epilogue (gemm_wgmma_matmul.cu): the chain starts at the
+// start value of docs/contract.md's "start" form (bias[j], beta·C or
+// fma(beta, C, bias[j])), or at +0 for the "fold" form, which applies
+// alpha, beta·C and the bias after the chain; then the activation, its aux
+// and mask, and the store, per element as gemm_matmul.cu's epilogue does.
+constexpr int INIT_MM = 3;
+constexpr int FORM_START = 0;
+constexpr int FORM_FOLD = 1;
+
+struct MMArgs {
+    const void* C;        // C of the output type; null where beta = 0
+    dg_i64 ldc;
+    const float* bias;    // the fold form's bias (the start form's is the kernel's)
+    void* aux;            // a GELU aux of the output type, or null
+    unsigned char* mask;  // a ReLU mask, or null
+    dg_i64 ldaux;
+    float alpha, beta;
+    int form, act;
+};
+
 constexpr int BK = 64;         // reduction per stage: four 16-wide steps, one 128-byte swizzle row of halves
 constexpr int GROUP = 16;      // row tiles per group of the block order (L2 reuse)
 constexpr int BOX = 64 * 64 * 2;  // bytes of one 64x64 half box
@@ -443,6 +463,32 @@ DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg
     }
 }
 
+// Matmul's epilogue on a consumer thread's accumulators (INIT_MM): the
+// fold form's alpha, beta·C and bias, then the activation with its aux and
+// mask (epilogue.cuh); store_tile stores D after.
+template <int BN, int DTOUT>
+DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0, dg_i64 col0) {
+#pragma unroll
+    for (int q = 0; q < BN / 8; ++q)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const dg_i64 i = row0 + 8 * h, j = col0 + 8 * q + e;
+                if (i >= M || j >= N) continue;
+                float v = acc[4 * q + 2 * h + e];
+                if (mm.form == FORM_FOLD) {
+                    v = mm.C != nullptr ? __fmaf_rn(mm.alpha, v, __fmul_rn(mm.beta, epi::widen<DTOUT>(mm.C, i * mm.ldc + j)))
+                                        : __fmul_rn(mm.alpha, v);
+                    if (mm.bias != nullptr) v = epi::bias_add(v, mm.bias[j]);
+                }
+                const dg_i64 ax = i * mm.ldaux + j;
+                v = epi::mm_act<DTOUT>(v, mm.act, mm.aux, mm.mask, ax);
+                if (mm.act == epi::ACT_RELU && mm.mask != nullptr) mm.mask[ax] = epi::mm_mask<DTOUT>(v);
+                acc[4 * q + 2 * h + e] = v;
+            }
+}
+
 // WS_RUNSUM: the running sum of a tile's slabs, kept in ws where only the
 // thread that wrote a value reads it back (program order, no barrier):
 // element i of consumer thread t of tile x at ws[(x * BN/2 + i) * THREADS
@@ -484,7 +530,7 @@ DETGEMM_INLINE void runsum_add(float (&acc)[BN / 2], float* run, bool first, boo
 // Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
 template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act>
 DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void* C, const float* bias, float* ws,
-                            dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc) {
+                            dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, const MMArgs& mm) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     constexpr int TA = A_RC ? 0 : 1, TB = B_JC ? 1 : 0;
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -537,6 +583,12 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
                     float v = 0.0f;
                     if constexpr (INIT == INIT_BIAS) {
                         if (j + e < N) v = bsrc[j + e];
+                    } else if constexpr (INIT == INIT_MM) {
+                        if (j + e < N) v = bsrc[j + e];
+                        if (mm.form == FORM_START && mm.C != nullptr && i < M && j + e < N) {
+                            const float cv = epi::widen<DTOUT>(mm.C, i * mm.ldc + j + e);
+                            v = bias != nullptr ? __fmaf_rn(mm.beta, cv, v) : __fmul_rn(mm.beta, cv);
+                        }
                     } else if constexpr (INIT == INIT_OLD) {
                         if (i < M && j + e < N) v = osrc[i * old_ld + j + e];
                     }
@@ -604,7 +656,9 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         // in the slab variants, whose f32 results (partial planes, or a
         // running sum that gemm_fold rounds for 16-bit outputs) may still
         // be folded; a sliced call's activation belongs to its last step.
-        if constexpr (INIT != INIT_OLD && !T::SLABS) {
+        if constexpr (INIT == INIT_MM) {
+            mm_tile<BN, DTOUT>(acc, mm, M, N, row0, col0);
+        } else if constexpr (INIT != INIT_OLD && !T::SLABS) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = epi::act<Act>(acc[i]);
         }
@@ -617,7 +671,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
 // changes a bit).
 template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act = epi::Identity>
 DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, const float* bias, dg_i64 M,
-                         dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode) {
+                         dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode, const MMArgs& mm = MMArgs{}) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     extern __shared__ unsigned char smem_raw[];
     const dg_u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -651,7 +705,7 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
         if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
-        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc);
+        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc, mm);
     }
 }
 

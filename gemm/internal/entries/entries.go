@@ -51,7 +51,7 @@ func All() []Entry { return all }
 
 var all = func() []Entry {
 	var out []Entry
-	for _, f := range []func() []Entry{simt, slabs, rows, rowsFused, rowsTMA, fold, dwStream, tc, tcRows, tcRowsTMA, tcDW, wgmma, wgmmaSlabs, matmul} {
+	for _, f := range []func() []Entry{simt, slabs, rows, rowsFused, rowsTMA, fold, dwStream, tc, tcRows, tcRowsTMA, tcDW, wgmma, wgmmaSlabs, matmul, wgmmaMatmul} {
 		out = append(out, f()...)
 	}
 	seen := map[string]bool{}

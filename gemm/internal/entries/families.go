@@ -21,6 +21,8 @@ const (
 	// MatmulFamily holds Matmul's elementwise kernels: the start values,
 	// the epilogue over slab planes and the bias gradients.
 	MatmulFamily = "gemm_matmul"
+	// WGMatmulFamily holds Matmul's wgmma kernels with the fused epilogue.
+	WGMatmulFamily = "gemm_wgmma_matmul"
 )
 
 // The layouts and the (input, output) pairs of the IEEE tiers: Forward and
@@ -297,6 +299,8 @@ func matmul() (out []Entry) {
 				Args: []string{up("epi", d)}})
 		}
 	}
+	out = append(out, Entry{Key: Key{Kind: "mmbfold"}, Family: MatmulFamily, Header: HeaderFor(MatmulFamily),
+		Macro: "DETGEMM_MM_BGRAD_FOLD_ENTRY", Name: "detgemm_mm_bgrad_fold"})
 	return out
 }
 
@@ -376,4 +380,20 @@ func wgmma() []Entry {
 // wgmmaSlabs: gemm_wgmma_slabs (sm_90a), the slab variants, f32 out only.
 func wgmmaSlabs() []Entry {
 	return wgEntries(WGSlabsFamily, [][2]string{{"wg128x128s", "T128x128S"}, {"wg128x192s", "T128x192S"}, {"wg128x256s", "T128x256S"}}, true)
+}
+
+// wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused tiles × the four
+// layouts × (input, output).
+func wgmmaMatmul() (out []Entry) {
+	for _, t := range [][2]string{{"wg128x256", "T128x256"}, {"wg128x128", "T128x128"}} {
+		for _, l := range []string{"nn", "nt", "tn", "tt"} {
+			for _, io := range halfIO("nn") {
+				out = append(out, Entry{Key: Key{Kind: "wgmm", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true},
+					Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: "DETGEMM_WGMM_ENTRY",
+					Name: fmt.Sprintf("detgemm_wgmm%s_%s_%s_%s", t[0][2:], l, io[0], io[1]),
+					Args: []string{t[1], up("wg", io[0]), up("wg", io[1]), boolArg(l[0] == 'n'), boolArg(l[1] == 'n')}})
+			}
+		}
+	}
+	return out
 }
