@@ -53,6 +53,9 @@ type ops interface {
 	// dxAct is dx = act′(dy·wᵀ) fused (dxActDesc), from the forward's aux,
 	// and db += Σ_rows dx.
 	dxAct(tier gemm.Tier, act Act, dy, w, aux, dx, db *Tensor) error
+	// relu and reluGrad are ReLU and its gradient as separate passes: the
+	// MLP fuses them into its products, and the fused ReLU is tested to
+	// give exactly their bits.
 	relu(x, y *Tensor) error
 	reluGrad(h, dy, dx *Tensor) error
 	mseLoss(y, t, loss *Tensor) error // loss[0] = mse, loss[1] += mse
