@@ -245,7 +245,11 @@ func (g *GPU) alloc(t *Tensor) (*Tensor, error) {
 	// memset for every dtype.
 	p, err := g.ctx.MemAlloc((bytes + 3) &^ 3)
 	if err != nil {
-		return nil, fmt.Errorf("triad.Alloc: %d×%d %v: %w", t.rows, t.cols, t.dtype, err)
+		what := t.dtype.String()
+		if t.mask {
+			what = "mask"
+		}
+		return nil, fmt.Errorf("triad.Alloc: %d×%d %s: %w", t.rows, t.cols, what, err)
 	}
 	t.dev = p
 	g.live[t] = struct{}{}
