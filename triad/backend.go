@@ -40,20 +40,31 @@ type Backend interface {
 // validated by the callers.
 type ops interface {
 	free(t *Tensor) error
+	allocMask(rows, cols int) (*Tensor, error) // a zeroed ReLU mask, one byte per element
 	readRaw(t *Tensor) ([]float32, []uint16, error)
 	zero(t *Tensor) error
 	forward(tier gemm.Tier, x, w, b, y *Tensor) error // y = x·w (+ b), b may be nil
 	dw(tier gemm.Tier, x, dy, dw *Tensor) error       // dw += xᵀ·dy
 	dx(tier gemm.Tier, dy, w, dx *Tensor) error       // dx = dy·wᵀ
 	biasGrad(dy, db *Tensor) error                    // db += Σ_rows dy
+	// forwardAct is y = act(x·w + b) fused (forwardActDesc), writing aux:
+	// the ReLU mask of y, or the GELU pre-activation (of y's dtype).
+	forwardAct(tier gemm.Tier, act Act, x, w, b, y, aux *Tensor) error
+	// dxAct is dx = act′(dy·wᵀ) fused (dxActDesc), from the forward's aux,
+	// and db += Σ_rows dx.
+	dxAct(tier gemm.Tier, act Act, dy, w, aux, dx, db *Tensor) error
+	// relu and reluGrad are ReLU and its gradient as separate passes: the
+	// MLP fuses them into its products, and the fused ReLU is tested to
+	// give exactly their bits.
 	relu(x, y *Tensor) error
 	reluGrad(h, dy, dx *Tensor) error
 	mseLoss(y, t, loss *Tensor) error // loss[0] = mse, loss[1] += mse
 	mseGrad(y, t, dy *Tensor) error   // dy = (2/n)·(y − t)
 	sgd(w, v, g, work *Tensor, lr, mu float32) error
-	// capture records fn as a graph, after presizing whatever workspace
-	// calls (the engine calls fn makes) need.
-	capture(calls []gemm.Call, fn func() error) (replayer, error)
+	// capture records fn as a graph, after preparing work (the engine
+	// products fn makes): presizing the workspace of its calls and planning
+	// its Matmuls, since nothing may be allocated while capturing.
+	capture(work []product, fn func() error) (replayer, error)
 }
 
 // replayer is a captured sequence of work (a CUDA graph).

@@ -3,9 +3,11 @@ package triad
 import "github.com/detgemm/detgemm/gemm"
 
 // The engine calls of the triad's products, shape and types only. The GPU
-// backend fills in the pointers of exactly these values before it launches,
-// and MLP.stepCalls lists them for gemm.Engine.Presize, so the calls that
-// are presized before a capture are the calls the captured step makes.
+// backend fills in the pointers of exactly these values before it launches
+// (the CPU backend runs the same requests on gemm/ref), and MLP.stepWork
+// lists them for a capture, which presizes the calls (gemm.Engine.Presize)
+// and plans the fused Matmuls (gemm.Engine.Plan) before it begins: so the
+// work prepared before a capture is the work the captured step does.
 
 // forwardCall is y[M,N] = x[M,K]·w[K,N] (+ b).
 func forwardCall(tier gemm.Tier, rows, in, out int, d DType) gemm.ForwardArgs {
@@ -36,23 +38,61 @@ func dxCallOf(tier gemm.Tier, dy, w *Tensor) gemm.DXArgs {
 	return dxCall(tier, dy.rows, w.rows, dy.cols, dy.dtype)
 }
 
-// stepCalls lists every engine call one Step on a batch of rows makes, in
-// the order Step makes them: each layer's Forward, then, from the last
-// layer back, its dW and (but for the first layer) its dX. The triad's own
-// kernels need no scratch memory, so these calls are all the workspace a
-// step uses.
-func (m *MLP) stepCalls(rows int) []gemm.Call {
-	var calls []gemm.Call
-	tier, d := m.cfg.Tier, m.cfg.DType
-	for _, l := range m.layers {
-		calls = append(calls, forwardCall(tier, rows, l.cfg.In, l.cfg.Out, d))
-	}
-	for i := len(m.layers) - 1; i >= 0; i-- {
-		in, out := m.layers[i].cfg.In, m.layers[i].cfg.Out
-		calls = append(calls, dwCall(tier, rows, in, out, d))
-		if i > 0 {
-			calls = append(calls, dxCall(tier, rows, in, out, d))
+// forwardActDesc is a hidden layer's fused forward, NN:
+// y[M,N] = act(x[M,K]·w[K,N] + b), with the aux of y (the ReLU mask, or the
+// GELU pre-activation of the layer's dtype).
+func forwardActDesc(tier gemm.Tier, act Act, rows, in, out int, d DType) gemm.MatmulDesc {
+	return gemm.MatmulDesc{Tier: tier, In: d, Out: d, M: rows, N: out, K: in, Alpha: 1, Epilogue: act.forwardEpilogue()}
+}
+
+// dxActDesc is the fused product that flows back into a hidden layer, NT:
+// dx[M,K] = act′(dy[M,N]·w[K,N]ᵀ) from the forward's aux [M,K], and
+// db[K] += Σ_rows dx. (In Matmul's names: M rows, N = the layer's In, K =
+// its Out, B = w with TransB.)
+func dxActDesc(tier gemm.Tier, act Act, rows, in, out int, d DType) gemm.MatmulDesc {
+	return gemm.MatmulDesc{Tier: tier, In: d, Out: d, M: rows, N: in, K: out, TransB: true, Alpha: 1, Epilogue: act.backwardEpilogue()}
+}
+
+// forwardActDescOf and dxActDescOf are the requests of the backend
+// operations forwardAct(x, w, ...) and dxAct(dy, w, ...).
+func forwardActDescOf(tier gemm.Tier, act Act, x, w *Tensor) gemm.MatmulDesc {
+	return forwardActDesc(tier, act, x.rows, x.cols, w.cols, x.dtype)
+}
+
+func dxActDescOf(tier gemm.Tier, act Act, dy, w *Tensor) gemm.MatmulDesc {
+	return dxActDesc(tier, act, dy.rows, w.rows, dy.cols, dy.dtype)
+}
+
+// product is one engine product of a step: a Forward, DW or DX call, or a
+// fused Matmul.
+type product struct {
+	call gemm.Call       // Forward, DW or DX; nil for a Matmul
+	desc gemm.MatmulDesc // the Matmul's description, where call is nil
+}
+
+// stepWork lists every engine product one Step on a batch of rows makes,
+// in the order Step makes them: each layer's forward (a fused Matmul for a
+// hidden layer, Forward for the last), then, from the last layer back, its
+// dW and (but for the first layer) its dX, fused with the activation's
+// gradient and the bias gradient of the layer before. The triad's own
+// kernels need no scratch memory, so these products are all the workspace
+// a step uses.
+func (m *MLP) stepWork(rows int) []product {
+	var work []product
+	tier, d, act, last := m.cfg.Tier, m.cfg.DType, m.cfg.Act, len(m.layers)-1
+	for i, l := range m.layers {
+		if i < last {
+			work = append(work, product{desc: forwardActDesc(tier, act, rows, l.cfg.In, l.cfg.Out, d)})
+		} else {
+			work = append(work, product{call: forwardCall(tier, rows, l.cfg.In, l.cfg.Out, d)})
 		}
 	}
-	return calls
+	for i := last; i >= 0; i-- {
+		in, out := m.layers[i].cfg.In, m.layers[i].cfg.Out
+		work = append(work, product{call: dwCall(tier, rows, in, out, d)})
+		if i > 0 {
+			work = append(work, product{desc: dxActDesc(tier, act, rows, in, out, d)})
+		}
+	}
+	return work
 }

@@ -47,11 +47,11 @@ const sweepSteps = 2
 // fixed batch, directly or by replaying a step captured first (before
 // anything else runs on the backend's engine), and returns the bits of
 // every parameter and of the loss.
-func sweepBits(t *testing.T, be Backend, tc tierCase, sc sweepCase, replay bool) []uint32 {
+func sweepBits(t *testing.T, be Backend, tc tierCase, act Act, sc sweepCase, replay bool) []uint32 {
 	t.Helper()
 	in, out := sc.sizes[0], sc.sizes[len(sc.sizes)-1]
 	m, err := NewMLP(be, MLPConfig{Sizes: sc.sizes, Tier: tc.tier, DType: tc.d, MaxRows: sc.rows, Seed: 19,
-		Opt: SGD{LR: 0.01, Momentum: 0.9}})
+		Opt: SGD{LR: 0.01, Momentum: 0.9}, Act: act})
 	require.NoError(t, err)
 	defer m.Close()
 	x := tensorOf(t, be, tc.d, sc.rows, in, randValues(uint64(sc.rows)*7+1, sc.rows*in, 1))
@@ -78,51 +78,57 @@ func sweepBits(t *testing.T, be Backend, tc tierCase, sc sweepCase, replay bool)
 }
 
 // A step captured as a CUDA graph on an engine that has allocated no
-// workspace yet replays with the bits of direct steps, and of the CPU
-// backend (every tier on sm_90; the f32 and typed tiers on any GPU), for
-// every batch size and width of the sweep.
+// workspace yet (and a backend with no Matmul plans) replays with the bits
+// of direct steps, and of the CPU backend (every tier on sm_90; the f32
+// and typed tiers on any GPU), for every batch size and width of the
+// sweep, with each activation.
 func TestGPUCaptureStepSweep(t *testing.T) {
 	ctx := gputest.Context(t)
 	gpuBackend(t) // builds the kernels once, so each fresh backend below loads them from the cache
-	for ti, tc := range tierCases {
-		t.Run(tc.String(), func(t *testing.T) {
-			for _, sc := range sweepNets(ti) {
-				t.Run(sc.String(), func(t *testing.T) {
-					// A fresh backend: its engine's workspace is empty, so the
-					// capture must presize whatever the step needs.
-					gpu, err := NewGPU(ctx)
-					require.NoError(t, err)
-					defer func() { require.NoError(t, gpu.Close()) }()
-					replayed := sweepBits(t, gpu, tc, sc, true)
-					direct := sweepBits(t, gpu, tc, sc, false)
-					requireSameBits(t, direct, replayed, "graph replay vs direct steps")
-					if a := gpu.Engine().Arch(); tc.tier == gemm.TierTensorCore && (a.Major != 9 || a.Minor != 0) {
-						t.Logf("not compared with the CPU backend: it models the tensor cores of sm_90, this GPU is %v", a)
-						return
-					}
-					requireSameBits(t, sweepBits(t, NewCPU(0), tc, sc, false), replayed, "graph replay vs CPU backend")
-				})
-			}
-		})
+	for _, act := range acts {
+		for ti, tc := range tierCases {
+			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
+				for _, sc := range sweepNets(ti) {
+					t.Run(sc.String(), func(t *testing.T) {
+						// A fresh backend: its engine's workspace is empty, so the
+						// capture must presize and plan whatever the step needs.
+						gpu, err := NewGPU(ctx)
+						require.NoError(t, err)
+						defer func() { require.NoError(t, gpu.Close()) }()
+						replayed := sweepBits(t, gpu, tc, act, sc, true)
+						direct := sweepBits(t, gpu, tc, act, sc, false)
+						requireSameBits(t, direct, replayed, "graph replay vs direct steps")
+						if a := gpu.Engine().Arch(); tc.tier == gemm.TierTensorCore && (a.Major != 9 || a.Minor != 0) {
+							t.Logf("not compared with the CPU backend: it models the tensor cores of sm_90, this GPU is %v", a)
+							return
+						}
+						requireSameBits(t, sweepBits(t, NewCPU(0), tc, act, sc, false), replayed, "graph replay vs CPU backend")
+					})
+				}
+			})
+		}
 	}
 }
 
 // The run of issue 19: GraphReplay (the demo's check) of a 24 → 64 → 64 → 6
 // student at batch 300, on an engine with no workspace yet, failed in the
 // IEEE tiers with "workspace not presized".
+// With GELU too.
 func TestGPUGraphReplayOnAFreshEngine(t *testing.T) {
 	ctx := gputest.Context(t)
 	gpuBackend(t)
-	for _, tc := range tierCases {
-		t.Run(tc.String(), func(t *testing.T) {
-			gpu, err := NewGPU(ctx)
-			require.NoError(t, err)
-			defer func() { require.NoError(t, gpu.Close()) }()
-			cfg := TrainConfig{In: 24, Hidden: 64, Out: 6, Tier: tc.tier, DType: tc.d, Batch: 300, Steps: 1, Seed: 5,
-				Opt: SGD{LR: 0.05, Momentum: 0.9}}
-			direct, replay, err := GraphReplay(gpu, cfg, 3)
-			require.NoError(t, err)
-			require.Equal(t, direct, replay, "graph replay vs direct steps")
-		})
+	for _, act := range acts {
+		for _, tc := range tierCases {
+			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
+				gpu, err := NewGPU(ctx)
+				require.NoError(t, err)
+				defer func() { require.NoError(t, gpu.Close()) }()
+				cfg := TrainConfig{In: 24, Hidden: 64, Out: 6, Tier: tc.tier, DType: tc.d, Batch: 300, Steps: 1, Seed: 5,
+					Opt: SGD{LR: 0.05, Momentum: 0.9}, Act: act}
+				direct, replay, err := GraphReplay(gpu, cfg, 3)
+				require.NoError(t, err)
+				require.Equal(t, direct, replay, "graph replay vs direct steps")
+			})
+		}
 	}
 }

@@ -95,7 +95,20 @@ func (c *CPU) Synchronize() error { return nil }
 // tensors.
 func (c *CPU) Close() error { c.closed = true; return nil }
 
-func (c *CPU) free(t *Tensor) error { t.f32, t.u16 = nil, nil; return nil }
+func (c *CPU) free(t *Tensor) error { t.f32, t.u16, t.u8 = nil, nil, nil; return nil }
+
+func (c *CPU) allocMask(rows, cols int) (*Tensor, error) {
+	if c.closed {
+		return nil, argErr("Alloc", "backend", ErrClosed, "the cpu backend is closed")
+	}
+	if err := checkAlloc(F32, rows, cols); err != nil {
+		return nil, err
+	}
+	if rows > MaxHostTensorBytes/cols {
+		return nil, argErr("Alloc", "shape", ErrShape, "a %d×%d mask is more than the CPU backend's %d bytes a tensor", rows, cols, MaxHostTensorBytes)
+	}
+	return &Tensor{be: c, rows: rows, cols: cols, mask: true, u8: make([]uint8, rows*cols)}, nil
+}
 
 func (c *CPU) zero(t *Tensor) error {
 	clear(t.f32)
@@ -108,36 +121,58 @@ func (c *CPU) forward(tier gemm.Tier, x, w, b, y *Tensor) error {
 	if b != nil {
 		bias = b.f32
 	}
-	M, K, N := x.rows, x.cols, w.cols
-	switch tier {
-	case gemm.TierF32:
-		return ref.Options{Tier: ref.IEEE, In: F32, Workers: c.opts.Workers}.Forward(ref.Values(y.f32), ref.Values(x.f32), ref.Values(w.f32), bias, M, K, N)
-	case gemm.TierTensorCore:
-		return ref.Options{Tier: ref.TensorCore, In: x.dtype, Model: tcModel, Workers: c.opts.Workers}.Forward(ref.Bits(y.u16), ref.Bits(x.u16), ref.Bits(w.u16), bias, M, K, N)
-	}
-	return ref.Options{Tier: ref.IEEE, In: x.dtype, Workers: c.opts.Workers}.Forward(ref.Bits(y.u16), ref.Bits(x.u16), ref.Bits(w.u16), bias, M, K, N)
+	return c.refOptions(tier, x.dtype).Forward(operand(y), operand(x), operand(w), bias, x.rows, x.cols, w.cols)
 }
 
 func (c *CPU) dw(tier gemm.Tier, x, dy, dw *Tensor) error {
-	M, K, N := x.rows, x.cols, dy.cols
-	switch tier {
-	case gemm.TierF32:
-		return ref.Options{Tier: ref.IEEE, In: F32, Workers: c.opts.Workers}.DW(dw.f32, ref.Values(x.f32), ref.Values(dy.f32), M, K, N)
-	case gemm.TierTensorCore:
-		return ref.Options{Tier: ref.TensorCore, In: x.dtype, Model: tcModel, Workers: c.opts.Workers}.DW(dw.f32, ref.Bits(x.u16), ref.Bits(dy.u16), M, K, N)
-	}
-	return ref.Options{Tier: ref.IEEE, In: x.dtype, Workers: c.opts.Workers}.DW(dw.f32, ref.Bits(x.u16), ref.Bits(dy.u16), M, K, N)
+	return c.refOptions(tier, x.dtype).DW(dw.f32, operand(x), operand(dy), x.rows, x.cols, dy.cols)
 }
 
 func (c *CPU) dx(tier gemm.Tier, dy, w, dx *Tensor) error {
-	M, N, K := dy.rows, dy.cols, w.rows
+	return c.refOptions(tier, dy.dtype).DX(operand(dx), operand(dy), operand(w), dy.rows, dy.cols, w.rows)
+}
+
+// refOptions are the gemm/ref options of a product in tier on
+// activations of d: the mapping forward, dw and dx use.
+func (c *CPU) refOptions(tier gemm.Tier, d DType) ref.Options {
 	switch tier {
 	case gemm.TierF32:
-		return ref.Options{Tier: ref.IEEE, In: F32, Workers: c.opts.Workers}.DX(ref.Values(dx.f32), ref.Values(dy.f32), ref.Values(w.f32), M, N, K)
+		return ref.Options{Tier: ref.IEEE, In: F32, Workers: c.opts.Workers}
 	case gemm.TierTensorCore:
-		return ref.Options{Tier: ref.TensorCore, In: dy.dtype, Model: tcModel, Workers: c.opts.Workers}.DX(ref.Bits(dx.u16), ref.Bits(dy.u16), ref.Bits(w.u16), M, N, K)
+		return ref.Options{Tier: ref.TensorCore, In: d, Model: tcModel, Workers: c.opts.Workers}
 	}
-	return ref.Options{Tier: ref.IEEE, In: dy.dtype, Workers: c.opts.Workers}.DX(ref.Bits(dx.u16), ref.Bits(dy.u16), ref.Bits(w.u16), M, N, K)
+	return ref.Options{Tier: ref.IEEE, In: d, Workers: c.opts.Workers}
+}
+
+// operand is t's storage as gemm/ref reads or writes it: its f32 values,
+// or its 16-bit patterns.
+func operand(t *Tensor) ref.Operand {
+	if t.dtype == F32 {
+		return ref.Values(t.f32)
+	}
+	return ref.Bits(t.u16)
+}
+
+// matmul runs the request d on gemm/ref: the same request the GPU backend
+// gives the engine. aux is a ReLU mask or a GELU aux, as d's epilogue
+// says; bias and bgrad are nil where it has none.
+func (c *CPU) matmul(d gemm.MatmulDesc, a, b, dst, aux *Tensor, bias, bgrad []float32) error {
+	r := ref.MatmulRequest{M: d.M, N: d.N, K: d.K, TransA: d.TransA, TransB: d.TransB, A: operand(a), B: operand(b),
+		Alpha: d.Alpha, Beta: d.Beta, D: operand(dst), Bias: bias, Epilogue: d.Epilogue, BiasGrad: bgrad}
+	if aux.mask {
+		r.ReluMask = aux.u8
+	} else {
+		r.Aux = operand(aux)
+	}
+	return c.refOptions(d.Tier, d.In).Matmul(r)
+}
+
+func (c *CPU) forwardAct(tier gemm.Tier, act Act, x, w, b, y, aux *Tensor) error {
+	return c.matmul(forwardActDescOf(tier, act, x, w), x, w, y, aux, b.f32, nil)
+}
+
+func (c *CPU) dxAct(tier gemm.Tier, act Act, dy, w, aux, dx, db *Tensor) error {
+	return c.matmul(dxActDescOf(tier, act, dy, w), dy, w, dx, aux, nil, db.f32)
 }
 
 // values returns t's elements as float32 (16-bit elements widened into a
@@ -255,6 +290,6 @@ func (c *CPU) sgd(w, v, g, work *Tensor, lr, mu float32) error {
 	return nil
 }
 
-func (c *CPU) capture([]gemm.Call, func() error) (replayer, error) {
+func (c *CPU) capture([]product, func() error) (replayer, error) {
 	return nil, fmt.Errorf("triad: %w: the cpu backend runs every operation at once", ErrNoGraphs)
 }

@@ -1,7 +1,8 @@
 // Package triad is the training triad as a layer: a deterministic Linear
-// layer (forward, dW, db, dX) over the gemm engine, with ReLU, the mean
-// squared error and SGD with momentum, on the GPU or the CPU with
-// identical bits, and the training demo (cmd/train).
+// layer (forward, dW, db, dX) over the gemm engine, an MLP whose hidden
+// layers fuse ReLU or GELU into their products, the mean squared error and
+// SGD with momentum, on the GPU or the CPU with identical bits, and the
+// training demo (cmd/train).
 //
 // # Backends
 //
@@ -65,6 +66,38 @@
 // (a diverged run stays visible), +0 otherwise, so relu(−0) = +0. Its
 // gradient from the pre-activation h: dx = dy (its bits) when h > 0, the
 // canonical NaN when h is NaN, +0 otherwise.
+//
+// # The MLP's fused layers
+//
+// An MLP's hidden layers (all but the last) run the activation
+// (MLPConfig.Act: ActReLU, the zero value, or ActGELU, GELU's tanh form
+// ref.Gelu32) inside their products, as gemm Matmul epilogues (package gemm,
+// docs/contract.md, section "Matmul"); the CPU backend runs the same
+// requests on gemm/ref's Options.Matmul. For hidden layer i with input x:
+//
+//	forward   a_i = act(x·W_i + b_i)     ReluAuxBias or GeluAuxBias, NN; the aux is
+//	                                     the ReLU mask of a_i (one byte per element)
+//	                                     or the GELU pre-activation (the layer's dtype)
+//	backward  dh_i = act′(dh_(i+1)·W_(i+1)ᵀ)   DReluBgrad or DGeluBgrad, NT, reading
+//	          DB_i += Σ_rows dh_i               layer i's aux, in the same call
+//
+// The last layer runs Forward (y = x·W + b), its DB the bias gradient
+// above, and every layer's DW gemm DW. So a hidden layer's step makes no
+// separate activation, activation-gradient or bias-gradient pass.
+//
+// For ReLU the fused layers give the bits of the unfused operations
+// (Forward, relu, DX, the ReLU gradient, the bias gradient), so every
+// ReLU digest is what it was before they were fused: relu(RNE(v)) =
+// RNE(relu(v)) for every v (rounding keeps the sign and NaN; a positive v
+// that rounds to +0 gives +0 either way); the mask is taken from the
+// stored output, which is > 0 exactly where the stored pre-activation is;
+// DReluBgrad passes the product's stored value where the mask passes, +0
+// or the canonical NaN elsewhere, as the ReLU gradient does with DX's
+// output; and its bias gradient sums the stored gradient in the 256-row
+// slabs above, onto the same DB. For GELU, a_i = RNE(Gelu32(v)) with v the
+// unrounded pre-activation, the aux RNE(v), and dh_i = RNE(v′·GeluGrad32(aux))
+// with v′ the unrounded product: one rounding each, as the contract's
+// epilogue says.
 //
 // MSE over the n = rows·cols elements of y and t, in row-major order:
 // e_i = y_i − t_i; slab s of 256 consecutive elements is the chain

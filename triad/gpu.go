@@ -39,7 +39,11 @@ type GPU struct {
 	fns        map[string]*cudaload.Function
 	args       cudaload.Args
 	live       map[*Tensor]struct{}
-	closed     bool
+	// plans are the fused Matmuls' plans by description: made once (Plan
+	// validates, picks the kernels and sizes the workspace), then only
+	// run, so a captured step allocates nothing.
+	plans  map[gemm.MatmulDesc]*gemm.MatmulPlan
+	closed bool
 }
 
 // GPUOption configures NewGPU and OpenGPU.
@@ -127,7 +131,7 @@ func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
 	case ctx == nil:
 		return nil, argErr("NewGPU", "ctx", ErrConfig, "no CUDA context")
 	}
-	g := &GPU{ctx: ctx, fns: map[string]*cudaload.Function{}, live: map[*Tensor]struct{}{}}
+	g := &GPU{ctx: ctx, fns: map[string]*cudaload.Function{}, live: map[*Tensor]struct{}{}, plans: map[gemm.MatmulDesc]*gemm.MatmulPlan{}}
 	fail := func(err error) (*GPU, error) {
 		return nil, errors.Join(fmt.Errorf("triad.NewGPU: %w", err), g.release())
 	}
@@ -221,13 +225,31 @@ func (g *GPU) Alloc(d DType, rows, cols int) (*Tensor, error) {
 	if err := checkAlloc(d, rows, cols); err != nil {
 		return nil, err
 	}
-	t := &Tensor{be: g, dtype: d, rows: rows, cols: cols}
+	return g.alloc(&Tensor{be: g, dtype: d, rows: rows, cols: cols})
+}
+
+func (g *GPU) allocMask(rows, cols int) (*Tensor, error) {
+	if err := g.usable("Alloc"); err != nil {
+		return nil, err
+	}
+	if err := checkAlloc(F32, rows, cols); err != nil {
+		return nil, err
+	}
+	return g.alloc(&Tensor{be: g, rows: rows, cols: cols, mask: true})
+}
+
+// alloc gives t zeroed device memory.
+func (g *GPU) alloc(t *Tensor) (*Tensor, error) {
 	bytes := g.bytes(t)
 	// Round the allocation up to whole 32-bit words so zero can use one
 	// memset for every dtype.
 	p, err := g.ctx.MemAlloc((bytes + 3) &^ 3)
 	if err != nil {
-		return nil, fmt.Errorf("triad.Alloc: %d×%d %v: %w", rows, cols, d, err)
+		what := t.dtype.String()
+		if t.mask {
+			what = "mask"
+		}
+		return nil, fmt.Errorf("triad.Alloc: %d×%d %s: %w", t.rows, t.cols, what, err)
 	}
 	t.dev = p
 	g.live[t] = struct{}{}
@@ -237,7 +259,7 @@ func (g *GPU) Alloc(d DType, rows, cols int) (*Tensor, error) {
 	return t, nil
 }
 
-func (g *GPU) bytes(t *Tensor) uint64 { return uint64(t.Len()) * uint64(t.dtype.Size()) }
+func (g *GPU) bytes(t *Tensor) uint64 { return uint64(t.Len()) * uint64(t.elemSize()) }
 
 // Write copies values to t through the stream and waits, so the host slice
 // may be reused at once.
@@ -391,6 +413,44 @@ func (g *GPU) dx(tier gemm.Tier, dy, w, dx *Tensor) error {
 	return g.eng.DX(a)
 }
 
+// plan returns the kept plan of d, making it the first time. The kept
+// plans are dropped when there are maxPlans of them (a network asked for
+// many batch sizes), which only costs re-planning.
+func (g *GPU) plan(d gemm.MatmulDesc) (*gemm.MatmulPlan, error) {
+	if p := g.plans[d]; p != nil {
+		return p, nil
+	}
+	p, err := g.eng.Plan(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(g.plans) >= maxPlans {
+		clear(g.plans)
+	}
+	g.plans[d] = p
+	return p, nil
+}
+
+// maxPlans bounds the kept plans; an MLP uses two per hidden layer and
+// batch size.
+const maxPlans = 256
+
+func (g *GPU) forwardAct(tier gemm.Tier, act Act, x, w, b, y, aux *Tensor) error {
+	p, err := g.plan(forwardActDescOf(tier, act, x, w))
+	if err != nil {
+		return err
+	}
+	return p.Run(gemm.MatmulArgs{A: x.dev, B: w.dev, D: y.dev, Bias: b.dev, Aux: aux.dev})
+}
+
+func (g *GPU) dxAct(tier gemm.Tier, act Act, dy, w, aux, dx, db *Tensor) error {
+	p, err := g.plan(dxActDescOf(tier, act, dy, w))
+	if err != nil {
+		return err
+	}
+	return p.Run(gemm.MatmulArgs{A: dy.dev, B: w.dev, D: dx.dev, Aux: aux.dev, BiasGrad: db.dev})
+}
+
 // launch queues kernel name+"_"+dtype (or name alone for d == 0) over
 // threads threads with the arguments set by pack.
 func (g *GPU) launch(name string, d DType, grid, block uint32, pack func(a *cudaload.Args)) error {
@@ -462,16 +522,29 @@ type gpuGraph struct {
 	exec *cudaload.GraphExec
 }
 
-// capture presizes the engine's workspace for calls, then records fn on
-// the stream. The workspace must be allocated before the capture begins:
-// an allocation while capturing would invalidate the graph, so the engine
-// refuses to grow it then.
-func (g *GPU) capture(calls []gemm.Call, fn func() error) (replayer, error) {
+// capture presizes the engine's workspace for work's calls and makes the
+// plans of its Matmuls, then records fn on the stream. The workspace must
+// be allocated before the capture begins: an allocation while capturing
+// would invalidate the graph, so the engine refuses to grow it then.
+func (g *GPU) capture(work []product, fn func() error) (replayer, error) {
 	if err := g.usable("Capture"); err != nil {
 		return nil, err
 	}
+	var calls []gemm.Call
+	for _, w := range work {
+		if w.call != nil {
+			calls = append(calls, w.call)
+		}
+	}
 	if err := g.eng.Presize(calls...); err != nil {
 		return nil, fmt.Errorf("triad: sizing the workspace before capturing a graph: %w", err)
+	}
+	for _, w := range work {
+		if w.call == nil {
+			if _, err := g.plan(w.desc); err != nil {
+				return nil, fmt.Errorf("triad: planning a product before capturing a graph: %w", err)
+			}
+		}
 	}
 	graph, err := g.stream.Capture(fn)
 	if err != nil {

@@ -35,59 +35,97 @@ func skipTCOffHopper(t *testing.T, gpu *GPU, tc tierCase) {
 	}
 }
 
+// acts are the activations every GPU training test runs.
+var acts = []Act{ActReLU, ActGELU}
+
+// With each activation (fused into the hidden layers' products), GPU
+// training gives the CPU backend's digests and the golden ones.
 func TestGPUTrainingGivesTheCPUDigests(t *testing.T) {
 	gpu := gpuBackend(t)
-	file := readGolden(t)
-	for _, tc := range tierCases {
-		t.Run(tc.String(), func(t *testing.T) {
-			skipTCOffHopper(t, gpu, tc)
-			want := trainDigest(t, NewCPU(0), shortConfig(tc), shortEpochs)
-			got := trainDigest(t, gpu, shortConfig(tc), shortEpochs)
-			require.Equal(t, want, got, "GPU vs CPU backend")
-			require.NoError(t, file.Check(goldenKey(tc), got), "GPU vs golden file")
-		})
+	for _, act := range acts {
+		file := readGoldenAct(t, act)
+		for _, tc := range tierCases {
+			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
+				skipTCOffHopper(t, gpu, tc)
+				want := trainDigest(t, NewCPU(0), shortConfigAct(tc, act), shortEpochs)
+				got := trainDigest(t, gpu, shortConfigAct(tc, act), shortEpochs)
+				require.Equal(t, want, got, "GPU vs CPU backend")
+				require.NoError(t, file.Check(goldenKeyAct(tc, act), got), "GPU vs golden file")
+			})
+		}
 	}
 }
 
 func TestGPUGraphReplayEqualsDirectSteps(t *testing.T) {
 	gpu := gpuBackend(t)
-	for _, tc := range tierCases {
-		t.Run(tc.String(), func(t *testing.T) {
-			skipTCOffHopper(t, gpu, tc)
-			direct, replay, err := GraphReplay(gpu, shortConfig(tc), 4)
-			require.NoError(t, err)
-			require.Equal(t, direct, replay, "graph replay vs direct steps")
+	for _, act := range acts {
+		for _, tc := range tierCases {
+			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
+				skipTCOffHopper(t, gpu, tc)
+				direct, replay, err := GraphReplay(gpu, shortConfigAct(tc, act), 4)
+				require.NoError(t, err)
+				require.Equal(t, direct, replay, "graph replay vs direct steps")
 
-			// And the CPU backend's four direct steps.
-			cfg := shortConfig(tc)
-			cfg.Steps = 1
-			r, err := NewRun(NewCPU(0), cfg)
-			require.NoError(t, err)
-			defer r.Close()
-			x, tt := r.Batch(0)
-			for range 4 {
-				require.NoError(t, r.Model.Step(x, tt))
-			}
-			cpu, err := r.Model.Digest()
-			require.NoError(t, err)
-			require.Equal(t, cpu, replay, "graph replay vs CPU backend")
-		})
+				// And the CPU backend's four direct steps.
+				cfg := shortConfigAct(tc, act)
+				cfg.Steps = 1
+				r, err := NewRun(NewCPU(0), cfg)
+				require.NoError(t, err)
+				defer r.Close()
+				x, tt := r.Batch(0)
+				for range 4 {
+					require.NoError(t, r.Model.Step(x, tt))
+				}
+				cpu, err := r.Model.Digest()
+				require.NoError(t, err)
+				require.Equal(t, cpu, replay, "graph replay vs CPU backend")
+			})
+		}
 	}
 }
 
 func TestGPUBatchInvariance(t *testing.T) {
 	gpu := gpuBackend(t)
+	for _, act := range acts {
+		for _, tc := range tierCases {
+			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
+				r, err := NewRun(gpu, shortConfigAct(tc, act))
+				require.NoError(t, err)
+				defer r.Close()
+				_, err = r.Epoch(nil)
+				require.NoError(t, err)
+				n, diff, err := BatchInvariance(r.Model, r.X, r.X.Rows())
+				require.NoError(t, err)
+				require.Equal(t, r.X.Rows(), n)
+				require.Zero(t, diff)
+			})
+		}
+	}
+}
+
+// The fused products (forward with ReluAuxBias or GeluAuxBias, the
+// product back with DReluBgrad or DGeluBgrad) write every element of
+// their outputs and aux (all poisoned first) with the CPU backend's bits,
+// on adversarial data; and on the GPU too the fused ReLU equals the
+// unfused kernels (Forward, relu, DX, the ReLU and bias gradients).
+func TestGPUFusedOpsEqualCPU(t *testing.T) {
+	gpu := gpuBackend(t)
 	for _, tc := range tierCases {
 		t.Run(tc.String(), func(t *testing.T) {
-			r, err := NewRun(gpu, shortConfig(tc))
-			require.NoError(t, err)
-			defer r.Close()
-			_, err = r.Epoch(nil)
-			require.NoError(t, err)
-			n, diff, err := BatchInvariance(r.Model, r.X, r.X.Rows())
-			require.NoError(t, err)
-			require.Equal(t, r.X.Rows(), n)
-			require.Zero(t, diff)
+			skipTCOffHopper(t, gpu, tc)
+			onGPU, onCPU := newFusedPair(t, gpu, tc), newFusedPair(t, NewCPU(0), tc)
+			for _, act := range acts {
+				want, got := onCPU.fused(t, act), onGPU.fused(t, act)
+				for _, k := range []string{"a", "aux", "dh", "db"} {
+					requireSameBits(t, want[k], got[k], act.String()+" "+k)
+				}
+				if act == ActReLU {
+					unfused := onGPU.unfused(t)
+					for _, k := range []string{"a", "aux", "dh", "db"} {
+						requireSameBits(t, unfused[k], got[k], "GPU fused vs unfused relu "+k)
+					}
+				}
+			}
 		})
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/detgemm/detgemm/gemm"
 )
 
-// MLPConfig describes a multi-layer perceptron: Linear layers with ReLU
-// between them (none after the last), trained on the mean squared error.
+// MLPConfig describes a multi-layer perceptron: Linear layers with an
+// activation between them (none after the last), trained on the mean
+// squared error.
 type MLPConfig struct {
 	Sizes   []int     // widths: input, hidden..., output (at least two)
 	Tier    gemm.Tier // gemm.TierF32, gemm.TierTyped or gemm.TierTensorCore
@@ -17,18 +18,28 @@ type MLPConfig struct {
 	MaxRows int       // the most rows one call takes; workspaces are sized for it
 	Seed    uint64    // weight initialisation
 	Opt     SGD
+	// Act is the hidden layers' activation; the zero value is ActReLU.
+	Act Act
 }
 
 // MLP is a small network whose every buffer (parameters, activations,
 // gradients, the loss) is allocated by NewMLP, so Forward and Step only
 // queue work; on the GPU a Step never waits for the device and can be
 // captured in a CUDA graph (CaptureStep).
+//
+// A hidden layer's forward is one fused product, act(x·W + b), that also
+// keeps the activation's aux for the backward (the ReLU mask, or the GELU
+// pre-activation); the product that flows back into it applies the
+// activation's gradient from that aux and accumulates its bias gradient in
+// the same call.
 type MLP struct {
 	be     Backend
 	cfg    MLPConfig
 	layers []*Linear
-	h, a   []*Tensor // per layer: pre-activation [MaxRows, out] and ReLU output (nil for the last)
-	dh, da []*Tensor // per layer: gradient of h, and of the previous layer's output (nil for the first)
+	out    *Tensor   // the last layer's output [MaxRows, out]
+	a      []*Tensor // per hidden layer: the activation's output [MaxRows, out], the next layer's input
+	aux    []*Tensor // per hidden layer: the ReLU mask or the GELU pre-activation [MaxRows, out]
+	dh     []*Tensor // per layer: the gradient of its pre-activation [MaxRows, out]
 	loss   *Tensor   // f32 [1, 2]: the last step's loss, and their running sum
 	closed bool
 }
@@ -55,6 +66,9 @@ func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 	if err := checkTier(op, cfg.Tier, cfg.DType); err != nil {
 		return nil, err
 	}
+	if err := checkAct(op, cfg.Act); err != nil {
+		return nil, err
+	}
 	cfg.Sizes = append([]int(nil), cfg.Sizes...)
 	m := &MLP{be: be, cfg: cfg}
 	if err := m.build(); err != nil {
@@ -65,7 +79,7 @@ func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 
 func (m *MLP) build() error {
 	cfg, n := m.cfg, len(m.cfg.Sizes)-1
-	m.h, m.a, m.dh, m.da = make([]*Tensor, n), make([]*Tensor, n), make([]*Tensor, n), make([]*Tensor, n)
+	m.a, m.aux, m.dh = make([]*Tensor, n-1), make([]*Tensor, n-1), make([]*Tensor, n)
 	for i := range n {
 		in, out := cfg.Sizes[i], cfg.Sizes[i+1]
 		l, err := NewLinear(m.be, LinearConfig{In: in, Out: out, Tier: cfg.Tier, DType: cfg.DType})
@@ -76,16 +90,25 @@ func (m *MLP) build() error {
 		if err := l.SetParams(heUniform(cfg.Seed, i, in, out), make([]float32, out)); err != nil {
 			return err
 		}
-		for _, p := range []struct {
-			dst  **Tensor
-			want bool
-			cols int
-		}{{&m.h[i], true, out}, {&m.a[i], i < n-1, out}, {&m.dh[i], true, out}, {&m.da[i], i > 0, in}} {
-			if p.want {
-				if *p.dst, err = m.be.Alloc(cfg.DType, cfg.MaxRows, p.cols); err != nil {
-					return err
-				}
+		if m.dh[i], err = m.be.Alloc(cfg.DType, cfg.MaxRows, out); err != nil {
+			return err
+		}
+		if i == n-1 {
+			if m.out, err = m.be.Alloc(cfg.DType, cfg.MaxRows, out); err != nil {
+				return err
 			}
+			continue
+		}
+		if m.a[i], err = m.be.Alloc(cfg.DType, cfg.MaxRows, out); err != nil {
+			return err
+		}
+		if cfg.Act == ActReLU {
+			m.aux[i], err = m.be.allocMask(cfg.MaxRows, out)
+		} else {
+			m.aux[i], err = m.be.Alloc(cfg.DType, cfg.MaxRows, out)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	var err error
@@ -129,12 +152,12 @@ func (m *MLP) checkBatch(op string, x, t *Tensor) error {
 	return check(op, "t", m.be, t, m.cfg.DType, x.rows, m.cfg.Sizes[len(m.cfg.Sizes)-1])
 }
 
-// rowsOf returns the first rows rows of each workspace.
-func rowsOf(ts []*Tensor, i, rows int) *Tensor {
-	if ts[i] == nil {
+// rowsOf returns the first rows rows of a workspace (nil for nil).
+func rowsOf(t *Tensor, rows int) *Tensor {
+	if t == nil {
 		return nil
 	}
-	v, _ := ts[i].View(0, rows) // rows ≤ MaxRows was checked
+	v, _ := t.View(0, rows) // rows ≤ MaxRows was checked
 	return v
 }
 
@@ -152,23 +175,19 @@ func (m *MLP) Forward(x *Tensor) (*Tensor, error) {
 	return m.forward(x)
 }
 
+// forward runs each hidden layer as one fused product, y = act(x·W + b)
+// with its aux, and the last layer as a Forward.
 func (m *MLP) forward(x *Tensor) (*Tensor, error) {
-	rows, in := x.rows, x
-	for i, l := range m.layers {
-		h := rowsOf(m.h, i, rows)
-		if err := l.Forward(in, h); err != nil {
-			return nil, err
-		}
-		if i == len(m.layers)-1 {
-			return h, nil
-		}
-		a := rowsOf(m.a, i, rows)
-		if err := m.be.relu(h, a); err != nil {
+	rows, in, last := x.rows, x, len(m.layers)-1
+	for i, l := range m.layers[:last] {
+		a := rowsOf(m.a[i], rows)
+		if err := m.be.forwardAct(m.cfg.Tier, m.cfg.Act, in, l.Work(), l.b, a, rowsOf(m.aux[i], rows)); err != nil {
 			return nil, err
 		}
 		in = a
 	}
-	return nil, nil // unreachable: there is at least one layer
+	y := rowsOf(m.out, rows)
+	return y, m.layers[last].Forward(in, y)
 }
 
 // Step queues one training step on the batch x [rows, in] with targets t
@@ -186,8 +205,16 @@ func (m *MLP) Step(x, t *Tensor) error {
 	return m.step(x, t)
 }
 
+// step's backward, for layer i from the last back: DW_i += inᵀ·dh_i; for
+// the last layer DB_i += Σ_rows dh_i; then, but for the first layer, one
+// fused product dh_(i−1) = act′(dh_i·W_iᵀ) from layer i−1's aux, with
+// DB_(i−1) += Σ_rows dh_(i−1). Each gradient buffer is accumulated once per
+// step, as Linear.Backward would, so the bits are those of Backward
+// followed by the activation's gradient as separate passes (for ReLU: see
+// the package comment).
 func (m *MLP) step(x, t *Tensor) error {
 	rows, last := x.rows, len(m.layers)-1
+	tier, act := m.cfg.Tier, m.cfg.Act
 	y, err := m.forward(x)
 	if err != nil {
 		return err
@@ -195,20 +222,24 @@ func (m *MLP) step(x, t *Tensor) error {
 	if err := m.be.mseLoss(y, t, m.loss); err != nil {
 		return err
 	}
-	if err := m.be.mseGrad(y, t, rowsOf(m.dh, last, rows)); err != nil {
+	if err := m.be.mseGrad(y, t, rowsOf(m.dh[last], rows)); err != nil {
 		return err
 	}
 	for i := last; i >= 0; i-- {
-		in := x
+		l, in, dy := m.layers[i], x, rowsOf(m.dh[i], rows)
 		if i > 0 {
-			in = rowsOf(m.a, i-1, rows)
+			in = rowsOf(m.a[i-1], rows)
 		}
-		dx := rowsOf(m.da, i, rows)
-		if err := m.layers[i].Backward(in, rowsOf(m.dh, i, rows), dx); err != nil {
+		if err := m.be.dw(tier, in, dy, l.dw); err != nil {
 			return err
 		}
+		if i == last {
+			if err := m.be.biasGrad(dy, l.db); err != nil {
+				return err
+			}
+		}
 		if i > 0 {
-			if err := m.be.reluGrad(rowsOf(m.h, i-1, rows), dx, rowsOf(m.dh, i-1, rows)); err != nil {
+			if err := m.be.dxAct(tier, act, dy, l.Work(), rowsOf(m.aux[i-1], rows), rowsOf(m.dh[i-1], rows), m.layers[i-1].db); err != nil {
 				return err
 			}
 		}
@@ -272,7 +303,7 @@ func (m *MLP) Close() error {
 	for _, l := range m.layers {
 		err = errors.Join(err, l.Close())
 	}
-	for _, ts := range [][]*Tensor{m.h, m.a, m.dh, m.da, {m.loss}} {
+	for _, ts := range [][]*Tensor{m.a, m.aux, m.dh, {m.out, m.loss}} {
 		for _, t := range ts {
 			if t != nil {
 				err = errors.Join(err, t.Free())
@@ -293,9 +324,11 @@ type StepGraph struct {
 // CaptureStep records Step(x, t) without running it. The graph reads x and
 // t where they are, so refill them (Backend.Write) to train on other data.
 // Before the capture begins it sizes the engine's workspace for every
-// product of the step (gemm.Engine.Presize), since nothing may be
-// allocated while a graph is being captured; that allocation is the only
-// one, and it is kept for later steps. The CPU backend answers ErrNoGraphs.
+// product of the step (gemm.Engine.Presize) and makes the plans of its
+// fused products (gemm.Engine.Plan, kept by the backend), since nothing
+// may be allocated while a graph is being captured; that allocation is
+// the only one, and it is kept for later steps. The CPU backend answers
+// ErrNoGraphs.
 func (m *MLP) CaptureStep(x, t *Tensor) (*StepGraph, error) {
 	const op = "MLP.CaptureStep"
 	if err := m.usable(op); err != nil {
@@ -304,7 +337,7 @@ func (m *MLP) CaptureStep(x, t *Tensor) (*StepGraph, error) {
 	if err := m.checkBatch(op, x, t); err != nil {
 		return nil, err
 	}
-	r, err := m.be.capture(m.stepCalls(x.rows), func() error { return m.step(x, t) })
+	r, err := m.be.capture(m.stepWork(x.rows), func() error { return m.step(x, t) })
 	if err != nil {
 		return nil, err
 	}

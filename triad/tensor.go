@@ -25,10 +25,23 @@ type Tensor struct {
 	rows, cols int
 	view       bool
 	freed      bool
+	// mask marks a ReLU mask, one byte per element (gemm.ReluMaskZero,
+	// ReluMaskPass, ReluMaskNaN): an MLP's internal aux buffer, made by
+	// the backends' allocMask, never handed out; its dtype is 0.
+	mask bool
 
 	dev cudaload.DevicePtr // GPU
 	f32 []float32          // CPU, F32
 	u16 []uint16           // CPU, BF16 and F16 (raw bits)
+	u8  []uint8            // CPU, a ReLU mask
+}
+
+// elemSize is the bytes of one element.
+func (t *Tensor) elemSize() int {
+	if t.mask {
+		return 1
+	}
+	return t.dtype.Size()
 }
 
 // DType is the element type.
@@ -66,9 +79,11 @@ func (t *Tensor) View(row0, rows int) (*Tensor, error) {
 	off := row0 * t.cols
 	switch {
 	case t.dev != 0:
-		v.dev = t.dev + cudaload.DevicePtr(off*t.dtype.Size())
+		v.dev = t.dev + cudaload.DevicePtr(off*t.elemSize())
 	case t.f32 != nil:
 		v.f32 = t.f32[off : off+rows*t.cols]
+	case t.mask:
+		v.u8 = t.u8[off : off+rows*t.cols]
 	default:
 		v.u16 = t.u16[off : off+rows*t.cols]
 	}

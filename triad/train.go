@@ -15,6 +15,7 @@ type TrainConfig struct {
 	Steps           int // steps per epoch; the task has Steps·Batch samples
 	Seed            uint64
 	Opt             SGD
+	Act             Act // the hidden layers' activation; the zero value is ActReLU
 }
 
 // Sizes are the student's layer widths.
@@ -45,7 +46,7 @@ func NewRun(be Backend, cfg TrainConfig) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{Task: task, be: be, cfg: cfg}
-	r.Model, err = NewMLP(be, MLPConfig{Sizes: cfg.Sizes(), Tier: cfg.Tier, DType: cfg.DType, MaxRows: rows, Seed: cfg.Seed, Opt: cfg.Opt})
+	r.Model, err = NewMLP(be, MLPConfig{Sizes: cfg.Sizes(), Tier: cfg.Tier, DType: cfg.DType, MaxRows: rows, Seed: cfg.Seed, Opt: cfg.Opt, Act: cfg.Act})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ var checkedIn = []struct {
 	{"../../testdata/golden/ieee.txt", Arrow},
 	{"../../testdata/golden/tc_sm90.txt", Arrow},
 	{"../../testdata/golden/triad.txt", Colon},
+	{"../../testdata/golden/triad_gelu.txt", Colon},
+	{"../../testdata/golden/triad_demo.txt", Colon},
 }
 
 func TestParseKeepsHeaderAndCasesInFileOrder(t *testing.T) {

@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--cpu] [--quiet] ...
+//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--act relu|gelu] [--cpu] [--quiet] ...
 //
 // train -h says what it does and lists every flag. A progress bar is drawn
 // on stderr only when stderr is a terminal; in a pipe or a log the output is
@@ -35,7 +35,7 @@ import (
 )
 
 type options struct {
-	tier, dtype              string
+	tier, dtype, act         string
 	in, hidden, out          int
 	batch, steps, epochs     int
 	seed                     uint64
@@ -51,9 +51,10 @@ type options struct {
 // about is the help text's description of the program.
 const about = `Usage: train [flags]
 
-train trains a small MLP (in → hidden → hidden → out, ReLU between the
-layers, mean squared error, SGD with momentum) on a synthetic regression task
-made from a seed, twice, and checks what the determinism contract promises:
+train trains a small MLP (in → hidden → hidden → out, ReLU or GELU between
+the layers, mean squared error, SGD with momentum) on a synthetic regression
+task made from a seed, twice, and checks what the determinism contract
+promises:
 
   - the two runs end with bit-identical weights (a SHA-256 of each);
   - a sample's outputs are the same bits at batch 1 as inside one large batch;
@@ -70,6 +71,13 @@ Tiers (--tier) and their activation dtypes (--dtype):
          rounding at the store (--dtype bf16, the default, or f16)
   tc     tensor cores, bf16 or f16 activations, f32 accumulation
          (--dtype bf16, the default, or f16)
+
+Activations (--act), each fused into the hidden layers' products (the
+Matmul epilogues ReluAuxBias/GeluAuxBias forward, DReluBgrad/DGeluBgrad
+backward, which also sum the bias gradient):
+  relu   x for x > 0, NaN for NaN, else +0 (the default)
+  gelu   GELU's tanh form, a fixed sequence of f32 operations, so the GPU
+         and the CPU backend give the same bits
 
 Exit status: 0 when every check passes, 1 when a check fails, 2 on bad flags
 or an error.
@@ -89,6 +97,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	}
 	fs.StringVar(&o.tier, "tier", "f32", "numerical tier: f32, typed or tc (tensor cores)")
 	fs.StringVar(&o.dtype, "dtype", "", "activation dtype: f32 (tier f32), bf16 or f16 (tiers typed and tc; default bf16)")
+	fs.StringVar(&o.act, "act", "relu", "hidden layers' activation: relu or gelu")
 	fs.IntVar(&o.in, "in", 32, "input width")
 	fs.IntVar(&o.hidden, "hidden", 64, "hidden width (two hidden layers)")
 	fs.IntVar(&o.out, "out", 8, "output width")
@@ -166,6 +175,14 @@ func (o options) config() (triad.TrainConfig, error) {
 	default:
 		return cfg, fmt.Errorf("--tier %q: want f32, typed or tc", o.tier)
 	}
+	act, err := triad.ParseAct(o.act)
+	if o.act == "" {
+		act, err = triad.ActReLU, nil
+	}
+	if err != nil {
+		return cfg, fmt.Errorf("--act %q: want relu or gelu", o.act)
+	}
+	cfg.Act = act
 	if o.epochs <= 0 {
 		return cfg, fmt.Errorf("--epochs %d: want at least 1", o.epochs)
 	}
@@ -207,8 +224,8 @@ func run(o options, stdout, stderr io.Writer) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	fmt.Fprintf(stdout, "triad demo: MLP %d→%d→%d→%d, tier %v (%v), batch %d, %d steps × %d epochs, seed %d, lr %g, momentum %g\n",
-		cfg.In, cfg.Hidden, cfg.Hidden, cfg.Out, cfg.Tier, cfg.DType, cfg.Batch, cfg.Steps, o.epochs, cfg.Seed, o.lr, o.momentum)
+	fmt.Fprintf(stdout, "triad demo: MLP %d→%d→%d→%d (%v), tier %v (%v), batch %d, %d steps × %d epochs, seed %d, lr %g, momentum %g\n",
+		cfg.In, cfg.Hidden, cfg.Hidden, cfg.Out, cfg.Act, cfg.Tier, cfg.DType, cfg.Batch, cfg.Steps, o.epochs, cfg.Seed, o.lr, o.momentum)
 	be, name := backend(o, stdout)
 	defer be.Close()
 	fmt.Fprintf(stdout, "backend: %s\n", name)

@@ -4,12 +4,29 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/detgemm/detgemm/internal/golden"
+	"github.com/detgemm/detgemm/triad"
 	"github.com/stretchr/testify/require"
 )
+
+// update writes testdata/golden/triad_demo.txt from the CPU backend.
+// Changing these bits is a contract change: say so in CHANGELOG.md.
+var update = flag.Bool("update", false, "write the demo's golden digests from the CPU backend")
+
+// demoGoldenPath holds the final-weight digests `make demo` prints (run 1
+// and run 2 alike) for each activation and tier at the default flags.
+const demoGoldenPath = "../../../testdata/golden/triad_demo.txt"
+
+var demoGoldenHeader = []string{
+	"The final-weight digests the demo (go run ./triad/cmd/train --quiet) prints at its default sizes,",
+	"per activation and tier, computed on the CPU backend (go test ./triad/cmd/train -run TestDemoDigestsMatchGolden -update).",
+	"A GPU prints the same (tier tc: an sm_90 GPU). Each line: the flags, then the SHA-256 of the final f32 weights and biases.",
+}
 
 func small(tier, dtype string) options {
 	return options{tier: tier, dtype: dtype, in: 6, hidden: 10, out: 3, batch: 40, steps: 3, epochs: 2, seed: 7,
@@ -32,8 +49,58 @@ func TestDemoOnTheCPUPassesEveryCheck(t *testing.T) {
 	}
 }
 
+// The demo passes its checks with each activation.
+func TestDemoOnTheCPUPassesEveryCheckWithEachActivation(t *testing.T) {
+	for _, act := range []string{"relu", "gelu"} {
+		for _, o := range []options{small("f32", ""), small("tc", "bf16")} {
+			o.act = act
+			t.Run(act+"/"+o.tier, func(t *testing.T) {
+				var out bytes.Buffer
+				ok, err := run(o, &out, io.Discard)
+				require.NoError(t, err)
+				require.True(t, ok, out.String())
+				require.Contains(t, out.String(), "("+act+"), tier ")
+			})
+		}
+	}
+}
+
+// The digests the demo prints at its default flags, for both activations
+// and the three tiers, are the golden ones (for ReLU, those the README
+// quotes: 59d14124…, abe77f67…, 4ff42ba2…).
+func TestDemoDigestsMatchGolden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the demo's default network six times")
+	}
+	var got []golden.Entry
+	for _, act := range []string{"relu", "gelu"} {
+		for _, tier := range []string{"f32", "typed", "tc"} {
+			o, err := parseFlags([]string{"--cpu", "--quiet", "--act", act, "--tier", tier}, io.Discard)
+			require.NoError(t, err)
+			cfg, err := o.config()
+			require.NoError(t, err)
+			be := triad.NewCPU(0)
+			r, d, err := train(be, cfg, o, 1, io.Discard, io.Discard)
+			require.NoError(t, err)
+			require.NoError(t, r.Close())
+			key := fmt.Sprintf("--act %s --tier %s (%v) %dx%dx%dx%d batch=%d steps=%d epochs=%d seed=%d", act, tier, cfg.DType,
+				cfg.In, cfg.Hidden, cfg.Hidden, cfg.Out, cfg.Batch, cfg.Steps, o.epochs, cfg.Seed)
+			got = append(got, golden.Entry{Key: key, Digest: d})
+		}
+	}
+	if *update {
+		require.NoError(t, golden.Write(demoGoldenPath, golden.Colon, demoGoldenHeader, got))
+		return
+	}
+	g, err := golden.Read(demoGoldenPath, golden.Colon)
+	require.NoError(t, err)
+	require.NoError(t, g.Compare(got))
+}
+
 func TestDemoRejectsBadFlags(t *testing.T) {
-	for _, o := range []options{small("f32", "bf16"), small("typed", "f32"), small("tc", "f32"), small("tensor", ""), func() options { o := small("f32", ""); o.epochs = 0; return o }()} {
+	for _, o := range []options{small("f32", "bf16"), small("typed", "f32"), small("tc", "f32"), small("tensor", ""),
+		func() options { o := small("f32", ""); o.act = "tanh"; return o }(),
+		func() options { o := small("f32", ""); o.epochs = 0; return o }()} {
 		_, err := run(o, io.Discard, io.Discard)
 		require.Error(t, err)
 	}
@@ -88,7 +155,7 @@ func TestHelpSaysWhatTheProgramDoesAndListsTheFlags(t *testing.T) {
 	_, err := parseFlags([]string{"-h"}, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, want := range []string{"Usage: train [flags]", "bit-identical", "CPU backend",
-		"f32 ", "typed ", "tc ", "-tier", "-dtype", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
+		"f32 ", "typed ", "tc ", "relu ", "gelu ", "-tier", "-dtype", "-act", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
 		require.Contains(t, help.String(), want)
 	}
 }
@@ -100,6 +167,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{nil, true},
 		{[]string{"--tier", "tc", "--dtype", "f16", "--quiet"}, true},
+		{[]string{"--act", "gelu", "--tier", "typed"}, true},
 		{[]string{"-quiet", "-cpu", "-epochs", "3"}, true},
 		{[]string{"--bogus"}, false},
 		{[]string{"--epochs", "many"}, false},
