@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"io"
 	"path/filepath"
 	"slices"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/detgemm/detgemm/bench/cublas"
 	"github.com/detgemm/detgemm/bench/cublaslt"
 	"github.com/detgemm/detgemm/gemm"
+	"github.com/detgemm/detgemm/internal/gputest"
 )
 
 func TestMatmulModesAreOptIn(t *testing.T) {
@@ -275,4 +278,50 @@ func TestFromMatmulTableAndCSV(t *testing.T) {
 	require.Equal(t, modeLt, l[col["plain"]])
 	require.Equal(t, "0.10000000000000009", l[col["over_plain"]])
 	require.Empty(t, byMode["tc-mm-tt"][col["over_plain"]], "a failed row has no ratio")
+}
+
+// TestRunMatmulModesOnGPU runs --modes matmul (and two IEEE-tier modes)
+// on one small shape: every engine row measured (a failure names its
+// rows and errors), every cuBLASLt row measured or refused by cuBLASLt
+// itself, and the Matmul tables rendered from the saved JSON.
+func TestRunMatmulModesOnGPU(t *testing.T) {
+	gputest.Context(t)
+	if testing.Short() {
+		t.Skip("builds every kernel family; skipped in -short")
+	}
+	path := filepath.Join(t.TempDir(), "bench.json")
+	// N a multiple of 128: cuBLASLt's ReLU bit-mask needs its aux ld so.
+	c, err := parseFlags([]string{"--quick", "--modes", "matmul,mm,mm-gelu-aux-bias", "--dtypes", "bf16",
+		"--shapes", "256x128x256", "--startup=false", "--json", path}, io.Discard)
+	require.NoError(t, err)
+	c.args = []string{"bench", "--modes", "matmul"}
+	var out, errb bytes.Buffer
+	err = run(c, &out, &errb)
+	if errors.Is(err, cublas.ErrNotFound) || errors.Is(err, cublaslt.ErrNotFound) {
+		t.Skipf("no cuBLAS or cuBLASLt: %v", err)
+	}
+	require.NoError(t, err, "stderr: %s", errb.String())
+	t.Log("\n" + out.String())
+	rep, _, err := readReport(path)
+	require.NoError(t, err)
+	require.Len(t, rep.Rows, 1+len(mmModes)+(len(mmModes)-1)+2, "cuBLAS default, the tc-mm modes, their cuBLASLt pairs, two IEEE modes")
+	var failed []string
+	for _, r := range rep.Rows {
+		switch {
+		case r.Backend == ltBackendName && r.Error != "":
+			require.Contains(t, r.Error, "cublasLt", "%s: a cuBLASLt row fails only where cuBLASLt refuses", r.Mode)
+			t.Logf("cuBLASLt refused %s: %s", r.Mode, r.Error)
+		case r.Error != "":
+			failed = append(failed, r.Mode+": "+r.Error)
+		default:
+			require.Positive(t, r.MedianUS, r.Mode)
+		}
+	}
+	require.Empty(t, failed, "engine rows that failed")
+	cfg, err := parseFlags([]string{"--from", path, "--format", "md"}, io.Discard)
+	require.NoError(t, err)
+	var md bytes.Buffer
+	require.NoError(t, renderSaved(cfg, &md, io.Discard))
+	require.Contains(t, md.String(), "| 256×128×256 | bf16 | tc-mm-gelu-aux-bias |")
+	require.Contains(t, md.String(), "| 256×128×256 | bf16 | tc-mm-relu-bias |")
 }
