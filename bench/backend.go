@@ -55,8 +55,28 @@ const (
 var defaultModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}
 
 // allModes is every mode --modes accepts, in table order: the default ones,
-// then cuBLASLt's.
-var allModes = append(append([]string{}, defaultModes...), ltModes...)
+// then cuBLASLt's, then the engine's Matmul modes.
+var allModes = append(append(append([]string{}, defaultModes...), ltModes...), mmModeNames()...)
+
+// modeGroups are names --modes expands into lists of modes.
+var modeGroups = map[string]func() []string{
+	// matmul: issue 21's comparison in one word: cuBLAS's default row,
+	// every tensor-core Matmul mode and the cuBLASLt mode paired with each.
+	"matmul": matmulGroup,
+}
+
+// matmulGroup is the "matmul" group: cuBLAS default, then every
+// tensor-core Matmul mode followed by its cuBLASLt pair.
+func matmulGroup() []string {
+	out := []string{modeDefault}
+	for _, m := range mmModes {
+		out = append(out, tcPrefix+m.name)
+		if m.lt != "" {
+			out = append(out, m.lt)
+		}
+	}
+	return out
+}
 
 // parseDTypes reads --dtypes.
 func parseDTypes(list string) ([]dtype, error) {
@@ -73,15 +93,27 @@ func parseDTypes(list string) ([]dtype, error) {
 	return out, nil
 }
 
-// parseModes reads --modes.
+// parseModes reads --modes: mode names and group names (modeGroups),
+// each mode kept once, in the order first named.
 func parseModes(list string) ([]string, error) {
 	var out []string
+	add := func(m string) {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
 	for _, f := range strings.Split(list, ",") {
 		m := strings.ToLower(strings.TrimSpace(f))
-		if !slices.Contains(allModes, m) {
-			return nil, fmt.Errorf("--modes: unknown mode %q (want %s)", f, strings.Join(allModes, ", "))
+		if g, ok := modeGroups[m]; ok {
+			for _, x := range g() {
+				add(x)
+			}
+			continue
 		}
-		out = append(out, m)
+		if !slices.Contains(allModes, m) {
+			return nil, fmt.Errorf("--modes: unknown mode %q (want %s, or the group matmul)", f, strings.Join(allModes, ", "))
+		}
+		add(m)
 	}
 	return out, nil
 }

@@ -102,6 +102,41 @@ Columns:
                  lt-bgrada         BGRADA: Y = A·B, bias = B's row sums
                                    (cuBLASLt's A is our B)
                  lt-bgradb         BGRADB: Y = A·B, bias = A's row sums
+                 lt-relu-aux-bias  RELU_AUX_BIAS: as lt-relu-bias, and its
+                                   bit-mask to aux
+                 lt-drelu-bgrad    DRELU_BGRAD: Y = A·B where the mask (from
+                                   a RELU_AUX_BIAS run) passes, bias = Y's
+                                   column sums
+                 lt-nt, lt-tn, lt-tt  DEFAULT with B stored N×K, A stored
+                                   K×M, or both (the sets' own A and B)
+                 lt-tn-bgrada      BGRADA on the TN product (a weight
+                                   gradient's bias gradient)
+                 lt-strided, lt-gelu-bias-strided  DEFAULT, GELU_BIAS with
+                                   rows of A, B and Y 64 elements longer
+               The engine's Matmul modes (opt-in; Plan once, Run per
+               launch, alpha 1, beta 0; bias and bias gradients f32, aux
+               per input set; every buffer random): mm-* in the IEEE tier
+               of fwd (f32 for f32, typed for bf16/f16), tc-mm-* in the
+               tensor-core tier (bf16/f16), each paired with the cuBLASLt
+               mode above of the same epilogue and layout:
+                 mm                Default, NN (runs Forward's kernels)
+                 mm-bias, mm-gelu-bias, mm-gelu-aux-bias, mm-relu-bias,
+                 mm-relu-aux-bias  the forward epilogues (ReLU's aux is a
+                                   byte mask)
+                 mm-dgelu-bgrad, mm-drelu-bgrad  the backward ones, reading
+                                   an aux a GeluAuxBias / ReluAuxBias run
+                                   wrote first
+                 mm-bgradb         BgradB on Aᵀ·B, ReduceOverBatch
+                 mm-nt, mm-tn, mm-tt  the layouts (mm-nt runs DX's kernels)
+                 mm-strided, mm-gelu-bias-strided  ld = row length + 64
+                 mm-bias-then-relu mm-bias, then the triad's ReLU kernel
+                                   as a second launch: the unfused pair of
+                                   mm-relu-bias (and a lower bound for an
+                                   unfused mm-gelu-bias)
+               --modes matmul names cuBLAS default, every tc-mm mode and
+               its cuBLASLt pair; table and md then add a Matmul table
+               (detgemm, cuBLASLt, their ratio, each one's cost over its
+               own plain product) and a fused-against-separate-pass table.
                %roof and bound count A, B and Y only, not the bias or aux.
   µs           median time of one GEMM, in microseconds
   TFLOP/s      2·M·N·K / median time
@@ -126,7 +161,9 @@ against cuBLAS default, and the memory floors of the memory-bound problems;
 times in µs, TFLOP/s in brackets on compute-bound rows. --format csv writes
 one line per row, with "reference" (the cuBLAS mode the row is fairly judged
 against: pedantic for the IEEE tiers, default for the tensor-core tier) and
-"vs_reference". --plot draws, per element type, each engine row's speed
+"vs_reference" (a tc-mm row's reference is its cuBLASLt pair), and for
+the Matmul rows and their cuBLASLt pairs "plain" (the same library's plain
+product) and "over_plain" (median / plain's - 1). --plot draws, per element type, each engine row's speed
 against the same reference and every GEMM row's %roof.
 `
 
@@ -140,7 +177,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.shapesSet, "shapes-set", "", "a named built-in shape list instead of the standard one: "+shapeSetNames()+" (not with --shapes or --shapes-file)")
 	fs.StringVar(&c.shapesFile, "shapes-file", "", "file of \"M K N\" lines (default: testdata/bench_shapes.txt under the module root, else a built-in copy)")
 	fs.StringVar(&dtypes, "dtypes", "bf16,f16,f32", "element types to measure")
-	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns)")
+	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns); the engine's Matmul modes mm-*, tc-mm-* (see Columns); the group matmul")
 	fs.IntVar(&c.repeats, "repeats", 15, "timed measurements per row; the median is reported")
 	fs.DurationVar(&c.minTime, "min-time", 2*time.Millisecond, "least GPU time of one measurement")
 	fs.StringVar(&c.jsonPath, "json", "bench-results.json", "write every figure to this JSON `file` (\"\" for none)")

@@ -26,11 +26,25 @@ var formats = []string{formatTable, formatJSON, formatMD, formatCSV}
 // against: the IEEE tiers (fwd, dx, dw: f32 FMAs on CUDA cores) against
 // pedantic cuBLAS (no TF32 or reduced-precision tensor cores), the
 // tensor-core tier against cuBLAS's default math. "" for other modes.
+//
+// The Matmul modes: the IEEE tier's against cuBLAS pedantic, the
+// tensor-core tier's against the cuBLASLt mode of the same epilogue and
+// layout (the separate-pass mode, which has none, against cuBLAS
+// default).
 func fairReference(mode string) string {
 	switch mode {
 	case modeFwd, modeDX, modeDW:
 		return modePedantic
 	case modeTCFwd, modeTCDX, modeTCDW:
+		return modeDefault
+	}
+	if _, tc, ok := lookupMM(mode); ok {
+		if !tc {
+			return modePedantic
+		}
+		if lt := mmPair(mode, ltOf); lt != "" {
+			return lt
+		}
 		return modeDefault
 	}
 	return ""
@@ -247,6 +261,7 @@ func writeMarkdown(w io.Writer, rep *report, render string) error {
 		fmt.Fprintln(w)
 		mdTable(w, []string{"M×K×N", "dtype", "cuBLAS default", "detgemm tc-fwd", "tc-dX", "tc-dW", "tc-fwd vs cuBLAS default"}, tc)
 	}
+	writeMatmulMarkdown(w, ix)
 	if len(floors) > 0 {
 		fmt.Fprintln(w, "\n**Memory floors** of the memory-bound problems (memory floor above the compute floor), from the")
 		fmt.Fprintln(w, "same run (backend `copy`: a device copy moving the problem's bytes — inputs read once, output")
@@ -283,7 +298,7 @@ func memoryBound(ix *rowIndex, pk problemKey) bool {
 // csvHeader names the columns of --format csv.
 var csvHeader = []string{"date", "gpu", "commit", "shape", "m", "k", "n", "dtype", "backend", "mode",
 	"median_us", "min_us", "max_us", "tflops", "roofline_fraction", "bound", "vs_cublas_default",
-	"reference", "vs_reference", "error"}
+	"reference", "vs_reference", "plain", "over_plain", "error"}
 
 // writeCSV writes one line per row, with the run's date, GPU and commit
 // on each so that files of several runs can be concatenated. Ratios are
@@ -304,10 +319,15 @@ func writeCSV(w io.Writer, rep *report) error {
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		vs, ref := ix.vsReference(r)
+		plain := plainModeOf(r.Mode)
+		over := ""
+		if v, ok := overPlainValue(r, ix.get(problemKey{r.Shape, r.DType}, plain)); ok && plain != "" {
+			over = strconv.FormatFloat(v, 'f', -1, 64)
+		}
 		rec := []string{rep.Date, rep.GPU.Name, rep.Commit, r.Shape.String(),
 			strconv.Itoa(r.Shape.M), strconv.Itoa(r.Shape.K), strconv.Itoa(r.Shape.N), string(r.DType), r.Backend, r.Mode,
 			num(r.MedianUS), num(r.MinUS), num(r.MaxUS), num(r.TFLOPS), num(r.Roofline.Fraction), r.Roofline.Bound,
-			num(r.VsCUBLAS), ref, num(vs), r.Error}
+			num(r.VsCUBLAS), ref, num(vs), plain, over, r.Error}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

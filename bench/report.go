@@ -176,6 +176,7 @@ func printReport(w io.Writer, rep *report) {
 			formatUS(r.MedianUS), r.TFLOPS, 100*r.Roofline.Fraction, r.Roofline.Bound, vs)
 	}
 	_ = tw.Flush()
+	printMatmulTables(w, indexRows(rep.Rows))
 }
 
 func printStartup(w io.Writer, st *startup) {

@@ -53,7 +53,7 @@ next:
 // otherwise (IEEE f32 never runs on tensor cores). 0 means unknown.
 func (p peaks) peakFor(dt dtype, mode string) (tflops float64, unit string) {
 	switch {
-	case mode == modeFwd || mode == modeDX || mode == modeDW:
+	case mode == modeFwd || mode == modeDX || mode == modeDW || isIEEEMatmul(mode):
 		// The engine's IEEE tiers run f32 FMAs on CUDA cores whatever the
 		// input type.
 		return p.F32, "f32 FMA"

@@ -56,6 +56,17 @@ var shapeSets = map[string][]shape{
 		{4096, 4096, 14336}, // mlp_up
 		{4096, 14336, 4096}, // mlp_down
 	},
+	// matmul: issue 21's speed targets for the general Matmul: the large
+	// cubes (a fused epilogue within a few percent of the plain product,
+	// the transposed layouts of NN) and two mid-sized transformer
+	// projections (a fused epilogue faster than the product and a
+	// separate activation pass).
+	"matmul": {
+		{4096, 4096, 4096},
+		{8192, 8192, 8192},
+		{2048, 768, 3072},
+		{4096, 1536, 3072},
+	},
 }
 
 // shapeSetNames lists shapeSets' names, sorted, for help and errors.

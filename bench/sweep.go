@@ -82,7 +82,8 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("detgemm engine: %w", err)
 	}
 	copies := &copyBackend{}
-	backends = append(backends, eb, copies)
+	mb := &matmulBackend{eng: eb.eng, stream: stream}
+	backends = append(backends, eb, mb, copies)
 
 	ccMajor, ccMinor := dev.ComputeCapability()
 	rep := &report{
@@ -134,6 +135,19 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 			if err != nil {
 				rep.Inputs += ": " + oneLine(err.Error())
 			}
+		}
+	}
+	mb.im = im
+	for _, b := range backends {
+		if lb, ok := b.(*ltBackend); ok {
+			lb.im = im
+		}
+	}
+	if wantsMatmul(cfg.modes) {
+		// The separate activation pass of mm-bias-then-relu; without it
+		// only that mode's rows fail.
+		if mod, err := mb.useTriad(ctx, bundle); err == nil {
+			defer mod.Close()
 		}
 	}
 	if im.conv != nil {

@@ -106,6 +106,10 @@ func TestEnumValuesMatchTheHeader(t *testing.T) {
 		{"DGELU_BGRAD", uint32(EpilogueDGELUBGrad), 208},
 		{"BGRADA", uint32(EpilogueBGradA), 256},
 		{"BGRADB", uint32(EpilogueBGradB), 512},
+		{"MATMUL_DESC_TRANSA", descTransA, 3},
+		{"MATMUL_DESC_TRANSB", descTransB, 4},
+		{"CUBLAS_OP_N", opN, 0},
+		{"CUBLAS_OP_T", opT, 1},
 		{"MATMUL_DESC_EPILOGUE", descEpilogue, 7},
 		{"MATMUL_DESC_BIAS_POINTER", descBiasPointer, 8},
 		{"MATMUL_DESC_EPILOGUE_AUX_POINTER", descAuxPointer, 11},
@@ -173,6 +177,12 @@ func TestMatmulRejectsArgumentsBeforeCallingTheLibrary(t *testing.T) {
 		{"bias epilogue without bias", func(a *MatmulArgs) { a.Epilogue = EpilogueGELUBias }},
 		{"aux epilogue without aux", func(a *MatmulArgs) { a.Epilogue, a.Bias = EpilogueGELUAuxBias, 1 }},
 		{"aux ld below N", func(a *MatmulArgs) { a.Epilogue, a.Bias, a.Aux, a.AuxLD = EpilogueGELUAuxBias, 1, 1, 4 }},
+		{"lda below K", func(a *MatmulArgs) { a.LDA = 7 }},
+		{"negative ldb", func(a *MatmulArgs) { a.LDB = -8 }},
+		{"ldd below N", func(a *MatmulArgs) { a.N, a.LDD = 16, 8 }},
+		{"lda below M with TransA", func(a *MatmulArgs) { a.M, a.TransA, a.LDA = 16, true, 8 }},
+		{"ldb below K with TransB", func(a *MatmulArgs) { a.K, a.TransB, a.LDB = 16, true, 8 }},
+		{"ld beyond a C int", func(a *MatmulArgs) { a.LDD = 1 << 31 }},
 	} {
 		a := ok
 		tc.edit(&a)
@@ -201,4 +211,25 @@ func TestStatusErrorsMatchCublasStatuses(t *testing.T) {
 func TestFormatVersion(t *testing.T) {
 	require.Equal(t, "12.4.5", FormatVersion(120405))
 	require.Equal(t, "13.1.0", FormatVersion(130100))
+}
+
+func TestLeadingDimensionsDefaultToTheStoredRowLength(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		transA, transB bool
+		lda, ldb, ldd  int
+		want           [3]int
+	}{
+		{"nn dense", false, false, 0, 0, 0, [3]int{3, 5, 5}},
+		{"tn dense", true, false, 0, 0, 0, [3]int{2, 5, 5}},
+		{"nt dense", false, true, 0, 0, 0, [3]int{3, 3, 5}},
+		{"tt padded", true, true, 66, 67, 69, [3]int{66, 67, 69}},
+	} {
+		a := MatmulArgs{M: 2, K: 3, N: 5, TransA: tc.transA, TransB: tc.transB, LDA: tc.lda, LDB: tc.ldb, LDD: tc.ldd, In: R16BF, Out: R16BF}
+		lda, ldb, ldd, err := validate(&a, EpilogueDefault)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, [3]int{lda, ldb, ldd}, tc.name)
+	}
+	k := planKey{m: 2, k: 3, n: 5, transA: true, lda: 2, ldb: 5, ldd: 5, epi: EpilogueBGradA}
+	require.Equal(t, "2x3x5 tn lda=2 ldb=5 ldd=5 BGRADA", k.String())
 }

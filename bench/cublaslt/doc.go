@@ -32,7 +32,10 @@
 // which are D's columns in the row-major view: bias has N elements and
 // bias[j] is added to every D[i,j]; the bias gradients of DGELU_BGRAD and
 // DRELU_BGRAD likewise have N elements (sums over D's M rows). The aux
-// matrix is row-major [M, N] with row stride AuxLD.
+// matrix is row-major [M, N] with row stride AuxLD. Transposed operands
+// (TransA, TransB) and padded rows (LDA, LDB, LDD) follow the same view:
+// our TransB is cuBLASLt's CUBLASLT_MATMUL_DESC_TRANSA and our TransA its
+// TRANSB.
 //
 // # Threads and contexts
 //

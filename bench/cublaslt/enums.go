@@ -104,10 +104,19 @@ func (e Epilogue) NeedsAux() bool { return e&auxBit != 0 }
 
 // Matmul descriptor attributes (cublasLtMatmulDescAttributes_t).
 const (
+	descTransA      = 3  // CUBLASLT_MATMUL_DESC_TRANSA, int32 (cublasOperation_t)
+	descTransB      = 4  // CUBLASLT_MATMUL_DESC_TRANSB, int32 (cublasOperation_t)
 	descEpilogue    = 7  // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32
 	descBiasPointer = 8  // CUBLASLT_MATMUL_DESC_BIAS_POINTER, void*
 	descAuxPointer  = 11 // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, void*
 	descAuxLD       = 12 // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64
+)
+
+// The operations of cublasOperation_t (cuBLAS's cublas_api.h) that
+// descTransA and descTransB take.
+const (
+	opN = 0 // CUBLAS_OP_N
+	opT = 1 // CUBLAS_OP_T
 )
 
 // Matrix layout attributes (cublasLtMatrixLayoutAttribute_t) and orders

@@ -67,16 +67,22 @@ func (h *Handle) Destroy() error {
 	return first
 }
 
-// MatmulArgs is one row-major product D[M,N] = epilogue(A[M,K]·B[K,N]) with
-// f32 accumulation (CUBLAS_COMPUTE_32F, scale type f32, alpha 1, beta 0).
-// Pointers are device addresses; dimensions and leading dimensions are in
-// elements.
+// MatmulArgs is one row-major product D[M,N] = epilogue(op(A)·op(B)) with
+// op(A) of M×K and op(B) of K×N and f32 accumulation (CUBLAS_COMPUTE_32F,
+// scale type f32, alpha 1, beta 0). Pointers are device addresses;
+// dimensions and leading dimensions are in elements.
 type MatmulArgs struct {
 	M, K, N int
-	A, B    uintptr  // row-major A[M,K], B[K,N], dense
-	In      DataType // A's and B's type: R16BF or R16F
-	D       uintptr  // row-major D[M,N], dense
-	Out     DataType // D's type: In, or R32F
+	// A is stored row-major M×K, or K×M with TransA (op(A) = Aᵀ); B is
+	// stored K×N, or N×K with TransB.
+	A, B           uintptr
+	TransA, TransB bool
+	// LDA, LDB and LDD are the row strides of A, B and D as stored; 0
+	// means dense (the stored row length).
+	LDA, LDB, LDD int
+	In            DataType // A's and B's type: R16BF or R16F
+	D             uintptr  // row-major D[M,N]
+	Out           DataType // D's type: In, or R32F
 	// Epilogue is what runs on the product; 0 means EpilogueDefault.
 	Epilogue Epilogue
 	// Bias is the bias vector of N elements in Out's type (read by the
@@ -99,11 +105,26 @@ type MatmulArgs struct {
 // planKey is what an algorithm choice depends on; pointers are not in it,
 // so rotating input sets reuse one plan.
 type planKey struct {
-	m, k, n   int
-	in, out   DataType
-	epi       Epilogue
-	auxLD     int
-	workspace uint64
+	m, k, n        int
+	transA, transB bool
+	lda, ldb, ldd  int // resolved: never 0
+	in, out        DataType
+	epi            Epilogue
+	auxLD          int
+	workspace      uint64
+}
+
+// String names the problem in errors: "4096x4096x4096 tn lda=4096 ldb=4096
+// ldd=4096 GELU_AUX_BIAS".
+func (k planKey) String() string {
+	l := [2]byte{'n', 'n'}
+	if k.transA {
+		l[0] = 't'
+	}
+	if k.transB {
+		l[1] = 't'
+	}
+	return fmt.Sprintf("%dx%dx%d %s lda=%d ldb=%d ldd=%d %v", k.m, k.k, k.n, l[:], k.lda, k.ldb, k.ldd, k.epi)
 }
 
 // plan is one problem's descriptors and the heuristic's first algorithm.
@@ -129,7 +150,8 @@ type heuristicResult struct {
 }
 
 // Matmul enqueues one product on a.Stream. The first call for a problem
-// (shape, types, epilogue, aux leading dimension, workspace size) makes its
+// (shape, layouts, leading dimensions, types, epilogue, aux leading
+// dimension, workspace size) makes its
 // descriptors and asks cublasLtMatmulAlgoGetHeuristic for one algorithm;
 // later calls reuse both and only update the bias and aux pointers. An
 // epilogue or type combination cuBLASLt does not offer comes back as an
@@ -142,13 +164,13 @@ func (h *Handle) Matmul(a *MatmulArgs) error {
 	if epi == 0 {
 		epi = EpilogueDefault
 	}
-	if err := validate(a, epi); err != nil {
+	lda, ldb, ldd, err := validate(a, epi)
+	if err != nil {
 		return err
 	}
-	key := planKey{a.M, a.K, a.N, a.In, a.Out, epi, a.AuxLD, a.WorkspaceBytes}
+	key := planKey{a.M, a.K, a.N, a.TransA, a.TransB, lda, ldb, ldd, a.In, a.Out, epi, a.AuxLD, a.WorkspaceBytes}
 	p := h.plans[key]
 	if p == nil {
-		var err error
 		if p, err = h.newPlan(key); err != nil {
 			return err
 		}
@@ -179,16 +201,41 @@ func (h *Handle) Matmul(a *MatmulArgs) error {
 }
 
 // validate rejects what cuBLASLt would reject less clearly, or not at all
-// (a null bias or aux pointer is only caught when the kernel faults).
-func validate(a *MatmulArgs, epi Epilogue) error {
+// (a null bias or aux pointer is only caught when the kernel faults), and
+// returns the leading dimensions with their defaults applied.
+func validate(a *MatmulArgs, epi Epilogue) (lda, ldb, ldd int, err error) {
 	for _, d := range [...]struct {
 		name string
 		v    int
 	}{{"M", a.M}, {"K", a.K}, {"N", a.N}} {
 		if d.v < 1 || d.v > math.MaxInt32 {
-			return fmt.Errorf("cublaslt: %s=%d outside 1..%d: %w", d.name, d.v, math.MaxInt32, ErrInvalidArgument)
+			return 0, 0, 0, fmt.Errorf("cublaslt: %s=%d outside 1..%d: %w", d.name, d.v, math.MaxInt32, ErrInvalidArgument)
 		}
 	}
+	aCols, bCols := a.K, a.N
+	if a.TransA {
+		aCols = a.M
+	}
+	if a.TransB {
+		bCols = a.K
+	}
+	lds := [3]int{a.LDA, a.LDB, a.LDD}
+	for i, d := range [...]struct {
+		name string
+		cols int
+	}{{"LDA", aCols}, {"LDB", bCols}, {"LDD", a.N}} {
+		if lds[i] == 0 {
+			lds[i] = d.cols
+		}
+		if lds[i] < d.cols || lds[i] > math.MaxInt32 {
+			return 0, 0, 0, fmt.Errorf("cublaslt: %s=%d: want 0 or %d..%d: %w", d.name, lds[i], d.cols, math.MaxInt32, ErrInvalidArgument)
+		}
+	}
+	return lds[0], lds[1], lds[2], validateTypes(a, epi)
+}
+
+// validateTypes checks the types, the epilogue and its pointers.
+func validateTypes(a *MatmulArgs, epi Epilogue) error {
 	if a.In != R16BF && a.In != R16F {
 		return fmt.Errorf("cublaslt: input type %d: want R16BF or R16F: %w", a.In, ErrInvalidArgument)
 	}
@@ -237,16 +284,39 @@ func (h *Handle) newPlan(k planKey) (_ *plan, err error) {
 		}
 	}
 	// Column-major views of the row-major operands (see the package
-	// documentation): our B[K,N] is N×K with ld N, our A[M,K] is K×M with
-	// ld K, D[M,N] is N×M with ld N.
+	// documentation): a row-major matrix stored R×C with row stride ld is
+	// the column-major C×R with the same ld. cuBLASLt's A is our B: stored
+	// K×N it is N×K, op N; stored N×K (TransB) it is K×N, op T. Its B is
+	// our A: stored M×K it is K×M, op N; stored K×M (TransA) it is M×K,
+	// op T. D[M,N] is N×M.
+	la := [3]int{k.n, k.k, k.ldb}
+	if k.transB {
+		la = [3]int{k.k, k.n, k.ldb}
+	}
+	lb := [3]int{k.k, k.m, k.lda}
+	if k.transA {
+		lb = [3]int{k.m, k.k, k.lda}
+	}
+	for _, t := range []struct {
+		attr  int
+		trans bool
+	}{{descTransA, k.transB}, {descTransB, k.transA}} {
+		op := int32(opN)
+		if t.trans {
+			op = opT
+		}
+		if err := h.setDesc(p.desc, t.attr, unsafe.Pointer(&op), 4); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range []struct {
 		out            *uintptr
 		dt             DataType
 		rows, cols, ld int
 	}{
-		{&p.la, k.in, k.n, k.k, k.n},
-		{&p.lb, k.in, k.k, k.m, k.k},
-		{&p.ld, k.out, k.n, k.m, k.n},
+		{&p.la, k.in, la[0], la[1], la[2]},
+		{&p.lb, k.in, lb[0], lb[1], lb[2]},
+		{&p.ld, k.out, k.n, k.m, k.ldd},
 	} {
 		r, _, _ := purego.SyscallN(l.layoutCreate, uintptr(unsafe.Pointer(m.out)), uintptr(m.dt),
 			uintptr(m.rows), uintptr(m.cols), uintptr(m.ld))
@@ -271,10 +341,10 @@ func (h *Handle) newPlan(k planKey) (_ *plan, err error) {
 	r, _, _ = purego.SyscallN(l.heuristic, h.h, p.desc, p.la, p.lb, p.ld, p.ld, h.pref,
 		1, uintptr(unsafe.Pointer(&res)), uintptr(unsafe.Pointer(&n)))
 	if err := check("cublasLtMatmulAlgoGetHeuristic", r); err != nil {
-		return nil, fmt.Errorf("%dx%dx%d %v: %w", k.m, k.k, k.n, k.epi, err)
+		return nil, fmt.Errorf("%v: %w", k, err)
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("%dx%dx%d %v: no algorithm: %w", k.m, k.k, k.n, k.epi,
+		return nil, fmt.Errorf("%v: no algorithm: %w", k,
 			&Error{Op: "cublasLtMatmulAlgoGetHeuristic", Status: StatusNotSupported})
 	}
 	p.algo = res.algo

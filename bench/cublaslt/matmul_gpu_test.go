@@ -2,6 +2,7 @@ package cublaslt_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -101,6 +102,93 @@ func TestGELUAuxBiasMatchesFloat64(t *testing.T) {
 			require.False(t, math.IsNaN(g), "aux element %d was not written", i)
 			require.LessOrEqual(t, math.Abs(g-pre[i]), math.Abs(pre[i])/256+1e-5*scale[i],
 				"aux element %d (row %d, col %d) is the pre-activation: got %g, want %g", i, i/n, i%n, g, pre[i])
+		}
+	}
+}
+
+// TestLayoutsAndStridesMatchFloat64 runs one small non-square bf16
+// product in every layout (nn, nt, tn, tt), dense and with padded rows
+// (a leading dimension 8 elements past the row, so rows stay 16-byte
+// aligned): D must be op(A)·op(B) within bf16 rounding, and the padding
+// of D must stay as it was.
+func TestLayoutsAndStridesMatchFloat64(t *testing.T) {
+	ctx, stream, h := gpuHandle(t)
+	const m, k, n, pad = 24, 40, 32, 8
+	r := rand.New(rand.NewPCG(9, 10))
+	// op(A)[i,p] and op(B)[p,j] as values; stored below per layout.
+	a16, b16 := toBF16(randomMatrix(r, m*k)), toBF16(randomMatrix(r, k*n))
+	a, b := fromBF16(a16), fromBF16(b16)
+	want, scale := make([]float64, m*n), make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			for p := 0; p < k; p++ {
+				want[i*n+j] += a[i*k+p] * b[p*n+j]
+				scale[i*n+j] += math.Abs(a[i*k+p] * b[p*n+j])
+			}
+		}
+	}
+	ws := alloc(t, ctx, 4<<20)
+	for _, layout := range []struct{ transA, transB, padded bool }{
+		{false, false, false}, {false, true, false}, {true, false, false}, {true, true, false},
+		{false, false, true}, {false, true, true}, {true, false, true}, {true, true, true},
+	} {
+		name := fmt.Sprintf("transA=%v transB=%v padded=%v", layout.transA, layout.transB, layout.padded)
+		// Stored shapes: A is m×k (k×m with TransA), B k×n (n×k with TransB).
+		aRows, aCols, bRows, bCols := m, k, k, n
+		if layout.transA {
+			aRows, aCols = k, m
+		}
+		if layout.transB {
+			bRows, bCols = n, k
+		}
+		lda, ldb, ldd := aCols, bCols, n
+		if layout.padded {
+			lda, ldb, ldd = aCols+pad, bCols+pad, n+pad
+		}
+		sa, sb := make([]uint16, aRows*lda), make([]uint16, bRows*ldb)
+		for i := 0; i < m; i++ {
+			for p := 0; p < k; p++ {
+				if layout.transA {
+					sa[p*lda+i] = a16[i*k+p]
+				} else {
+					sa[i*lda+p] = a16[i*k+p]
+				}
+			}
+		}
+		for p := 0; p < k; p++ {
+			for j := 0; j < n; j++ {
+				if layout.transB {
+					sb[j*ldb+p] = b16[p*n+j]
+				} else {
+					sb[p*ldb+j] = b16[p*n+j]
+				}
+			}
+		}
+		dA, dB, dD := alloc(t, ctx, uint64(len(sa))*2), alloc(t, ctx, uint64(len(sb))*2), alloc(t, ctx, uint64(m*ldd)*2)
+		require.NoError(t, cudaload.CopyToDevice(ctx, dA, sa))
+		require.NoError(t, cudaload.CopyToDevice(ctx, dB, sb))
+		require.NoError(t, ctx.MemsetD8(dD, 0xff, uint64(m*ldd)*2)) // NaN: an unwritten element shows
+		require.NoError(t, ctx.Synchronize())
+		args := &cublaslt.MatmulArgs{M: m, K: k, N: n, A: uintptr(dA), B: uintptr(dB), TransA: layout.transA, TransB: layout.transB,
+			In: cublaslt.R16BF, D: uintptr(dD), Out: cublaslt.R16BF, Workspace: uintptr(ws), WorkspaceBytes: 4 << 20, Stream: stream.Handle()}
+		if layout.padded {
+			args.LDA, args.LDB, args.LDD = lda, ldb, ldd
+		}
+		require.NoError(t, h.Matmul(args), name)
+		require.NoError(t, stream.Synchronize())
+		got16 := make([]uint16, m*ldd)
+		require.NoError(t, cudaload.CopyFromDevice(ctx, got16, dD))
+		got := fromBF16(got16)
+		for i := 0; i < m; i++ {
+			for j := 0; j < ldd; j++ {
+				g := got[i*ldd+j]
+				if j >= n {
+					require.Equal(t, uint16(0xffff), got16[i*ldd+j], "%s: padding (%d, %d) was written", name, i, j)
+					continue
+				}
+				w := want[i*n+j]
+				require.LessOrEqual(t, math.Abs(g-w), math.Abs(w)/256+1e-5*scale[i*n+j]+1e-6, "%s: (%d, %d): got %g, want %g", name, i, j, g, w)
+			}
 		}
 	}
 }
