@@ -371,9 +371,6 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 	if tc && e.hasWG && p.form != mmFormAlpha0 && p.slabs == 1 && d.LDA%8 == 0 && d.LDB%8 == 0 &&
 		M <= lim && N <= lim && K <= lim && int64(d.LDA) <= lim && int64(d.LDB) <= lim {
 		p.wgTile = tcTileWG128x256
-		if ceilDiv(M, 128)*ceilDiv(N, 128) <= int64(max(e.sms, 1)) || wgCost(tcTileWG128x128, problem{rows: M, cols: N}, e.sms) < wgCost(tcTileWG128x256, problem{rows: M, cols: N}, e.sms) {
-			p.wgTile = tcTileWG128x128
-		}
 		if _, ok := mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out}]; !ok || wgSharedBytes(p.wgTile) > e.tcShared {
 			p.wgTile = 0
 		}

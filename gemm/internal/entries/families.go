@@ -382,12 +382,16 @@ func wgmmaSlabs() []Entry {
 	return wgEntries(WGSlabsFamily, [][2]string{{"wg128x128s", "T128x128S"}, {"wg128x192s", "T128x192S"}, {"wg128x256s", "T128x256S"}}, true)
 }
 
-// wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused tiles × the four
-// layouts × (input, output).
+// wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused 128×256 tile ×
+// the four layouts × the 16-bit types.
 func wgmmaMatmul() (out []Entry) {
-	for _, t := range [][2]string{{"wg128x256", "T128x256"}, {"wg128x128", "T128x128"}} {
+	// One tile and the 16-bit outputs only: each entry inlines the whole
+	// epilogue (GELU and its gradient) into every accumulator's store, which
+	// makes these the slowest kernels to compile; f32 outputs and grids of
+	// few tiles take the general path.
+	for _, t := range [][2]string{{"wg128x256", "T128x256"}} {
 		for _, l := range []string{"nn", "nt", "tn", "tt"} {
-			for _, io := range halfIO("nn") {
+			for _, io := range [][2]string{{"bf16", "bf16"}, {"f16", "f16"}} {
 				out = append(out, Entry{Key: Key{Kind: "wgmm", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true},
 					Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: "DETGEMM_WGMM_ENTRY",
 					Name: fmt.Sprintf("detgemm_wgmm%s_%s_%s_%s", t[0][2:], l, io[0], io[1]),
