@@ -366,9 +366,10 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 	}
 	// Hopper, one slab: the fused wgmma kernel, unless the operands' rows
 	// cannot be 16-byte aligned (then the general path; a Run whose
-	// pointers are not takes the general path too, see run).
+	// pointers are not takes the general path too, see run), or the chain
+	// would start at beta·C (alpha 1, beta != 0: see wgmma.cuh's INIT_MM).
 	const lim = math.MaxInt32 - 256
-	if tc && e.hasWG && p.form != mmFormAlpha0 && p.slabs == 1 && d.LDA%8 == 0 && d.LDB%8 == 0 &&
+	if tc && e.hasWG && p.form != mmFormAlpha0 && !(p.form == mmFormStart && d.Beta != 0) && p.slabs == 1 && d.LDA%8 == 0 && d.LDB%8 == 0 &&
 		M <= lim && N <= lim && K <= lim && int64(d.LDA) <= lim && int64(d.LDB) <= lim {
 		p.wgTile = tcTileWG128x256
 		if _, ok := mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out}]; !ok || wgSharedBytes(p.wgTile) > e.tcShared {
@@ -503,7 +504,7 @@ func (p *mmPlan) wgRun(l launcher, prob *problem, a MatmulArgs) error {
 			foldBias = a.Bias
 		}
 	}
-	if d.Beta != 0 {
+	if d.Beta != 0 { // the fold form (the start form with beta != 0 is not fused)
 		C = a.C
 	}
 	aux, mask := a.Aux, cudaload.DevicePtr(0)

@@ -22,16 +22,19 @@ using tc::INIT_ZERO;
 using tc::smem_addr;
 
 // Matmul's fused epilogue (gemm_wgmma_matmul.cu): the chain starts at the
-// start value of docs/contract.md's "start" form (bias[j], beta·C or
-// fma(beta, C, bias[j])), or at +0 for the "fold" form, which applies
-// alpha, beta·C and the bias after the chain; then the activation, its aux
-// and mask, and the store, per element as gemm_matmul.cu's epilogue does.
+// start value of docs/contract.md's "start" form where beta = 0 (bias[j],
+// or +0), or at +0 for the "fold" form, which applies alpha, beta·C and the
+// bias after the chain; then the activation, its aux and mask, and the
+// store, per element as gemm_matmul.cu's epilogue does. (A start value
+// with beta·C, read into the accumulators on some paths only, made ptxas
+// serialise the wgmma pipeline, C7515: those requests take the general
+// path.)
 constexpr int INIT_MM = 3;
 constexpr int FORM_START = 0;
 constexpr int FORM_FOLD = 1;
 
 struct MMArgs {
-    const void* C;        // C of the output type; null where beta = 0
+    const void* C;        // the fold form's C, of the output type; null where beta = 0
     dg_i64 ldc;
     const float* bias;    // the fold form's bias (the start form's is the kernel's)
     void* aux;            // a GELU aux of the output type, or null
@@ -474,8 +477,13 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
         for (int h = 0; h < 2; ++h)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                const dg_i64 i = row0 + 8 * h, j = col0 + 8 * q + e;
-                if (i >= M || j >= N) continue;
+                // Every accumulator is defined on one path (an element
+                // outside D reads element 0 and is not stored): acc
+                // registers defined on some paths only make ptxas
+                // serialise the wgmma pipeline (C7515).
+                const dg_i64 ii = row0 + 8 * h, jj = col0 + 8 * q + e;
+                const bool in = ii < M && jj < N;
+                const dg_i64 i = in ? ii : 0, j = in ? jj : 0;
                 float v = acc[4 * q + 2 * h + e];
                 if (mm.form == FORM_FOLD) {
                     v = mm.C != nullptr ? __fmaf_rn(mm.alpha, v, __fmul_rn(mm.beta, epi::widen<DTOUT>(mm.C, i * mm.ldc + j)))
@@ -483,8 +491,8 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
                     if (mm.bias != nullptr) v = epi::bias_add(v, mm.bias[j]);
                 }
                 const dg_i64 ax = i * mm.ldaux + j;
-                v = epi::mm_act<DTOUT>(v, mm.act, mm.aux, mm.mask, ax);
-                if (mm.act == epi::ACT_RELU && mm.mask != nullptr) mm.mask[ax] = epi::mm_mask<DTOUT>(v);
+                v = epi::mm_act<DTOUT>(v, mm.act, in || mm.act == epi::ACT_DGELU ? mm.aux : nullptr, mm.mask, ax);
+                if (in && mm.act == epi::ACT_RELU && mm.mask != nullptr) mm.mask[ax] = epi::mm_mask<DTOUT>(v);
                 acc[4 * q + 2 * h + e] = v;
             }
 }
@@ -585,10 +593,6 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
                         if (j + e < N) v = bsrc[j + e];
                     } else if constexpr (INIT == INIT_MM) {
                         if (j + e < N) v = bsrc[j + e];
-                        if (mm.form == FORM_START && mm.C != nullptr && i < M && j + e < N) {
-                            const float cv = epi::widen<DTOUT>(mm.C, i * mm.ldc + j + e);
-                            v = bias != nullptr ? __fmaf_rn(mm.beta, cv, v) : __fmul_rn(mm.beta, cv);
-                        }
                     } else if constexpr (INIT == INIT_OLD) {
                         if (i < M && j + e < N) v = osrc[i * old_ld + j + e];
                     }
