@@ -28,9 +28,12 @@ type device struct {
 	smemPerSM, loneShared uint32
 	// gemm_wgmma (sm_90a): whether it is loaded, and the per-call TMA maps
 	// (encoded under Engine.mu, without allocating).
-	hasWG    bool
-	tmEnc    *cudaload.TiledEncoder
-	tmA, tmB cudaload.TensorMap
+	hasWG bool
+	// mmUnfused: Matmul never takes the fused wgmma kernel
+	// (EnvMatmulFused=0 when the engine was made).
+	mmUnfused bool
+	tmEnc     *cudaload.TiledEncoder
+	tmA, tmB  cudaload.TensorMap
 }
 
 // workspace is the engine's device scratch: slab partials, and the

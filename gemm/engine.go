@@ -3,6 +3,7 @@ package gemm
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -103,6 +104,7 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	e.mods, e.fns, e.arch, e.hasWG = l, l.fns, l.arch, wgArch(l.arch)
+	e.mmUnfused = os.Getenv(EnvMatmulFused) == "0"
 	e.report = l.report
 	e.report.Shared = reused
 	if cfg.stream != nil {

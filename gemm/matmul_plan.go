@@ -200,6 +200,11 @@ func (s mmSpec) aux() bool { return s.auxIn || s.auxOut }
 
 func (p *mmPlan) layoutName() string { return mmLayout{!p.d.TransA, !p.d.TransB}.String() }
 
+// EnvMatmulFused names the environment variable that, set to 0 when an
+// engine is made, keeps its Matmul plans off the fused wgmma kernel (the
+// general path instead, with the same bits): for comparing the two.
+const EnvMatmulFused = "DETGEMM_MATMUL_FUSED"
+
 // mmWorkspaceCap bounds the general path's planes: D is computed in
 // rounds of rows (every row is its own chains, so the rounds change no
 // bit) whose planes fit in it.
@@ -369,7 +374,7 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 	// pointers are not takes the general path too, see run), or the chain
 	// would start at beta·C (alpha 1, beta != 0: see wgmma.cuh's INIT_MM).
 	const lim = math.MaxInt32 - 256
-	if tc && e.hasWG && p.form != mmFormAlpha0 && !(p.form == mmFormStart && d.Beta != 0) && p.slabs == 1 && d.LDA%8 == 0 && d.LDB%8 == 0 &&
+	if tc && e.hasWG && !e.mmUnfused && p.form != mmFormAlpha0 && !(p.form == mmFormStart && d.Beta != 0) && p.slabs == 1 && d.LDA%8 == 0 && d.LDB%8 == 0 &&
 		M <= lim && N <= lim && K <= lim && int64(d.LDA) <= lim && int64(d.LDB) <= lim {
 		p.wgTile = tcTileWG128x256
 		if _, ok := mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out}]; !ok || wgSharedBytes(p.wgTile) > e.tcShared {
