@@ -182,6 +182,9 @@ func (e *Engine) Plan(d MatmulDesc) (*MatmulPlan, error) {
 	if err := e.ws.ensure("Plan", p.wsBytes, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
 		return nil, err
 	}
+	if err := e.ws.ensureCounters("Plan", p.ctrBytes, e.stream.IsCapturing, e.ctx.MemAlloc, e.zero); err != nil {
+		return nil, err
+	}
 	return &MatmulPlan{e: e, p: p}, nil
 }
 
@@ -189,9 +192,9 @@ func (e *Engine) Plan(d MatmulDesc) (*MatmulPlan, error) {
 // resolved: no zeros).
 func (p *MatmulPlan) Desc() MatmulDesc { return p.p.d }
 
-// WorkspaceBytes is the engine workspace the plan uses (allocated by
-// Plan; engines share none).
-func (p *MatmulPlan) WorkspaceBytes() uint64 { return p.p.wsBytes }
+// WorkspaceBytes is the engine workspace the plan uses, its arrival
+// counters included (allocated by Plan; engines share none).
+func (p *MatmulPlan) WorkspaceBytes() uint64 { return p.p.wsBytes + p.p.ctrBytes }
 
 // Kernels names the entry points a Run launches, in order, as the kernel
 // registry names them (for buffers aligned to 16 bytes; a Run with less

@@ -40,6 +40,14 @@ const (
 	mmForward         // NN, alpha 1, beta 0, Default or Bias, contiguous
 	mmDX              // NT, alpha 1, beta 0, Default, contiguous
 	mmDW              // TN, alpha 1, beta 1, C == D of f32, Default, contiguous (+ReduceOverBatch for tensor cores)
+	// Forward's (or DX's) kernels onto an f32 plane, then gemm_matmul's
+	// epilogue from it: NN (NT without a bias), alpha 1, beta 0, A and B
+	// contiguous, any other epilogue. The op's f32 output is the
+	// request's pre-activation v exactly (docs/contract.md: alpha 1 and
+	// beta 0 are Forward's and DX's steps), so the epilogue's start form
+	// finishes it.
+	mmForwardEpi
+	mmDXEpi
 )
 
 // The fold forms and activation codes of gemm_matmul.cu and epilogue.cuh.
@@ -146,6 +154,8 @@ type mmPlan struct {
 	chunk     int64 // rows of D per round of the general path
 	tcTile    tcTile
 	wgTile    tcTile // the fused wgmma kernel's tile; 0: the general path
+	planeOff  uint64 // mmForwardEpi, mmDXEpi: the plane's offset in the workspace
+	ctrBytes  uint64 // the routed op's arrival counters (its own buffer)
 	wsBytes   uint64
 	kernels   []string
 	precision Precision
@@ -282,7 +292,11 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 		p.precision.GPUIndependent = false
 		p.precision.BatchInvariant = !d.ReduceOverBatch
 	}
-	if p.route != mmGeneral {
+	switch p.route {
+	case mmForwardEpi, mmDXEpi:
+		return p, e.planRouteEpi(&p)
+	case mmGeneral:
+	default:
 		return p, e.planRoute(&p)
 	}
 	return p, e.planGeneral(&p)
@@ -303,6 +317,14 @@ func (p *mmPlan) routeOf() mmRoute {
 		d.LDA == d.M && d.LDB == d.N && d.LDC == d.N && d.LDD == d.N && (d.ReduceOverBatch || d.Tier != TierTensorCore):
 		return mmDW
 	}
+	if d.Alpha == 1 && d.Beta == 0 && !(d.Tier == TierTensorCore && d.ReduceOverBatch) {
+		switch {
+		case !d.TransA && !d.TransB && d.LDA == d.K && d.LDB == d.N:
+			return mmForwardEpi
+		case !d.TransA && d.TransB && !p.spec.bias && d.LDA == d.K && d.LDB == d.K:
+			return mmDXEpi
+		}
+	}
 	return mmGeneral
 }
 
@@ -314,6 +336,10 @@ func (p *mmPlan) routeCall(a MatmulArgs) Call {
 		return ForwardArgs{Tier: d.Tier, M: d.M, K: d.K, N: d.N, X: a.A, W: a.B, Bias: a.Bias, Y: a.D, In: d.In, Out: d.Out}
 	case mmDX:
 		return DXArgs{Tier: d.Tier, M: d.M, N: d.K, K: d.N, DY: a.A, W: a.B, DX: a.D, In: d.In, Out: d.Out}
+	case mmForwardEpi:
+		return ForwardArgs{Tier: d.Tier, M: d.M, K: d.K, N: d.N, X: a.A, W: a.B, Bias: a.Bias, Y: a.D, In: d.In, Out: F32}
+	case mmDXEpi:
+		return DXArgs{Tier: d.Tier, M: d.M, N: d.K, K: d.N, DY: a.A, W: a.B, DX: a.D, In: d.In, Out: F32}
 	}
 	return DWArgs{Tier: d.Tier, M: d.K, K: d.M, N: d.N, X: a.A, DY: a.B, DW: a.D, In: d.In}
 }
@@ -324,13 +350,126 @@ func (e *Engine) planRoute(p *mmPlan) error {
 	if err != nil {
 		return err
 	}
-	p.wsBytes = x.WorkspaceBytes
+	pl, err := e.planCall(p.routeCall(MatmulArgs{}))
+	if err != nil {
+		return err
+	}
+	p.wsBytes, p.ctrBytes = pl.ws, pl.ctrs
 	p.slabs = x.Slabs
 	for _, l := range x.Launches {
 		p.kernels = append(p.kernels, l.Kernel)
 	}
 	p.precision.Reduction = fmt.Sprintf("%s's plan: K in %d slab(s), folded in slab order (runs as %s)", x.Op, x.Slabs, x.Op)
 	return nil
+}
+
+// withRows is c, a ForwardArgs or DXArgs of a routed plan, for rows rows.
+func withRows(c Call, rows int) Call {
+	switch x := c.(type) {
+	case ForwardArgs:
+		x.M = rows
+		return x
+	case DXArgs:
+		x.M = rows
+		return x
+	}
+	return c
+}
+
+// planRouteEpi plans Forward's or DX's kernels onto an f32 plane in rounds
+// of rows, each followed by the epilogue: the workspace is the op's own
+// (at its start) and, after it, one round's plane.
+func (e *Engine) planRouteEpi(p *mmPlan) error {
+	d := p.d
+	M, N := int64(d.M), int64(d.N)
+	p.chunk = M
+	if rows := int64(mmWorkspaceCap / (uint64(N) * 4)); rows < M {
+		p.chunk = max(256, rows/256*256)
+	}
+	p.chunk = min(p.chunk, M)
+	var op uint64
+	var x Explanation
+	for _, rows := range []int64{p.chunk, M % p.chunk} {
+		if rows == 0 {
+			continue
+		}
+		c := withRows(p.routeCall(MatmulArgs{}), int(rows))
+		ex, err := e.Explain(c)
+		if err != nil {
+			return err
+		}
+		pl, err := e.planCall(c)
+		if err != nil {
+			return err
+		}
+		if rows == p.chunk {
+			x = ex
+		}
+		op, p.ctrBytes = max(op, pl.ws), max(p.ctrBytes, pl.ctrs)
+	}
+	p.planeOff = (op + 255) &^ 255
+	p.wsBytes = p.planeOff + uint64(p.chunk)*uint64(N)*4
+	if p.spec.bgrad != 0 {
+		_, _, _, _, _, R := p.bgradSum(MatmulArgs{})
+		if ceilDiv(R, ref.SlabLen) > maxGridYZ {
+			return argErr("Matmul", "shape", ErrTooLarge, "the bias gradient sums %d terms: %d slabs; the grid allows %d", R, ceilDiv(R, ref.SlabLen), maxGridYZ)
+		}
+		p.wsBytes = max(p.wsBytes, p.bgradBytes())
+	}
+	p.slabs, p.form = x.Slabs, mmFormStart
+	for _, l := range x.Launches {
+		p.kernels = append(p.kernels, l.Kernel)
+	}
+	p.kernels = append(p.kernels, mmEpiIDs[d.Out].entry().Name)
+	if p.spec.bgrad != 0 {
+		t := d.In
+		if p.spec.bgrad == 'D' {
+			t = d.Out
+		}
+		p.kernels = append(p.kernels, mmBgradIDs[t].entry().Name, mmBFoldID.entry().Name)
+	}
+	p.precision.Reduction = fmt.Sprintf("%s's plan onto f32: K in %d slab(s), folded in slab order; then the epilogue", x.Op, x.Slabs)
+	return nil
+}
+
+// runRouteEpi enqueues a planRouteEpi plan (e.mu held).
+func (p *mmPlan) runRouteEpi(e *Engine, a MatmulArgs) error {
+	d := p.d
+	l := launcher{e: &e.device}
+	prob := problem{op: "Matmul", tier: d.Tier, in: d.In, out: d.Out}
+	in, out := int64(d.In.Size()), int64(d.Out.Size())
+	N := int64(d.N)
+	id := mmEpiIDs[d.Out]
+	if err := l.need(&prob, id); err != nil {
+		return err
+	}
+	for i0 := int64(0); i0 < int64(d.M); i0 += p.chunk {
+		rows := min(p.chunk, int64(d.M)-i0)
+		plane := e.ws.ptr + cudaload.DevicePtr(p.planeOff)
+		r := a
+		r.A, r.D = a.A+cudaload.DevicePtr(i0*int64(d.LDA)*in), plane
+		pr, err := withRows(p.routeCall(r), int(rows)).build(true)
+		if err != nil {
+			return err
+		}
+		if err := e.runLocked(pr, filter{}); err != nil {
+			return err
+		}
+		aux, mask := cudaload.DevicePtr(0), cudaload.DevicePtr(0)
+		if p.spec.mask {
+			mask = a.Aux + cudaload.DevicePtr(i0*int64(d.LDAux))
+		} else if a.Aux != 0 {
+			aux = a.Aux + cudaload.DevicePtr(i0*int64(d.LDAux)*out)
+		}
+		D := a.D + cudaload.DevicePtr(i0*int64(d.LDD)*out)
+		e.args.Reset().Ptr(plane).Int64(1).Ptr(0).Int64(int64(d.LDC)).Ptr(D).Int64(int64(d.LDD)).Ptr(0).
+			Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int64(rows).Int64(N).Float32(1).Float32(0).
+			Int32(mmFormStart).Int32(int32(p.spec.act))
+		if err := l.launch(&prob, id, mmGrid(rows, N, e.sms), mmThreads, 0, 1, 1); err != nil {
+			return err
+		}
+	}
+	return p.bgrad(l, &prob, a)
 }
 
 // planGeneral plans the general path: the start values (tensor cores,
@@ -614,6 +753,10 @@ func (p *mmPlan) checkArgs(a MatmulArgs) error {
 
 // run enqueues the plan (e.mu held).
 func (p *mmPlan) run(e *Engine, a MatmulArgs) error {
+	switch p.route {
+	case mmForwardEpi, mmDXEpi:
+		return p.runRouteEpi(e, a)
+	}
 	if p.route != mmGeneral {
 		c := p.routeCall(a)
 		pr, err := c.build(true)

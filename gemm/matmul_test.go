@@ -128,11 +128,15 @@ func TestMatmulPlansRouteAndReport(t *testing.T) {
 		{"forward", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: Bias}, mmForward, "detgemm_wg"},
 		{"dx", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 512, N: 768, K: 3072, TransB: true, Alpha: 1}, mmDX, ""},
 		{"dw", a100, MatmulDesc{Tier: TierTyped, In: BF16, Out: F32, M: 768, N: 3072, K: 512, TransA: true, Alpha: 1, Beta: 1}, mmDW, ""},
-		{"fused gelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_nn_bf16_bf16"},
+		{"forward then gelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmForwardEpi, "detgemm_wg"},
+		{"dx then drelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
+		{"dx with a bias: fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: GeluBias}, mmGeneral, "detgemm_wgmm128x256_nt_bf16_bf16"},
+		{"fused gelu, scaled", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 0.5, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_nn_bf16_bf16"},
 		{"fused tt", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F16, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_wgmm128x256_tt_f16_f16"},
 		{"f32 out: general", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F32, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_tc"},
-		{"general on Ampere", a100, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_mm_start_bf16"},
-		{"ieee gelu", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 33, N: 70, K: 600, Alpha: 1, Epilogue: Gelu}, mmGeneral, "detgemm_slabs_nn_f32"},
+		{"general on Ampere", a100, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransA: true, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_mm_start_bf16"},
+		{"ieee gelu", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 33, N: 70, K: 600, Alpha: 1, Epilogue: Gelu}, mmForwardEpi, "detgemm_"},
+		{"ieee gelu, strided", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 33, N: 70, K: 600, LDA: 601, Alpha: 1, Epilogue: Gelu}, mmGeneral, "detgemm_slabs_nn_f32"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := c.e.Plan(c.d)
