@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +87,30 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 	}
 	for k, id := range tcOneIDs {
 		named[id] = k.oneSlabName()
+	}
+	// Matmul's kernels (the triad's layouts among them are named above).
+	for _, m := range []struct {
+		ids  map[DType]kernelID
+		verb string
+	}{{mmStartIDs, "start"}, {mmEpiIDs, "epilogue"}, {mmBgradIDs, "bgrad"}} {
+		for d, id := range m.ids {
+			named[id] = fmt.Sprintf("detgemm_mm_%s_%v", m.verb, d)
+		}
+	}
+	named[mmBFoldID] = "detgemm_mm_bgrad_fold"
+	for k, id := range mmSlabsIDs {
+		if _, ok := named[id]; !ok {
+			named[id] = fmt.Sprintf("detgemm_slabs_%v_%v", k.l, k.in)
+		}
+	}
+	for k, id := range mmTCIDs {
+		if _, ok := named[id]; !ok {
+			path := map[bool]string{true: "vec", false: "any"}[k.vec]
+			named[id] = fmt.Sprintf("detgemm_%sacc_%v_%v_f32_%s", tcGeometries[k.tile].name, k.l, k.in, path)
+		}
+	}
+	for k, id := range mmWGIDs {
+		named[id] = fmt.Sprintf("detgemm_wgmm%s_%v_%v_%v", wgGeometries[k.tile].name[2:], k.l, k.in, k.out)
 	}
 	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
 	for id, name := range named {
