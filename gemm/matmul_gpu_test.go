@@ -124,14 +124,7 @@ func (c mmRun) String() string {
 func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, model ref.TCModel, c mmRun) {
 	t.Helper()
 	M, N, K, pad := c.s.m, c.s.n, c.s.k, c.s.pad
-	aRows, aCols := M, K
-	if c.ta {
-		aRows, aCols = K, M
-	}
-	bRows, bCols := K, N
-	if c.tb {
-		bRows, bCols = N, K
-	}
+	aRows, aCols, bRows, bCols := MatmulDesc{M: M, N: N, K: K, TransA: c.ta, TransB: c.tb}.stored()
 	spec := specOf(c.ep)
 	A := newMMInput(t, ctx, r, c.tc.in, aRows, aCols, aCols+pad, c.specials)
 	B := newMMInput(t, ctx, r, c.tc.in, bRows, bCols, bCols+pad, c.specials)

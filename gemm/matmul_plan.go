@@ -252,14 +252,7 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 	if math.IsNaN(float64(d.Alpha)) || math.IsInf(float64(d.Alpha), 0) || math.IsNaN(float64(d.Beta)) || math.IsInf(float64(d.Beta), 0) {
 		return mmPlan{}, argErr(op, "Alpha", ErrDimension, "alpha %g and beta %g must be finite", d.Alpha, d.Beta)
 	}
-	aRows, aCols := d.M, d.K
-	if d.TransA {
-		aRows, aCols = d.K, d.M
-	}
-	bRows, bCols := d.K, d.N
-	if d.TransB {
-		bRows, bCols = d.N, d.K
-	}
+	aRows, aCols, bRows, bCols := d.stored()
 	// The leading dimensions of the operands the request uses (C only
 	// with beta != 0, the aux only for an epilogue with one, as in the
 	// CPU reference); an unused one only takes its default.
@@ -409,12 +402,8 @@ func (e *Engine) planRouteEpi(p *mmPlan) error {
 	}
 	p.planeOff = (op + 255) &^ 255
 	p.wsBytes = p.planeOff + uint64(p.chunk)*uint64(N)*4
-	if p.spec.bgrad != 0 {
-		_, _, _, _, _, R := p.bgradSum(MatmulArgs{})
-		if ceilDiv(R, ref.SlabLen) > maxGridYZ {
-			return argErr("Matmul", "shape", ErrTooLarge, "the bias gradient sums %d terms: %d slabs; the grid allows %d", R, ceilDiv(R, ref.SlabLen), maxGridYZ)
-		}
-		p.wsBytes = max(p.wsBytes, p.bgradBytes())
+	if err := p.bgradWorkspace(); err != nil {
+		return err
 	}
 	p.slabs, p.form = x.Slabs, mmFormStart
 	for _, l := range x.Launches {
@@ -586,12 +575,8 @@ func (p *mmPlan) planPlanes() error {
 		}
 		p.wsBytes = lo
 	}
-	if p.spec.bgrad != 0 {
-		_, _, _, _, _, R := p.bgradSum(MatmulArgs{})
-		if ceilDiv(R, ref.SlabLen) > maxGridYZ {
-			return argErr("Matmul", "shape", ErrTooLarge, "the bias gradient sums %d terms: %d slabs; the grid allows %d", R, ceilDiv(R, ref.SlabLen), maxGridYZ)
-		}
-		p.wsBytes = max(p.wsBytes, p.bgradBytes())
+	if err := p.bgradWorkspace(); err != nil {
+		return err
 	}
 
 	return nil
@@ -664,6 +649,19 @@ func (p *mmPlan) wgRun(l launcher, prob *problem, a MatmulArgs) error {
 	return l.launch(prob, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(p.wgTile), g.bm, g.bn)
 }
 
+// stored is A's and B's shapes as they lie in memory (rows × columns):
+// op(A) is M×K, op(B) K×N, each transposed where the request says.
+func (d MatmulDesc) stored() (aRows, aCols, bRows, bCols int) {
+	aRows, aCols, bRows, bCols = d.M, d.K, d.K, d.N
+	if d.TransA {
+		aRows, aCols = d.K, d.M
+	}
+	if d.TransB {
+		bRows, bCols = d.N, d.K
+	}
+	return aRows, aCols, bRows, bCols
+}
+
 // mmBuf is one operand's memory for the pointer checks.
 type mmBuf struct {
 	name  string
@@ -680,14 +678,7 @@ func extentBytes(rows, cols, ld int, size int) uint64 {
 func (p *mmPlan) checkArgs(a MatmulArgs) error {
 	const op = "Matmul"
 	d, s := p.d, p.spec
-	aRows, aCols := d.M, d.K
-	if d.TransA {
-		aRows, aCols = d.K, d.M
-	}
-	bRows, bCols := d.K, d.N
-	if d.TransB {
-		bRows, bCols = d.N, d.K
-	}
+	aRows, aCols, bRows, bCols := d.stored()
 	in, out := uint64(d.In.Size()), uint64(d.Out.Size())
 	auxSize, auxAlign := int(out), out
 	if s.mask {
@@ -928,6 +919,20 @@ func (p *mmPlan) bgradSum(a MatmulArgs) (X cudaload.DevicePtr, t DType, sq, sr, 
 		return a.B, d.In, 1, int64(d.LDB), int64(d.N), int64(d.K)
 	}
 	return 0, 0, 0, 0, 0, 0
+}
+
+// bgradWorkspace checks the bias gradient's grid and makes the workspace
+// hold its slab sums.
+func (p *mmPlan) bgradWorkspace() error {
+	if p.spec.bgrad == 0 {
+		return nil
+	}
+	_, _, _, _, _, R := p.bgradSum(MatmulArgs{})
+	if ceilDiv(R, ref.SlabLen) > maxGridYZ {
+		return argErr("Matmul", "shape", ErrTooLarge, "the bias gradient sums %d terms: %d slabs; the grid allows %d", R, ceilDiv(R, ref.SlabLen), maxGridYZ)
+	}
+	p.wsBytes = max(p.wsBytes, p.bgradBytes())
+	return nil
 }
 
 // bgradBytes is the workspace of the bias gradient's slab sums.

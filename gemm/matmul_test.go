@@ -221,14 +221,7 @@ func refAccepts(o ref.Options, d MatmulDesc) error {
 		}
 		return ld, (rows-1)*ld + cols
 	}
-	aRows, aCols := d.M, d.K
-	if d.TransA {
-		aRows, aCols = d.K, d.M
-	}
-	bRows, bCols := d.K, d.N
-	if d.TransB {
-		bRows, bCols = d.N, d.K
-	}
+	aRows, aCols, bRows, bCols := d.stored()
 	mk := func(t DType, n int) ref.Operand {
 		if t.Half() {
 			return ref.Bits(make([]uint16, n))
