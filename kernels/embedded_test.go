@@ -113,6 +113,10 @@ func TestEmbeddedSetDecodesToCUBINsForTheirArch(t *testing.T) {
 			res := ParseResources(log)
 			require.NotEmpty(t, res, "the ptxas report travels with the CUBIN")
 			for _, k := range res {
+				if why, ok := knownSpills[k.Kernel]; ok {
+					t.Logf("%s spills %d bytes: %s", k.Kernel, k.SpillStores+k.SpillLoads, why)
+					continue
+				}
 				if n := k.SpillStores + k.SpillLoads; n > 0 && !slices.Contains(shippedArchs, r.arch) {
 					// Not yet tuned on hardware: NVRTC on that machine
 					// would spill just the same; bits are unaffected.
