@@ -159,3 +159,83 @@ func ExampleEngine_Presize() {
 		fmt.Println(err)
 	}
 }
+
+// D = gelu(A·Bᵀ + bias) in the f32 tier, B stored N×K (TransB), through a
+// plan: Plan validates and chooses the kernels once, Run launches. As in
+// ExampleEngine_Forward, a machine without a GPU prints the CPU
+// reference's bits, which are the device's by contract.
+func ExampleEngine_Matmul() {
+	const M, N, K = 2, 3, 4
+	a := []float32{0.5, -1, 0.25, 2, 1, 0.5, -0.75, 0.125} // A[M,K]
+	b := []float32{                                         // B[N,K]: op(B) = Bᵀ
+		1, 0.5, -0.5, 0.25,
+		-1, 2, 0.125, 1,
+		0.75, -0.25, 1, -1,
+	}
+	bias := []float32{0.1, -0.2, 0.3}
+	d := make([]float32, M*N)
+
+	desc := gemm.MatmulDesc{Tier: gemm.TierF32, In: gemm.F32, Out: gemm.F32, M: M, N: N, K: K,
+		TransB: true, Alpha: 1, Epilogue: gemm.GeluBias}
+	ctx, err := openGPU()
+	switch {
+	case errors.Is(err, errNoGPU) && os.Getenv("DETGEMM_REQUIRE_GPU") != "1":
+		err = ref.Options{Tier: ref.IEEE, In: ref.F32}.Matmul(ref.MatmulRequest{M: M, N: N, K: K, TransB: true,
+			A: ref.Values(a), B: ref.Values(b), Alpha: 1, D: ref.Values(d), Bias: bias, Epilogue: ref.GeluBias})
+	case err == nil:
+		err = matmul(ctx, desc, d, a, b, bias)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for r := range M {
+		fmt.Println(d[r*N : (r+1)*N])
+	}
+	// Output:
+	// [0.32422382 -0.16845721 -0.16895778]
+	// [1.6867411 -0.07306845 0.025996944]
+}
+
+// matmul runs desc on the GPU of ctx with host slices a, b, bias into d.
+func matmul(ctx *cudaload.Context, desc gemm.MatmulDesc, d, a, b, bias []float32) error {
+	eng, err := gemm.New(ctx)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	plan, err := eng.Plan(desc) // validated; kernels chosen; workspace allocated
+	if err != nil {
+		return err
+	}
+	var bufs []*cudaload.Buffer[float32]
+	defer func() {
+		for _, x := range bufs {
+			x.Close()
+		}
+	}()
+	up := func(v []float32) (cudaload.DevicePtr, error) {
+		x, err := cudaload.NewBufferFrom(ctx, v)
+		if err != nil {
+			return 0, err
+		}
+		bufs = append(bufs, x)
+		return x.Ptr(), nil
+	}
+	var args gemm.MatmulArgs
+	for _, x := range []struct {
+		p *cudaload.DevicePtr
+		v []float32
+	}{{&args.A, a}, {&args.B, b}, {&args.Bias, bias}, {&args.D, d}} {
+		if *x.p, err = up(x.v); err != nil {
+			return err
+		}
+	}
+	if err := plan.Run(args); err != nil { // may be run again, or captured in a CUDA graph
+		return err
+	}
+	if err := eng.Synchronize(); err != nil {
+		return err
+	}
+	return bufs[len(bufs)-1].CopyToHost(d)
+}
