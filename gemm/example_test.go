@@ -167,7 +167,7 @@ func ExampleEngine_Presize() {
 func ExampleEngine_Matmul() {
 	const M, N, K = 2, 3, 4
 	a := []float32{0.5, -1, 0.25, 2, 1, 0.5, -0.75, 0.125} // A[M,K]
-	b := []float32{                                         // B[N,K]: op(B) = Bᵀ
+	b := []float32{                                        // B[N,K]: op(B) = Bᵀ
 		1, 0.5, -0.5, 0.25,
 		-1, 2, 0.125, 1,
 		0.75, -0.25, 1, -1,
