@@ -386,3 +386,34 @@ func TestMatmulBatchInvariance(t *testing.T) {
 		}
 	}
 }
+
+// TestMatmulRoutesMatchReference: every epilogue on requests that are
+// otherwise Forward (NN) or DX (NT, no bias) — alpha 1, beta 0, contiguous
+// A and B — runs Forward's or DX's kernels onto an f32 plane and then the
+// epilogue kernel (or the op itself for Default/Bias), in every tier, and
+// gives gemm/ref's bits (outputs poisoned first, as in mmCheck).
+func TestMatmulRoutesMatchReference(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	model, tcOK := mmModel(eng)
+	r := newRand(t)
+	for _, tc := range mmTierCases {
+		if tc.tier == TierTensorCore && !tcOK {
+			continue
+		}
+		for _, tb := range []bool{false, true} {
+			for ep := Epilogue(0); ep.Valid(); ep++ {
+				if tb && specOf(ep).bias {
+					continue // DX has no bias: the general or fused path
+				}
+				for _, s := range []mmShape{{130, 72, 300, 0}, {1, 200, 64, 0}, {300, 24, 600, 0}} {
+					c := mmRun{tc: tc, s: s, tb: tb, ep: ep, alpha: 1}
+					d := MatmulDesc{Tier: tc.tier, In: tc.in, Out: tc.out, M: s.m, N: s.n, K: s.k, TransB: tb, Alpha: 1, Epilogue: ep}
+					p, err := eng.Plan(d)
+					require.NoError(t, err)
+					require.NotEqual(t, mmGeneral, p.p.route, "%v: %v", c, p)
+					t.Run(c.String(), func(t *testing.T) { mmCheck(t, eng, ctx, r, model, c) })
+				}
+			}
+		}
+	}
+}
