@@ -220,6 +220,16 @@ const EnvMatmulFused = "DETGEMM_MATMUL_FUSED"
 // bit) whose planes fit in it.
 const mmWorkspaceCap = 256 << 20
 
+// mmRoundRows is the rows of D per round when a row needs perRow bytes of
+// planes: all M where they fit mmWorkspaceCap, else the most that fit,
+// rounded down to a multiple of 256 rows (at least 256).
+func mmRoundRows(M int64, perRow uint64) int64 {
+	if rows := int64(mmWorkspaceCap / perRow); rows < M {
+		return min(M, max(256, rows/256*256))
+	}
+	return M
+}
+
 // resolveLD applies ld's default (0: the row length) and checks it.
 func mmResolveLD(arg string, ld, rows, cols int) (int, error) {
 	switch {
@@ -375,11 +385,7 @@ func withRows(c Call, rows int) Call {
 func (e *Engine) planRouteEpi(p *mmPlan) error {
 	d := p.d
 	M, N := int64(d.M), int64(d.N)
-	p.chunk = M
-	if rows := int64(mmWorkspaceCap / (uint64(N) * 4)); rows < M {
-		p.chunk = max(256, rows/256*256)
-	}
-	p.chunk = min(p.chunk, M)
+	p.chunk = mmRoundRows(M, uint64(N)*4)
 	var op uint64
 	var x Explanation
 	for _, rows := range []int64{p.chunk, M % p.chunk} {
@@ -563,12 +569,7 @@ func (p *mmPlan) planPlanes() error {
 	p.chunk = M
 	if planes > 0 && p.wgTile == 0 {
 		per := uint64(planes) * uint64(N) * 4
-		if rows := int64(mmWorkspaceCap / per); rows < M {
-			p.chunk = max(256, rows/256*256)
-			if p.chunk > M {
-				p.chunk = M
-			}
-		}
+		p.chunk = mmRoundRows(M, per)
 		hi, lo := bits.Mul64(per, uint64(p.chunk))
 		if hi != 0 {
 			return argErr("Matmul", "shape", ErrTooLarge, "%d planes of %d×%d f32 overflow 64 bits", planes, p.chunk, N)
@@ -730,7 +731,7 @@ func (p *mmPlan) checkArgs(a MatmulArgs) error {
 			if i == j || x.b.ptr == 0 || (!x.need && x.b.name == "C") {
 				continue
 			}
-			if o.b.name == "D" && x.b.name == "C" && a.C == a.D && d.LDC == d.LDD && d.Out.Size() == d.Out.Size() {
+			if o.b.name == "D" && x.b.name == "C" && a.C == a.D && d.LDC == d.LDD {
 				continue
 			}
 			if o.b.ptr < x.b.ptr+cudaload.DevicePtr(x.b.bytes) && x.b.ptr < o.b.ptr+cudaload.DevicePtr(o.b.bytes) {
