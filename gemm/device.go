@@ -29,9 +29,11 @@ type device struct {
 	// gemm_wgmma (sm_90a): whether it is loaded, and the per-call TMA maps
 	// (encoded under Engine.mu, without allocating).
 	hasWG bool
-	// mmUnfused: Matmul never takes the fused wgmma kernel
-	// (EnvMatmulFused=0 when the engine was made).
+	// mmUnfused: Matmul never takes the fused wgmma kernels; mmForce: the
+	// tile they take wherever they can (EnvMatmulFused when the engine was
+	// made).
 	mmUnfused bool
+	mmForce   tcTile
 	tmEnc     *cudaload.TiledEncoder
 	tmA, tmB  cudaload.TensorMap
 }

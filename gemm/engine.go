@@ -85,6 +85,10 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemm.New: %w", err)
 	}
+	mmOff, mmForce, err := mmFusedSetting(os.Getenv(EnvMatmulFused))
+	if err != nil {
+		return nil, fmt.Errorf("gemm.New: %w", err)
+	}
 	key := shareKey{ctx: ctx, mode: mode}
 	if len(cfg.buildOpts) > 0 {
 		key.private = new(byte) // options the key cannot see: never shared
@@ -104,7 +108,7 @@ func New(ctx *cudaload.Context, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	e.mods, e.fns, e.arch, e.hasWG = l, l.fns, l.arch, wgArch(l.arch)
-	e.mmUnfused = os.Getenv(EnvMatmulFused) == "0"
+	e.mmUnfused, e.mmForce = mmOff, mmForce
 	e.report = l.report
 	e.report.Shared = reused
 	if cfg.stream != nil {

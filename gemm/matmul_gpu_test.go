@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -413,6 +414,51 @@ func TestMatmulRoutesMatchReference(t *testing.T) {
 					require.NotEqual(t, mmGeneral, p.p.route, "%v: %v", c, p)
 					t.Run(c.String(), func(t *testing.T) { mmCheck(t, eng, ctx, r, model, c) })
 				}
+			}
+		}
+	}
+}
+
+// TestMatmulFusedKernelsMatchReference: with the fused wgmma kernels
+// forced (EnvMatmulFused, so that they also take the requests Forward's and
+// DX's kernels could run), every layout × epilogue gives gemm/ref's bits,
+// on shapes with ragged edges and on a grid of several tiles a block.
+func TestMatmulFusedKernelsMatchReference(t *testing.T) {
+	_, ctx := gpuEngine(t)
+	name := wgGeometries[tcTileWG128x256].name
+	t.Setenv(EnvMatmulFused, name)
+	eng, err := New(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	model, ok := mmModel(eng)
+	if !ok {
+		t.Skipf("the fused kernels are Hopper's; this GPU is %v", eng.Arch())
+	}
+	r := newRand(t)
+	i := 0
+	for _, l := range []mmLayout{{true, true}, {true, false}, {false, true}, {false, false}} {
+		for ep := Epilogue(0); ep.Valid(); ep++ {
+			shapes := []mmShape{{200, 264, 136, 0}, {72, 296, 64, 8}} // leading dimensions multiples of 8 in every layout
+			if i%16 == 0 {
+				shapes = append(shapes, mmShape{2200, 4104, 32, 0}) // 306 tiles: two or three a block
+			}
+			for _, s := range shapes {
+				tc := mmTierCases[3+i%2]
+				sc := mmScalars[i%len(mmScalars)]
+				if sc[0] == 0 || (sc[0] == 1 && sc[1] != 0) {
+					sc = [2]float32{1, 0} // forms the fused kernels do not take
+				}
+				c := mmRun{tc: tc, s: s, ta: !l.aRC, tb: !l.bJC, ep: ep, alpha: sc[0], beta: sc[1], specials: i%3 == 1}
+				i++
+				// mmCheck's description of c.
+				d := MatmulDesc{Tier: tc.tier, In: tc.in, Out: tc.out, M: s.m, N: s.n, K: s.k, TransA: c.ta, TransB: c.tb,
+					Alpha: c.alpha, Beta: c.beta, Epilogue: ep, LDD: s.n + 2*s.pad, LDC: s.n + s.pad, LDAux: s.n + s.pad}
+				_, aCols, _, bCols := d.stored()
+				d.LDA, d.LDB = aCols+s.pad, bCols+s.pad
+				p, err := eng.Plan(d)
+				require.NoError(t, err)
+				require.True(t, strings.HasPrefix(p.Kernels()[0], "detgemm_wgmm"+name[2:]+"_"), "%v: %v", c, p.Kernels())
+				t.Run(c.String(), func(t *testing.T) { mmCheck(t, eng, ctx, r, model, c) })
 			}
 		}
 	}

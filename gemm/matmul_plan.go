@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/internal/entries"
@@ -112,12 +113,16 @@ var (
 	}()
 )
 
-// mmWGIDs: the fused wgmma kernels by tile, layout and types.
+// mmWGIDs: the fused wgmma kernels by tile, layout, types and activation.
 var mmWGIDs = func() map[mmWGKey]kernelID {
 	m := map[mmWGKey]kernelID{}
 	for id, en := range kernelEntries {
 		if en.Kind == "wgmm" {
-			m[mmWGKey{tileOf(en.Tile), mmLayoutOf(en.Layout), dtypeOf(en.In), dtypeOf(en.Out)}] = kernelID(id)
+			act := slices.Index(entries.MatmulActs, en.Act)
+			if act < 0 {
+				panic("gemm: fused Matmul entry " + en.Name + " has no known activation")
+			}
+			m[mmWGKey{tileOf(en.Tile), mmLayoutOf(en.Layout), dtypeOf(en.In), dtypeOf(en.Out), act}] = kernelID(id)
 		}
 	}
 	return m
@@ -127,7 +132,12 @@ type mmWGKey struct {
 	tile    tcTile
 	l       mmLayout
 	in, out DType
+	act     int // mmActNone ...
 }
+
+// mmDefaultWGTile is the fused kernels' tile when the engine is left to
+// choose (EnvMatmulFused unset).
+const mmDefaultWGTile = tcTileWG128x256
 
 type mmSlabsKey struct {
 	l  mmLayout
@@ -210,10 +220,29 @@ func (s mmSpec) aux() bool { return s.auxIn || s.auxOut }
 
 func (p *mmPlan) layoutName() string { return mmLayout{!p.d.TransA, !p.d.TransB}.String() }
 
-// EnvMatmulFused names the environment variable that, set to 0 when an
-// engine is made, keeps its Matmul plans off the fused wgmma kernel (the
-// general path instead, with the same bits): for comparing the two.
+// EnvMatmulFused names the environment variable, read when an engine is
+// made, that says how its Matmul plans use the fused wgmma kernels
+// (Hopper): unset, "1" or "auto", the engine's choice; "0", never (the
+// other paths, with the same bits); "wg128x256" (the tile's name), for
+// every request a fused kernel can run, also those Forward's and DX's
+// kernels could. For comparing the paths; bits never depend on it. Any
+// other value makes New fail.
 const EnvMatmulFused = "DETGEMM_MATMUL_FUSED"
+
+// mmFusedSetting parses EnvMatmulFused's value: whether the fused kernels
+// are off, and the tile forced (0: the engine's choice).
+func mmFusedSetting(v string) (off bool, force tcTile, err error) {
+	switch v {
+	case "", "1", "auto":
+		return false, 0, nil
+	case "0":
+		return true, 0, nil
+	}
+	if v == wgGeometries[tcTileWG128x256].name {
+		return false, tcTileWG128x256, nil
+	}
+	return false, 0, fmt.Errorf("%s=%q: want 0, 1, auto or wg128x256", EnvMatmulFused, v)
+}
 
 // mmWorkspaceCap bounds the general path's planes: D is computed in
 // rounds of rows (every row is its own chains, so the rounds change no
@@ -288,6 +317,11 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 	}
 	p := mmPlan{d: d, spec: spec}
 	p.route = p.routeOf()
+	switch {
+	case p.route == mmDW || p.route == mmGeneral:
+	case e.mmForce != 0 && e.wgFusable(&p):
+		p.route = mmGeneral // the forced fused kernel, also where an op's kernels would do
+	}
 	p.precision = Precision{Math: "IEEE f32 FMA chains", Accumulator: F32, Deterministic: true, BatchInvariant: true,
 		GPUIndependent: true, Arch: e.arch.String()}
 	if d.Tier == TierTensorCore {
@@ -472,7 +506,7 @@ func (p *mmPlan) runRouteEpi(e *Engine, a MatmulArgs) error {
 // the bias gradient.
 func (e *Engine) planGeneral(p *mmPlan) error {
 	d := &p.d
-	M, N, K := int64(d.M), int64(d.N), int64(d.K)
+	M, K := int64(d.M), int64(d.K)
 	tc := d.Tier == TierTensorCore
 	switch {
 	case d.Alpha == 0:
@@ -503,17 +537,8 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 			}
 		}
 	}
-	// Hopper, one slab: the fused wgmma kernel, unless the operands' rows
-	// cannot be 16-byte aligned (then the general path; a Run whose
-	// pointers are not takes the general path too, see run), or the chain
-	// would start at beta·C (alpha 1, beta != 0: see wgmma.cuh's INIT_MM).
-	const lim = math.MaxInt32 - 256
-	if tc && e.hasWG && !e.mmUnfused && p.form != mmFormAlpha0 && !(p.form == mmFormStart && d.Beta != 0) && p.slabs == 1 && d.LDA%8 == 0 && d.LDB%8 == 0 &&
-		M <= lim && N <= lim && K <= lim && int64(d.LDA) <= lim && int64(d.LDB) <= lim {
-		p.wgTile = tcTileWG128x256
-		if _, ok := mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out}]; !ok || wgSharedBytes(p.wgTile) > e.tcShared {
-			p.wgTile = 0
-		}
+	if e.wgFusable(p) {
+		p.wgTile = e.wgTileFor(p)
 	}
 	if err := p.planPlanes(); err != nil {
 		return err
@@ -524,7 +549,7 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 	switch {
 	case p.form == mmFormAlpha0:
 	case p.wgTile != 0:
-		p.kernels = append(p.kernels, name(mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out}]))
+		p.kernels = append(p.kernels, name(mmWGIDs[mmWGKey{p.wgTile, l, d.In, d.Out, p.spec.act}]))
 	case tc:
 		if p.form == mmFormStart && (d.Beta != 0 || p.spec.bias) {
 			p.kernels = append(p.kernels, name(mmStartIDs[d.Out]))
@@ -552,6 +577,47 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 		p.precision.Reduction = fmt.Sprintf("K in %d slab(s) of %d, each one ascending fmaf chain from +0, folded in slab order", p.slabs, p.slabL)
 	}
 	return nil
+}
+
+// wgTileFor is the fused kernels' tile for p: the forced one, else the
+// engine's choice.
+func (e *Engine) wgTileFor(p *mmPlan) tcTile {
+	if e.mmForce != 0 {
+		return e.mmForce
+	}
+	return mmDefaultWGTile
+}
+
+// wgFusable reports whether a fused wgmma kernel can run p: Hopper, the
+// tensor-core tier with one slab, a product (alpha != 0) whose chain does
+// not start at beta·C (alpha 1 with beta != 0: see wgmma.cuh's INIT_MM),
+// operand rows that can be 16-byte aligned (a Run whose pointers are not
+// takes the general path, see run), 32-bit TMA coordinates, and a kernel
+// for the tile, layout, types and activation.
+func (e *Engine) wgFusable(p *mmPlan) bool {
+	d := p.d
+	if d.Tier != TierTensorCore || !e.hasWG || e.mmUnfused || d.Alpha == 0 || (d.Alpha == 1 && d.Beta != 0) {
+		return false
+	}
+	s, _ := ref.TCSlabs(d.K, d.N)
+	if d.ReduceOverBatch {
+		s, _ = ref.TCDWSlabs(d.K, d.M, d.N)
+	}
+	if s != 1 {
+		return false
+	}
+	const lim = math.MaxInt32 - 256
+	for _, v := range []int{d.M, d.N, d.K, d.LDA, d.LDB} {
+		if int64(v) > lim {
+			return false
+		}
+	}
+	if d.LDA%8 != 0 || d.LDB%8 != 0 {
+		return false
+	}
+	t := e.wgTileFor(p)
+	_, ok := mmWGIDs[mmWGKey{t, mmLayout{!d.TransA, !d.TransB}, d.In, d.Out, p.spec.act}]
+	return ok && wgSharedBytes(t) <= e.tcShared
 }
 
 // planPlanes sets the general path's rounds of rows and the workspace:
@@ -599,7 +665,7 @@ func (p *mmPlan) generalWorkspace(e *Engine) error {
 func (p *mmPlan) wgRun(l launcher, prob *problem, a MatmulArgs) error {
 	e, d := l.e, p.d
 	lay := mmLayout{!d.TransA, !d.TransB}
-	id := mmWGIDs[mmWGKey{p.wgTile, lay, d.In, d.Out}]
+	id := mmWGIDs[mmWGKey{p.wgTile, lay, d.In, d.Out, p.spec.act}]
 	if err := l.need(prob, id); err != nil {
 		return err
 	}
@@ -644,7 +710,7 @@ func (p *mmPlan) wgRun(l launcher, prob *problem, a MatmulArgs) error {
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Ptr(a.D).Ptr(startBias).
 		Int64(int64(M)).Int64(int64(N)).Int64(int64(K)).Int64(int64(d.LDD)).
 		Ptr(C).Int64(int64(d.LDC)).Ptr(foldBias).Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).
-		Float32(d.Alpha).Float32(d.Beta).Int32(int32(p.form)).Int32(int32(p.spec.act))
+		Float32(d.Alpha).Float32(d.Beta).Int32(int32(p.form))
 	tiles := ceilDiv(int64(M), g.bm) * ceilDiv(int64(N), g.bn)
 	blocks := min(tiles, int64(max(e.sms, 1)))
 	return l.launch(prob, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(p.wgTile), g.bm, g.bn)

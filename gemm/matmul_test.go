@@ -130,9 +130,10 @@ func TestMatmulPlansRouteAndReport(t *testing.T) {
 		{"dw", a100, MatmulDesc{Tier: TierTyped, In: BF16, Out: F32, M: 768, N: 3072, K: 512, TransA: true, Alpha: 1, Beta: 1}, mmDW, ""},
 		{"forward then gelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmForwardEpi, "detgemm_wg"},
 		{"dx then drelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
-		{"dx with a bias: fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: GeluBias}, mmGeneral, "detgemm_wgmm128x256_nt_bf16_bf16"},
-		{"fused gelu, scaled", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 0.5, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_nn_bf16_bf16"},
-		{"fused tt", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F16, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_wgmm128x256_tt_f16_f16"},
+		{"dx then drelu, f32 out", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: F32, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
+		{"dx with a bias: fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: GeluBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nt_bf16_bf16"},
+		{"fused gelu, scaled", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 0.5, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nn_bf16_bf16"},
+		{"fused tt", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F16, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_wgmm128x256_none_tt_f16_f16"},
 		{"f32 out: general", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F32, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_tc"},
 		{"general on Ampere", a100, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransA: true, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_mm_start_bf16"},
 		{"ieee gelu", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 33, N: 70, K: 600, Alpha: 1, Epilogue: Gelu}, mmForwardEpi, "detgemm_"},
@@ -258,4 +259,48 @@ func refAccepts(o ref.Options, d MatmulDesc) error {
 		}
 	}
 	return o.Matmul(r)
+}
+
+// TestMatmulFusedSetting: EnvMatmulFused's values, and a forced tile that
+// takes requests Forward's kernels could run (a typo is an error, never
+// ignored).
+func TestMatmulFusedSetting(t *testing.T) {
+	for _, c := range []struct {
+		v     string
+		off   bool
+		force tcTile
+		bad   bool
+	}{
+		{"", false, 0, false}, {"1", false, 0, false}, {"auto", false, 0, false}, {"0", true, 0, false},
+		{"wg128x256", false, tcTileWG128x256, false}, {"wgp64x256", false, 0, true}, {"wg128x192", false, 0, true}, {" 0", false, 0, true},
+	} {
+		t.Run(c.v, func(t *testing.T) {
+			off, force, err := mmFusedSetting(c.v)
+			if c.bad {
+				require.Error(t, err)
+				require.Contains(t, err.Error(), EnvMatmulFused)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.off, off)
+			require.Equal(t, c.force, force)
+		})
+	}
+	h200, _ := fakeEngine(fakeDevices[0])
+	h200.mmForce = tcTileWG128x256
+	d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}
+	p, err := h200.Plan(d)
+	require.NoError(t, err)
+	require.Equal(t, mmGeneral, p.p.route)
+	require.Equal(t, []string{"detgemm_wgmm128x256_gelu_nn_bf16_bf16"}, p.Kernels())
+	require.Zero(t, p.WorkspaceBytes())
+	d.Epilogue = DGeluBgrad
+	p, err = h200.Plan(d)
+	require.NoError(t, err)
+	require.Equal(t, "detgemm_wgmm128x256_dgelu_nn_bf16_bf16", p.Kernels()[0])
+	// No fused kernel for an f32 output: Forward's route stays.
+	d.Out = F32
+	p, err = h200.Plan(d)
+	require.NoError(t, err)
+	require.Equal(t, mmForwardEpi, p.p.route)
 }

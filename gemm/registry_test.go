@@ -110,7 +110,7 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 		}
 	}
 	for k, id := range mmWGIDs {
-		named[id] = fmt.Sprintf("detgemm_wgmm%s_%v_%v_%v", wgGeometries[k.tile].name[2:], k.l, k.in, k.out)
+		named[id] = fmt.Sprintf("detgemm_wgmm%s_%s_%v_%v_%v", wgGeometries[k.tile].name[2:], entries.MatmulActs[k.act], k.l, k.in, k.out)
 	}
 	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
 	for id, name := range named {

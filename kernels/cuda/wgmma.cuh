@@ -41,7 +41,7 @@ struct MMArgs {
     unsigned char* mask;  // a ReLU mask, or null
     dg_i64 ldaux;
     float alpha, beta;
-    int form, act;
+    int form;
 };
 
 constexpr int BK = 64;         // reduction per stage: four 16-wide steps, one 128-byte swizzle row of halves
@@ -466,35 +466,62 @@ DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg
     }
 }
 
-// Matmul's epilogue on a consumer thread's accumulators (INIT_MM): the
-// fold form's alpha, beta·C and bias, then the activation with its aux and
-// mask (epilogue.cuh); store_tile stores D after.
-template <int BN, int DTOUT>
+// Matmul's epilogue of one element (row ii, column jj) whose chain ended
+// at v. Every accumulator is defined on one path (an element outside D
+// reads element 0 and is not stored): acc registers defined on some paths
+// only make ptxas serialise the wgmma pipeline (C7515).
+template <int DTOUT, int ACT>
+DETGEMM_INLINE float mm_elem(float v, const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 ii, dg_i64 jj) {
+    const bool in = ii < M && jj < N;
+    const dg_i64 i = in ? ii : 0, j = in ? jj : 0;
+    if (mm.form == FORM_FOLD) {
+        v = mm.C != nullptr ? __fmaf_rn(mm.alpha, v, __fmul_rn(mm.beta, epi::widen<DTOUT>(mm.C, i * mm.ldc + j)))
+                            : __fmul_rn(mm.alpha, v);
+        if (mm.bias != nullptr) v = epi::bias_add(v, mm.bias[j]);
+    }
+    const dg_i64 ax = i * mm.ldaux + j;
+    v = epi::mm_act<DTOUT>(v, ACT, in || ACT == epi::ACT_DGELU ? mm.aux : nullptr, mm.mask, ax);
+    if (ACT == epi::ACT_RELU && in && mm.mask != nullptr) mm.mask[ax] = epi::mm_mask<DTOUT>(v);
+    return v;
+}
+
+// Matmul's epilogue on a consumer thread's accumulators (INIT_MM), for
+// the activation ACT compiled in; store_tile stores D after. Accumulator
+// 4q + 2h + e is element (row0 + 8h, col0 + 8q + e). GELU and its
+// gradient (about a hundred f32 operations, two divisions) run in a rolled
+// loop, W accumulators a turn, the array rotated by W after each (register
+// moves) so that every turn finds its values at the same indices: inlined
+// at all 128 accumulators their code far outgrew the instruction caches
+// and the epilogue cost more than the product. The light activations
+// stay unrolled.
+template <int BN, int DTOUT, int ACT>
 DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0, dg_i64 col0) {
+    if constexpr (ACT == epi::ACT_GELU || ACT == epi::ACT_DGELU) {
+        constexpr int W = 8;  // a turn: two 8-column chunks of both rows
+#pragma unroll 1
+        for (int t = 0; t < BN / 2 / W; ++t) {
+            float out[W];
 #pragma unroll
-    for (int q = 0; q < BN / 8; ++q)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                // Every accumulator is defined on one path (an element
-                // outside D reads element 0 and is not stored): acc
-                // registers defined on some paths only make ptxas
-                // serialise the wgmma pipeline (C7515).
-                const dg_i64 ii = row0 + 8 * h, jj = col0 + 8 * q + e;
-                const bool in = ii < M && jj < N;
-                const dg_i64 i = in ? ii : 0, j = in ? jj : 0;
-                float v = acc[4 * q + 2 * h + e];
-                if (mm.form == FORM_FOLD) {
-                    v = mm.C != nullptr ? __fmaf_rn(mm.alpha, v, __fmul_rn(mm.beta, epi::widen<DTOUT>(mm.C, i * mm.ldc + j)))
-                                        : __fmul_rn(mm.alpha, v);
-                    if (mm.bias != nullptr) v = epi::bias_add(v, mm.bias[j]);
-                }
-                const dg_i64 ax = i * mm.ldaux + j;
-                v = epi::mm_act<DTOUT>(v, mm.act, in || mm.act == epi::ACT_DGELU ? mm.aux : nullptr, mm.mask, ax);
-                if (in && mm.act == epi::ACT_RELU && mm.mask != nullptr) mm.mask[ax] = epi::mm_mask<DTOUT>(v);
-                acc[4 * q + 2 * h + e] = v;
+            for (int u = 0; u < W; ++u) {  // acc[u] holds accumulator t·W + u
+                const int q = t * (W / 4) + u / 4, h = (u / 2) % 2, e = u % 2;
+                out[u] = mm_elem<DTOUT, ACT>(acc[u], mm, M, N, row0 + 8 * h, col0 + 8 * q + e);
             }
+            // The next turn's accumulators to the front, this turn's
+            // results to the back (after all turns, each is home).
+#pragma unroll
+            for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
+#pragma unroll
+            for (int u = 0; u < W; ++u) acc[BN / 2 - W + u] = out[u];
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < BN / 8; ++q)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    acc[4 * q + 2 * h + e] = mm_elem<DTOUT, ACT>(acc[4 * q + 2 * h + e], mm, M, N, row0 + 8 * h, col0 + 8 * q + e);
+    }
 }
 
 // WS_RUNSUM: the running sum of a tile's slabs, kept in ws where only the
@@ -536,7 +563,7 @@ DETGEMM_INLINE void runsum_add(float (&acc)[BN / 2], float* run, bool first, boo
 }
 
 // Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
-template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act>
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act, int MMACT>
 DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void* C, const float* bias, float* ws,
                             dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, const MMArgs& mm) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
@@ -661,7 +688,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         // running sum that gemm_fold rounds for 16-bit outputs) may still
         // be folded; a sliced call's activation belongs to its last step.
         if constexpr (INIT == INIT_MM) {
-            mm_tile<BN, DTOUT>(acc, mm, M, N, row0, col0);
+            mm_tile<BN, DTOUT, MMACT>(acc, mm, M, N, row0, col0);
         } else if constexpr (INIT != INIT_OLD && !T::SLABS) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = epi::act<Act>(acc[i]);
@@ -673,7 +700,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
 // A persistent kernel: the grid has at most one block per SM, and block b
 // computes tiles b, b + gridDim.x, ... (which tile a block computes never
 // changes a bit).
-template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act = epi::Identity>
+template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act = epi::Identity, int MMACT = epi::ACT_NONE>
 DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, const float* bias, dg_i64 M,
                          dg_i64 N, dg_i64 R, dg_i64 ldc, float* ws, dg_i64 L, int ws_mode, const MMArgs& mm = MMArgs{}) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
@@ -709,7 +736,7 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
         if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
-        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc, mm);
+        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act, MMACT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc, mm);
     }
 }
 

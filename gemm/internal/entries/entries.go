@@ -24,6 +24,7 @@ type Key struct {
 	Vec     bool   // the tensor cores' 16-byte load path (else element-wise)
 	Waves   bool   // gemm_rows_tma's many-wave ring
 	Acc     bool   // gemm_fold: accumulate onto the output (dW), else store
+	Act     string // Matmul's fused kernels: the activation compiled in ("none", "relu", "gelu", "drelu", "dgelu")
 }
 
 // Entry is one CUDA entry point: its name, the family (kernels/cuda/<Family>.cu)

@@ -1,6 +1,9 @@
 package entries
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The kernel families (kernels/cuda/<name>.cu).
 const (
@@ -382,20 +385,26 @@ func wgmmaSlabs() []Entry {
 	return wgEntries(WGSlabsFamily, [][2]string{{"wg128x128s", "T128x128S"}, {"wg128x192s", "T128x192S"}, {"wg128x256s", "T128x256S"}}, true)
 }
 
+// MatmulActs are the activations of Matmul's fused kernels, in the order
+// of epilogue.cuh's ACT codes (gemm's mmAct constants).
+var MatmulActs = []string{"none", "relu", "gelu", "drelu", "dgelu"}
+
 // wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused 128×256 tile ×
-// the four layouts × the 16-bit types.
+// the activations × the four layouts × the 16-bit types.
 func wgmmaMatmul() (out []Entry) {
-	// One tile and the 16-bit outputs only: each entry inlines the whole
-	// epilogue (GELU and its gradient) into every accumulator's store, which
-	// makes these the slowest kernels to compile; f32 outputs and grids of
-	// few tiles take the general path.
+	// One kernel per activation, each holding only its own code (a kernel
+	// with every activation behind a run-time switch, inlined at every
+	// accumulator, was too large for the instruction caches). f32 outputs
+	// take the general path.
 	for _, t := range [][2]string{{"wg128x256", "T128x256"}} {
-		for _, l := range []string{"nn", "nt", "tn", "tt"} {
-			for _, io := range [][2]string{{"bf16", "bf16"}, {"f16", "f16"}} {
-				out = append(out, Entry{Key: Key{Kind: "wgmm", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true},
-					Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: "DETGEMM_WGMM_ENTRY",
-					Name: fmt.Sprintf("detgemm_wgmm%s_%s_%s_%s", t[0][2:], l, io[0], io[1]),
-					Args: []string{t[1], up("wg", io[0]), up("wg", io[1]), boolArg(l[0] == 'n'), boolArg(l[1] == 'n')}})
+		for _, act := range MatmulActs {
+			for _, l := range []string{"nn", "nt", "tn", "tt"} {
+				for _, io := range [][2]string{{"bf16", "bf16"}, {"f16", "f16"}} {
+					out = append(out, Entry{Key: Key{Kind: "wgmm", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true, Act: act},
+						Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: "DETGEMM_WGMM_ENTRY",
+						Name: fmt.Sprintf("detgemm_wgmm%s_%s_%s_%s_%s", t[0][2:], act, l, io[0], io[1]),
+						Args: []string{t[1], up("wg", io[0]), up("wg", io[1]), boolArg(l[0] == 'n'), boolArg(l[1] == 'n'), "epi::ACT_" + strings.ToUpper(act)}})
+				}
 			}
 		}
 	}
