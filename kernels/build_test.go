@@ -82,7 +82,7 @@ func archsFor(t *testing.T, c *nvrtc.Compiler) []Arch {
 // (NT requests that neither DX nor the fused wgmma kernel serves); their
 // bits are verified (gemm's TestMatmul*). Dropping them changes gemm_tc's
 // sources, so both embedded sets must be rebuilt, the cuda13 one on a GPU
-// machine: the next session's first kernel change.
+// machine.
 var knownSpills = map[string]string{
 	"detgemm_tc256acc_nt_bf16_f32_vec": "Matmul's general-path NT planes (see knownSpills)",
 	"detgemm_tc256acc_nt_f16_f32_vec":  "Matmul's general-path NT planes (see knownSpills)",
