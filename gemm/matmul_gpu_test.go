@@ -122,27 +122,38 @@ func (c mmRun) String() string {
 	return fmt.Sprintf("%v/%v→%v/%s/%v/%dx%dx%d+%d/a%g_b%g/inplace=%v", c.tc.tier, c.tc.in, c.tc.out, l, c.ep, c.s.m, c.s.n, c.s.k, c.s.pad, c.alpha, c.beta, c.inPlace)
 }
 
+// desc is c's description as mmCheck runs it: A and B padded by pad, D by
+// 2·pad, C (beta != 0, not in place) and the aux by pad; in place, C is D.
+func (c mmRun) desc() MatmulDesc {
+	M, N, K, pad := c.s.m, c.s.n, c.s.k, c.s.pad
+	d := MatmulDesc{Tier: c.tc.tier, In: c.tc.in, Out: c.tc.out, M: M, N: N, K: K, TransA: c.ta, TransB: c.tb,
+		LDD: N + 2*pad, LDAux: N + pad, Alpha: c.alpha, Beta: c.beta, Epilogue: c.ep, ReduceOverBatch: c.overBatch}
+	_, aCols, _, bCols := d.stored()
+	d.LDA, d.LDB, d.LDC = aCols+pad, bCols+pad, d.LDD
+	if !c.inPlace && c.beta != 0 {
+		d.LDC = N + pad
+	}
+	return d
+}
+
 func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, model ref.TCModel, c mmRun) {
 	t.Helper()
-	M, N, K, pad := c.s.m, c.s.n, c.s.k, c.s.pad
-	aRows, aCols, bRows, bCols := MatmulDesc{M: M, N: N, K: K, TransA: c.ta, TransB: c.tb}.stored()
+	M, N, K := c.s.m, c.s.n, c.s.k
+	desc := c.desc()
+	aRows, aCols, bRows, bCols := desc.stored()
 	spec := specOf(c.ep)
-	A := newMMInput(t, ctx, r, c.tc.in, aRows, aCols, aCols+pad, c.specials)
-	B := newMMInput(t, ctx, r, c.tc.in, bRows, bCols, bCols+pad, c.specials)
-	ldd := N + 2*pad
+	A := newMMInput(t, ctx, r, c.tc.in, aRows, aCols, desc.LDA, c.specials)
+	B := newMMInput(t, ctx, r, c.tc.in, bRows, bCols, desc.LDB, c.specials)
+	ldd, ldc := desc.LDD, desc.LDC
 	D := newMMOutput(t, ctx, c.tc.out, M, N, ldd)
 	var C mmMat
-	ldc := ldd
 	if c.inPlace {
 		// C is D: fill D with C's values first.
 		C = newMMInput(t, ctx, r, c.tc.out, M, N, ldd, false)
 		D = C
 	} else if c.beta != 0 {
-		ldc = N + pad
 		C = newMMInput(t, ctx, r, c.tc.out, M, N, ldc, c.specials)
 	}
-	desc := MatmulDesc{Tier: c.tc.tier, In: c.tc.in, Out: c.tc.out, M: M, N: N, K: K, TransA: c.ta, TransB: c.tb,
-		LDA: aCols + pad, LDB: bCols + pad, LDC: ldc, LDD: ldd, Alpha: c.alpha, Beta: c.beta, Epilogue: c.ep, ReduceOverBatch: c.overBatch}
 	args := MatmulArgs{A: A.dev, B: B.dev, D: D.dev}
 	if c.misalignA {
 		// A copy one element further on: the same values at an address
@@ -154,7 +165,7 @@ func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mod
 		args.A = upload(t, ctx, shifted) + cudaload.DevicePtr(A.d.Size())
 	}
 	req := ref.MatmulRequest{M: M, N: N, K: K, TransA: c.ta, TransB: c.tb, A: A.refOperand(), B: B.refOperand(),
-		LDA: aCols + pad, LDB: bCols + pad, Alpha: c.alpha, Beta: c.beta, LDD: ldd, Epilogue: c.ep, ReduceOverBatch: c.overBatch}
+		LDA: desc.LDA, LDB: desc.LDB, Alpha: c.alpha, Beta: c.beta, LDD: ldd, Epilogue: c.ep, ReduceOverBatch: c.overBatch}
 	if c.beta != 0 {
 		args.C, req.C, req.LDC = C.dev, C.refOperand(), ldc
 	}
@@ -163,8 +174,8 @@ func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mod
 		bias := randomOperand(r, F32, N)
 		args.Bias, req.Bias = upload(t, ctx, bias), bias.values
 	}
-	ldaux := N + pad
-	desc.LDAux, req.LDAux = ldaux, ldaux
+	ldaux := desc.LDAux
+	req.LDAux = ldaux
 	var aux mmMat
 	var mask []uint8
 	var maskDev cudaload.DevicePtr
@@ -408,8 +419,7 @@ func TestMatmulRoutesMatchReference(t *testing.T) {
 				}
 				for _, s := range []mmShape{{130, 72, 300, 0}, {1, 200, 64, 0}, {300, 24, 600, 0}} {
 					c := mmRun{tc: tc, s: s, tb: tb, ep: ep, alpha: 1}
-					d := MatmulDesc{Tier: tc.tier, In: tc.in, Out: tc.out, M: s.m, N: s.n, K: s.k, TransB: tb, Alpha: 1, Epilogue: ep}
-					p, err := eng.Plan(d)
+					p, err := eng.Plan(c.desc())
 					require.NoError(t, err)
 					require.NotEqual(t, mmGeneral, p.p.route, "%v: %v", c, p)
 					t.Run(c.String(), func(t *testing.T) { mmCheck(t, eng, ctx, r, model, c) })
@@ -450,12 +460,7 @@ func TestMatmulFusedKernelsMatchReference(t *testing.T) {
 				}
 				c := mmRun{tc: tc, s: s, ta: !l.aRC, tb: !l.bJC, ep: ep, alpha: sc[0], beta: sc[1], specials: i%3 == 1}
 				i++
-				// mmCheck's description of c.
-				d := MatmulDesc{Tier: tc.tier, In: tc.in, Out: tc.out, M: s.m, N: s.n, K: s.k, TransA: c.ta, TransB: c.tb,
-					Alpha: c.alpha, Beta: c.beta, Epilogue: ep, LDD: s.n + 2*s.pad, LDC: s.n + s.pad, LDAux: s.n + s.pad}
-				_, aCols, _, bCols := d.stored()
-				d.LDA, d.LDB = aCols+s.pad, bCols+s.pad
-				p, err := eng.Plan(d)
+				p, err := eng.Plan(c.desc())
 				require.NoError(t, err)
 				require.True(t, strings.HasPrefix(p.Kernels()[0], "detgemm_wgmm"+name[2:]+"_"), "%v: %v", c, p.Kernels())
 				t.Run(c.String(), func(t *testing.T) { mmCheck(t, eng, ctx, r, model, c) })
