@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
 	"github.com/detgemm/detgemm/gemm/ref"
 	"github.com/stretchr/testify/require"
 )
@@ -303,4 +304,14 @@ func TestMatmulFusedSetting(t *testing.T) {
 	p, err = h200.Plan(d)
 	require.NoError(t, err)
 	require.Equal(t, mmForwardEpi, p.p.route)
+}
+
+// TestMatmulActsMatchTheKernelCodes: the fused kernels' activation names
+// (entries.MatmulActs, which also name epilogue.cuh's ACT_ constants in the
+// generated entries) index the engine's activation codes.
+func TestMatmulActsMatchTheKernelCodes(t *testing.T) {
+	for code, name := range map[int]string{mmActNone: "none", mmActRelu: "relu", mmActGelu: "gelu", mmActDRelu: "drelu", mmActDGelu: "dgelu"} {
+		require.Equal(t, name, entries.MatmulActs[code])
+	}
+	require.Len(t, entries.MatmulActs, 5)
 }
