@@ -33,18 +33,30 @@ func cudaTranscendentals(t *testing.T) string {
 	return s[j+8 : j+8+k]
 }
 
+// dgOuts is the number of results dgEval writes per input: the six
+// functions, SiLU and its derivative, and the gate functions for every g
+// of 0 (invalid) to 5 (invalid); dgEval's stride.
+const dgOuts = 8 + 2*6
+
 // dgEval evaluates every function of the block on every input.
 const dgEval = `
 extern "C" __global__ void dg_eval(const float *x, unsigned *out, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float v = x[i];
-  out[6 * i + 0] = __float_as_uint(dg_exp(v));
-  out[6 * i + 1] = __float_as_uint(dg_tanh(v));
-  out[6 * i + 2] = __float_as_uint(dg_sigmoid(v));
-  out[6 * i + 3] = __float_as_uint(dg_gelu(v));
-  out[6 * i + 4] = __float_as_uint(dg_gelu_grad(v));
-  out[6 * i + 5] = __float_as_uint(dg_relu(v));
+  unsigned *o = out + 20 * i;
+  o[0] = __float_as_uint(dg_exp(v));
+  o[1] = __float_as_uint(dg_tanh(v));
+  o[2] = __float_as_uint(dg_sigmoid(v));
+  o[3] = __float_as_uint(dg_gelu(v));
+  o[4] = __float_as_uint(dg_gelu_grad(v));
+  o[5] = __float_as_uint(dg_relu(v));
+  o[6] = __float_as_uint(dg_silu(v));
+  o[7] = __float_as_uint(dg_silu_grad(v));
+  for (int g = 0; g <= 5; g++) {
+    o[8 + 2 * g] = __float_as_uint(dg_gate_act(g, v));
+    o[9 + 2 * g] = __float_as_uint(dg_gate_grad(g, v));
+  }
 }
 `
 
@@ -53,7 +65,9 @@ extern "C" __global__ void dg_eval(const float *x, unsigned *out, unsigned n) {
 // NVRTC) and, where a GPU is present, runs it on every bf16 value, float32
 // specials and a sample of float32 bit patterns of every binade: each
 // function's bits must equal the Go definition's (Exp32, Tanh32,
-// Sigmoid32, Gelu32, GeluGrad32, and the epilogues' ReLU).
+// Sigmoid32, Gelu32, GeluGrad32, the epilogues' ReLU, Silu32, SiluGrad32,
+// and GateAct32 and GateGrad32 of every gate, and of the invalid codes 0
+// and 5).
 func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
 	comp, err := nvrtc.Open()
 	if err != nil {
@@ -96,14 +110,15 @@ func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
 		xs = append(xs, math.Float32frombits(u))
 	}
 	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), 89, -104, 16, -16,
-		0x1.19p3, 0.55, math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, -0.7518)
+		0x1.19p3, 0.55, math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, -0.7518, -1.2785, -0x1p-149,
+		math.Float32frombits(0xFFC00000), math.Float32frombits(0x7FA00001))
 	n := len(xs)
 	in, err := cudaload.NewBufferFrom(ctx, xs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	out, err := cudaload.NewBuffer[uint32](ctx, 6*n)
+	out, err := cudaload.NewBuffer[uint32](ctx, dgOuts*n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +132,7 @@ func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
 	if err := ctx.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	got := make([]uint32, 6*n)
+	got := make([]uint32, dgOuts*n)
 	if err := out.CopyToHost(got); err != nil {
 		t.Fatal(err)
 	}
@@ -131,23 +146,33 @@ func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
 		}
 		return 0
 	}
-	fns := []struct {
+	type goFn struct {
 		name string
 		f    func(float32) float32
-	}{{"Exp32", ref.Exp32}, {"Tanh32", ref.Tanh32}, {"Sigmoid32", ref.Sigmoid32},
-		{"Gelu32", ref.Gelu32}, {"GeluGrad32", ref.GeluGrad32}, {"relu", relu}}
+	}
+	fns := []goFn{{"Exp32", ref.Exp32}, {"Tanh32", ref.Tanh32}, {"Sigmoid32", ref.Sigmoid32},
+		{"Gelu32", ref.Gelu32}, {"GeluGrad32", ref.GeluGrad32}, {"relu", relu},
+		{"Silu32", ref.Silu32}, {"SiluGrad32", ref.SiluGrad32}}
+	for g := range ref.Gate(6) {
+		fns = append(fns,
+			goFn{"GateAct32(" + g.String() + ")", func(b float32) float32 { return ref.GateAct32(g, b) }},
+			goFn{"GateGrad32(" + g.String() + ")", func(b float32) float32 { return ref.GateGrad32(g, b) }})
+	}
+	if len(fns) != dgOuts {
+		t.Fatalf("%d Go functions for %d GPU results", len(fns), dgOuts)
+	}
 	bad := 0
 	for i, x := range xs {
 		for j, f := range fns {
-			if w := math.Float32bits(f.f(x)); got[6*i+j] != w {
+			if w := math.Float32bits(f.f(x)); got[dgOuts*i+j] != w {
 				if bad++; bad <= 10 {
-					t.Errorf("%s(%v = %#08x): GPU %#08x, Go %#08x", f.name, x, math.Float32bits(x), got[6*i+j], w)
+					t.Errorf("%s(%v = %#08x): GPU %#08x, Go %#08x", f.name, x, math.Float32bits(x), got[dgOuts*i+j], w)
 				}
 			}
 		}
 	}
 	if bad > 0 {
-		t.Fatalf("%d of %d results differ", bad, 6*n)
+		t.Fatalf("%d of %d results differ", bad, dgOuts*n)
 	}
 	t.Logf("%d inputs × %d functions: GPU (%s, %v) and Go agree bit for bit", n, len(fns), dev.Name(), arch)
 }

@@ -80,6 +80,42 @@ var geluGradRoot = func() float64 {
 	return (lo + hi) / 2
 }()
 
+func silu64(x float64) float64 {
+	if math.IsInf(x, -1) {
+		return 0
+	}
+	return x * sigmoid64(x)
+}
+
+func siluGrad64(x float64) float64 {
+	switch {
+	case math.IsInf(x, 1):
+		return 1
+	case math.IsInf(x, -1):
+		return 0
+	}
+	return sigmoid64(x) * (1 + x*sigmoid64(-x))
+}
+
+// gluGrad64 is GLU's act′, σ(x)·σ(-x).
+func gluGrad64(x float64) float64 { return sigmoid64(x) * sigmoid64(-x) }
+
+func gluGrad32(x float32) float32 { return GateGrad32(GLU, x) }
+
+// siluGradRoot is the root of siluGrad64 (bisection, float64).
+var siluGradRoot = func() float64 {
+	lo, hi := -2.0, -1.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if siluGrad64(mid) > 0 {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return (lo + hi) / 2
+}()
+
 // actRegion is a range of inputs with the error bounds stated for it: the
 // maximum and mean ulp error or, where maxAbs is set, the largest absolute
 // error (GeluGrad32 near its root, where the value itself is near 0).
@@ -119,6 +155,20 @@ var actFuncs = []actFunc{
 		{lo: -4, hi: geluGradRoot - 1.0/8, maxULP: 13, meanULP: 1.3},
 		{lo: geluGradRoot - 1.0/8, hi: geluGradRoot + 1.0/8, maxAbs: 6e-8},
 		{lo: geluGradRoot + 1.0/8, hi: inf, maxULP: 11, meanULP: 0.15}}},
+	{name: "Silu32", f: Silu32, exact: silu64, lo: -110, hi: 90, regions: []actRegion{
+		{lo: -inf, hi: -87, maxULP: 56, meanULP: 18}, // σ(x) subnormal or flushed below -104
+		{lo: -87, hi: -10, maxULP: 3.5, meanULP: 0.5},
+		{lo: -10, hi: inf, maxULP: 3.5, meanULP: 0.15}}},
+	{name: "SiluGrad32", f: SiluGrad32, exact: siluGrad64, lo: -110, hi: 90, regions: []actRegion{
+		{lo: -inf, hi: -87, maxULP: 56, meanULP: 18},
+		{lo: -87, hi: -10, maxULP: 4.5, meanULP: 0.6},
+		{lo: -10, hi: siluGradRoot - 1.0/8, maxULP: 13, meanULP: 1.3},
+		{lo: siluGradRoot - 1.0/8, hi: siluGradRoot + 1.0/8, maxAbs: 3e-8},
+		{lo: siluGradRoot + 1.0/8, hi: inf, maxULP: 12.5, meanULP: 0.15}}},
+	{name: "GateGrad32(GLU)", f: gluGrad32, exact: gluGrad64, lo: -110, hi: 110, regions: []actRegion{
+		{lo: -inf, hi: -87, maxULP: 1, meanULP: 0.25},
+		{lo: -87, hi: 87, maxULP: 4.5, meanULP: 0.25},
+		{lo: 87, hi: inf, maxULP: 1, meanULP: 0.25}}},
 }
 
 // actStats accumulates the errors of one region.

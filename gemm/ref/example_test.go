@@ -150,3 +150,21 @@ func ExampleGelu32() {
 	// 1 0.841192
 	// 3 2.996363
 }
+
+func ExampleGatedForward() {
+	// SwiGLU: y = a·silu(b), silu(b) = b·σ(b), each product rounded once,
+	// here to bf16 (y holds the bf16 values as exact float32s).
+	a := []float32{1, 2, -3, 4}
+	b := []float32{0, 1, 2, float32(math.Inf(-1))}
+	y := make([]float32, 4)
+	if err := ref.GatedForward(ref.SwiGLU, ref.BF16, y, a, b); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(y)
+	// A zero gate is not a gate: a typed error, nothing written.
+	fmt.Println(ref.GatedForward(0, ref.F32, y, a, b))
+	// Output:
+	// [0 1.4609375 -5.28125 -0]
+	// ref.GatedForward: g: Gate(0) is not GLU, ReGLU, SwiGLU or GeGLU
+}

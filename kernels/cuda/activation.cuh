@@ -118,3 +118,46 @@ __device__ __forceinline__ float dg_gelu_grad(float x) {
 __device__ __forceinline__ float dg_relu(float x) {
   return x > 0.0f ? x : (x != x ? DG_F(0x7FFFFFFF) : 0.0f);
 }
+// SiLU x·σ(x) and its derivative σ(x)·(1 + x·σ(−x)), σ(x) and σ(−x) from one exponential.
+__device__ __forceinline__ float dg_silu(float x) {
+  if (x != x) return DG_F(0x7FFFFFFF);
+  if (x == DG_F(0xFF800000)) return DG_F(0x80000000);             // −Inf: −0
+  float pos, neg; dg_sigmoid_parts(x, 0.0f, &pos, &neg);
+  return __fmul_rn(x, x >= 0.0f ? pos : neg);
+}
+__device__ __forceinline__ float dg_silu_grad(float x) {
+  if (x != x) return DG_F(0x7FFFFFFF);
+  if (x == DG_F(0x7F800000)) return 1.0f;                         // +Inf: 1
+  if (x == DG_F(0xFF800000)) return DG_F(0x80000000);             // −Inf: −0
+  float pos, neg; dg_sigmoid_parts(x, 0.0f, &pos, &neg);
+  float s = pos, sm = neg;
+  if (x < 0.0f) { s = neg; sm = pos; }
+  return __fmul_rn(s, __fmaf_rn(x, sm, 1.0f));
+}
+// Gated activations, y = a·act(b): g = 1 GLU (σ), 2 ReGLU (relu), 3 SwiGLU (silu),
+// 4 GeGLU (gelu), gemm/ref's Gate codes; any other g is the identity (never reached).
+__device__ __forceinline__ float dg_gate_act(int g, float b) {
+  switch (g) {
+  case 1: return dg_sigmoid(b);
+  case 2: return dg_relu(b);
+  case 3: return dg_silu(b);
+  case 4: return dg_gelu(b);
+  }
+  return b;
+}
+// act′(b): GLU σ(b)·σ(−b); ReGLU 1 for b > 0, NaN for NaN, else +0; SwiGLU silu′; GeGLU gelu′.
+__device__ __forceinline__ float dg_gate_grad(int g, float b) {
+  switch (g) {
+  case 1: {
+    if (b != b) return DG_F(0x7FFFFFFF);
+    float pos, neg; dg_sigmoid_parts(b, 0.0f, &pos, &neg);
+    float s = pos, sm = neg;
+    if (b < 0.0f) { s = neg; sm = pos; }
+    return __fmul_rn(s, sm);
+  }
+  case 2: return b > 0.0f ? 1.0f : (b != b ? DG_F(0x7FFFFFFF) : 0.0f);
+  case 3: return dg_silu_grad(b);
+  case 4: return dg_gelu_grad(b);
+  }
+  return 1.0f;
+}

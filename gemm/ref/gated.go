@@ -1,0 +1,199 @@
+package ref
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Gated activations: h = [a | b] is one projection, y = a ⊙ act(b), and
+// from the output's gradient dy, da = dy·act(b) and db = dy·a·act′(b).
+// act and act′ are fixed sequences of float32 operations like the other
+// transcendentals (activation.go), transcribed line for line in
+// kernels/cuda/activation.cuh (dg_silu, dg_silu_grad, dg_gate_act,
+// dg_gate_grad; docs/contract.md, section "Transcendentals").
+
+// ErrGate: a Gate is not one of GLU, ReGLU, SwiGLU, GeGLU.
+var ErrGate = errors.New("invalid gate")
+
+// Gate is a gated activation's kind. The zero value is not a gate.
+type Gate uint8
+
+// The gates. Their codes 1..4 are shared with the CUDA code (dg_gate_act's
+// and dg_gate_grad's g).
+const (
+	// GLU: act = σ, the logistic sigmoid (Sigmoid32).
+	GLU Gate = 1 + iota
+	// ReGLU: act = ReLU (Relu32).
+	ReGLU
+	// SwiGLU: act = SiLU, x·σ(x) (Silu32).
+	SwiGLU
+	// GeGLU: act = GELU, the tanh form (Gelu32).
+	GeGLU
+	numGates
+)
+
+// Valid reports whether g is GLU, ReGLU, SwiGLU or GeGLU.
+func (g Gate) Valid() bool { return g >= GLU && g < numGates }
+
+// String returns "GLU", "ReGLU", "SwiGLU", "GeGLU", or "Gate(n)".
+func (g Gate) String() string {
+	switch g {
+	case GLU:
+		return "GLU"
+	case ReGLU:
+		return "ReGLU"
+	case SwiGLU:
+		return "SwiGLU"
+	case GeGLU:
+		return "GeGLU"
+	}
+	return fmt.Sprintf("Gate(%d)", uint8(g))
+}
+
+// sigmoidBoth returns s = σ(x) and sm = σ(-x) from one sigmoidParts call,
+// for a non-NaN x: pos and neg, swapped for x < 0 (as Sigmoid32 and
+// GeluGrad32 choose them).
+func sigmoidBoth(x float32) (s, sm float32) {
+	pos, neg := sigmoidParts(x, 0)
+	if x >= 0 {
+		return pos, neg
+	}
+	return neg, pos
+}
+
+// Silu32 returns SiLU (swish), x·σ(x), as mul(x, σ(x)) with σ(x) as
+// Sigmoid32 computes it. NaN gives the canonical NaN, +Inf +Inf, -Inf -0
+// (the limit), -0 -0.
+func Silu32(x float32) float32 {
+	switch {
+	case x != x:
+		return canonicalNaN
+	case x == float32(math.Inf(-1)):
+		return float32(math.Copysign(0, -1))
+	}
+	s, _ := sigmoidBoth(x)
+	return mul32(x, s)
+}
+
+// SiluGrad32 returns the derivative of SiLU, σ(x)·(1 + x·σ(-x)), as
+// mul(s, fma(x, sm, 1)) with s = σ(x) and sm = σ(-x) from one exponential.
+// NaN gives the canonical NaN, +Inf 1, -Inf -0 (the limit). Near its root
+// (x ≈ -1.2785) the result is small and its error, measured in its own
+// ulps, large; docs/contract.md states the absolute error there.
+func SiluGrad32(x float32) float32 {
+	switch {
+	case x != x:
+		return canonicalNaN
+	case x == float32(math.Inf(1)):
+		return 1
+	case x == float32(math.Inf(-1)):
+		return float32(math.Copysign(0, -1))
+	}
+	s, sm := sigmoidBoth(x)
+	return mul32(s, FMA32(x, sm, 1))
+}
+
+// GateAct32 returns the gate's activation of b: GLU σ(b) (Sigmoid32),
+// ReGLU Relu32(b), SwiGLU Silu32(b), GeGLU Gelu32(b). An invalid gate is
+// the identity (b), as in the CUDA twin, which never sees one.
+func GateAct32(g Gate, b float32) float32 {
+	switch g {
+	case GLU:
+		return Sigmoid32(b)
+	case ReGLU:
+		return Relu32(b)
+	case SwiGLU:
+		return Silu32(b)
+	case GeGLU:
+		return Gelu32(b)
+	}
+	return b
+}
+
+// GateGrad32 returns the derivative of the gate's activation at b: GLU
+// mul(σ(b), σ(-b)) (one exponential); ReGLU 1 for b > 0, the canonical NaN
+// for NaN, else +0; SwiGLU SiluGrad32(b); GeGLU GeluGrad32(b). An invalid
+// gate is the identity's derivative, 1, as in the CUDA twin.
+func GateGrad32(g Gate, b float32) float32 {
+	switch g {
+	case GLU:
+		if b != b {
+			return canonicalNaN
+		}
+		s, sm := sigmoidBoth(b)
+		return mul32(s, sm)
+	case ReGLU:
+		switch {
+		case b > 0:
+			return 1
+		case b != b:
+			return canonicalNaN
+		}
+		return 0
+	case SwiGLU:
+		return SiluGrad32(b)
+	case GeGLU:
+		return GeluGrad32(b)
+	}
+	return 1
+}
+
+// roundTo rounds x once, to nearest even, to out (F32: x itself), and
+// returns the rounded value as an exact float32: the store's rounding.
+func roundTo(out DType, x float32) float32 {
+	if out == F32 {
+		return x
+	}
+	return out.ToF32(out.FromF32(x))
+}
+
+// checkGated validates a gated helper's gate, output type and lengths:
+// every slice must have the length of the first.
+func checkGated(op string, g Gate, out DType, names []string, xs ...[]float32) error {
+	if !g.Valid() {
+		return argErr(op, "g", ErrGate, "%v is not GLU, ReGLU, SwiGLU or GeGLU", g)
+	}
+	if !out.Valid() {
+		return argErr(op, "out", ErrDType, "%v is not f32, bf16 or f16", out)
+	}
+	for i, x := range xs[1:] {
+		if len(x) != len(xs[0]) {
+			return argErr(op, names[i+1], ErrLength, "length %d != len(%s) = %d", len(x), names[0], len(xs[0]))
+		}
+	}
+	return nil
+}
+
+// GatedForward sets y[i] = a[i]·act(b[i]) (mul(a, GateAct32(g, b)))
+// rounded once to out (F32, BF16 or F16; y holds the rounded value as an
+// exact float32). y, a and b must have the same length; y may be a or b
+// itself. It refuses an invalid gate (ErrGate), an invalid out (ErrDType)
+// and mismatched lengths (ErrLength) with an *ArgError, writing nothing.
+func GatedForward(g Gate, out DType, y, a, b []float32) error {
+	if err := checkGated("GatedForward", g, out, []string{"y", "a", "b"}, y, a, b); err != nil {
+		return err
+	}
+	for i := range y {
+		y[i] = roundTo(out, mul32(a[i], GateAct32(g, b[i])))
+	}
+	return nil
+}
+
+// GatedBackward sets da[i] = dy[i]·act(b[i]) (mul(dy, GateAct32(g, b)))
+// and db[i] = (dy[i]·a[i])·act′(b[i]) (mul(mul(dy, a), GateGrad32(g, b))),
+// each rounded once to out (F32, BF16 or F16, as exact float32 values).
+// Every slice must have the same length; an output may be one of the
+// inputs itself (each element's inputs are read before it is written).
+// Errors as GatedForward's.
+func GatedBackward(g Gate, out DType, da, db, dy, a, b []float32) error {
+	if err := checkGated("GatedBackward", g, out, []string{"da", "db", "dy", "a", "b"}, da, db, dy, a, b); err != nil {
+		return err
+	}
+	for i := range da {
+		d, x, z := dy[i], a[i], b[i]
+		da[i] = roundTo(out, mul32(d, GateAct32(g, z)))
+		db[i] = roundTo(out, mul32(mul32(d, x), GateGrad32(g, z)))
+	}
+	return nil
+}
