@@ -48,10 +48,14 @@ type ops interface {
 	dx(tier gemm.Tier, dy, w, dx *Tensor) error       // dx = dy·wᵀ
 	biasGrad(dy, db *Tensor) error                    // db += Σ_rows dy
 	// forwardAct is y = act(x·w + b) fused (forwardActDesc), writing aux:
-	// the ReLU mask of y, or the GELU pre-activation (of y's dtype).
+	// the ReLU mask of y, or the GELU pre-activation (of y's dtype). For a
+	// gated act, x·w + b is 2·width wide (blocks of 8 of a and b), y the
+	// width of a·act(b), and aux the whole pre-activation.
 	forwardAct(tier gemm.Tier, act Act, x, w, b, y, aux *Tensor) error
 	// dxAct is dx = act′(dy·wᵀ) fused (dxActDesc), from the forward's aux,
-	// and db += Σ_rows dx.
+	// and db += Σ_rows dx. For a gated act, dx is the 2·width gradient of
+	// the pre-activation (the layout of aux) and db must be nil: the gated
+	// epilogues sum no bias gradient.
 	dxAct(tier gemm.Tier, act Act, dy, w, aux, dx, db *Tensor) error
 	// relu and reluGrad are ReLU and its gradient as separate passes: the
 	// MLP fuses them into its products, and the fused ReLU is tested to

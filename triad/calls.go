@@ -40,7 +40,9 @@ func dxCallOf(tier gemm.Tier, dy, w *Tensor) gemm.DXArgs {
 
 // forwardActDesc is a hidden layer's fused forward, NN:
 // y[M,N] = act(x[M,K]·w[K,N] + b), with the aux of y (the ReLU mask, or the
-// GELU pre-activation of the layer's dtype).
+// GELU pre-activation of the layer's dtype). For a gated act N is the
+// projection's width, 2·width: y is [M,N/2] = a·act(b) of the halves, the
+// aux [M,N] the pre-activation.
 func forwardActDesc(tier gemm.Tier, act Act, rows, in, out int, d DType) gemm.MatmulDesc {
 	return gemm.MatmulDesc{Tier: tier, In: d, Out: d, M: rows, N: out, K: in, Alpha: 1, Epilogue: act.forwardEpilogue()}
 }
@@ -48,7 +50,9 @@ func forwardActDesc(tier gemm.Tier, act Act, rows, in, out int, d DType) gemm.Ma
 // dxActDesc is the fused product that flows back into a hidden layer, NT:
 // dx[M,K] = act′(dy[M,N]·w[K,N]ᵀ) from the forward's aux [M,K], and
 // db[K] += Σ_rows dx. (In Matmul's names: M rows, N = the layer's In, K =
-// its Out, B = w with TransB.)
+// its Out, B = w with TransB.) For a gated act, K is the block's width
+// and dx [M,2K] the gradient of both halves of its pre-activation, read
+// from the aux [M,2K]; no db.
 func dxActDesc(tier gemm.Tier, act Act, rows, in, out int, d DType) gemm.MatmulDesc {
 	return gemm.MatmulDesc{Tier: tier, In: d, Out: d, M: rows, N: in, K: out, TransB: true, Alpha: 1, Epilogue: act.backwardEpilogue()}
 }
@@ -74,9 +78,10 @@ type product struct {
 // in the order Step makes them: each layer's forward (a fused Matmul for a
 // hidden layer, Forward for the last), then, from the last layer back, its
 // dW and (but for the first layer) its dX, fused with the activation's
-// gradient and the bias gradient of the layer before. The triad's own
-// kernels need no scratch memory, so these products are all the workspace
-// a step uses.
+// gradient and (but for a gated act) the bias gradient of the layer
+// before. The triad's own kernels (the gated blocks' bias gradients among
+// them) need no scratch memory, so these products are all the workspace a
+// step uses.
 func (m *MLP) stepWork(rows int) []product {
 	var work []product
 	tier, d, act, last := m.cfg.Tier, m.cfg.DType, m.cfg.Act, len(m.layers)-1

@@ -154,8 +154,9 @@ func operand(t *Tensor) ref.Operand {
 }
 
 // matmul runs the request d on gemm/ref: the same request the GPU backend
-// gives the engine. aux is a ReLU mask or a GELU aux, as d's epilogue
-// says; bias and bgrad are nil where it has none.
+// gives the engine. aux is a ReLU mask, a GELU aux or a gated
+// pre-activation, as d's epilogue says; bias and bgrad are nil where it
+// has none.
 func (c *CPU) matmul(d gemm.MatmulDesc, a, b, dst, aux *Tensor, bias, bgrad []float32) error {
 	r := ref.MatmulRequest{M: d.M, N: d.N, K: d.K, TransA: d.TransA, TransB: d.TransB, A: operand(a), B: operand(b),
 		Alpha: d.Alpha, Beta: d.Beta, D: operand(dst), Bias: bias, Epilogue: d.Epilogue, BiasGrad: bgrad}
@@ -172,7 +173,11 @@ func (c *CPU) forwardAct(tier gemm.Tier, act Act, x, w, b, y, aux *Tensor) error
 }
 
 func (c *CPU) dxAct(tier gemm.Tier, act Act, dy, w, aux, dx, db *Tensor) error {
-	return c.matmul(dxActDescOf(tier, act, dy, w), dy, w, dx, aux, nil, db.f32)
+	var bgrad []float32
+	if db != nil {
+		bgrad = db.f32
+	}
+	return c.matmul(dxActDescOf(tier, act, dy, w), dy, w, dx, aux, nil, bgrad)
 }
 
 // values returns t's elements as float32 (16-bit elements widened into a

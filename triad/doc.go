@@ -1,8 +1,9 @@
 // Package triad is the training triad as a layer: a deterministic Linear
 // layer (forward, dW, db, dX) over the gemm engine, an MLP whose hidden
-// layers fuse ReLU or GELU into their products, the mean squared error and
-// SGD with momentum, on the GPU or the CPU with identical bits, and the
-// training demo (cmd/train).
+// layers fuse ReLU, GELU or a gated activation (GLU, ReGLU, SwiGLU, GeGLU)
+// into their products, the mean squared error and SGD with momentum, on
+// the GPU or the CPU with identical bits, and the training demo
+// (cmd/train).
 //
 // # Backends
 //
@@ -71,7 +72,7 @@
 //
 // An MLP's hidden layers (all but the last) run the activation
 // (MLPConfig.Act: ActReLU, the zero value, or ActGELU, GELU's tanh form
-// ref.Gelu32) inside their products, as gemm Matmul epilogues (package gemm,
+// ref.Gelu32, or a gated one: see "Gated blocks") inside their products, as gemm Matmul epilogues (package gemm,
 // docs/contract.md, section "Matmul"); the CPU backend runs the same
 // requests on gemm/ref's Options.Matmul. For hidden layer i with input x:
 //
@@ -98,6 +99,28 @@
 // unrounded pre-activation, the aux RNE(v), and dh_i = RNE(v′·GeluGrad32(aux))
 // with v′ the unrounded product: one rounding each, as the contract's
 // epilogue says.
+//
+// # Gated blocks
+//
+// With a gated activation (ActGLU a·σ(b), ActReGLU a·relu(b), ActSwiGLU
+// a·silu(b), ActGeGLU a·gelu(b); ref.GateAct32 defines each, ref.GateGrad32
+// its derivative) hidden layer i of width w is a gated block: its Linear
+// projects to 2·w columns, the linear half a and the gate half b in blocks
+// of 8 (column c holds a where c/8 is even and b where it is odd: output j
+// takes a at column (j/8)·16 + j%8 and b 8 columns later; MLP says how
+// separate W_a and W_b map to it). So w must be a multiple of 8. With
+// v = x·W_i + b_i (2·w wide, unrounded) and v′ the unrounded product
+// dh_(i+1)·W_(i+1)ᵀ (w wide):
+//
+//	forward   a_i = RNE(v_a·act(v_b))          Gated…AuxBias, NN; the aux is RNE(v),
+//	                                           both halves, of the layer's dtype
+//	backward  dh_i[a] = RNE(v′·act(aux_b))      DGated…, NT, reading layer i's aux;
+//	          dh_i[b] = RNE((v′·aux_a)·act′(aux_b))   dh_i is 2·w wide, in the same layout
+//	          DB_i += Σ_rows dh_i               the bias-gradient pass (the gated
+//	                                           epilogues fuse no bias gradient)
+//
+// one rounding each (docs/contract.md, "Gated epilogues"). Then DW_i and
+// the product back into layer i−1 read dh_i as any layer's gradient.
 //
 // MSE over the n = rows·cols elements of y and t, in row-major order:
 // e_i = y_i − t_i; slab s of 256 consecutive elements is the chain

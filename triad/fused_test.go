@@ -288,14 +288,17 @@ func TestMLPValidatesTheActivation(t *testing.T) {
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, "Act", e.Arg)
-	for _, a := range []Act{ActReLU, ActGELU} {
+	for a := range numActs {
 		got, err := ParseAct(a.String())
 		require.NoError(t, err)
 		require.Equal(t, a, got)
 	}
-	for _, s := range []string{"", "ReLU", "tanh", fmt.Sprint(numActs)} {
+	for _, s := range []string{"", "ReLU", "tanh", "SwiGLU", "silu", fmt.Sprint(numActs)} {
 		_, err := ParseAct(s)
 		require.ErrorIs(t, err, ErrConfig, s)
 	}
 	require.Equal(t, ActReLU, Act(0), "the zero value trains as before Act existed")
+	for a := range numActs + 1 {
+		require.Equal(t, a == ActGLU || a == ActReGLU || a == ActSwiGLU || a == ActGeGLU, a.Gated(), a.String())
+	}
 }

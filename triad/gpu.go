@@ -448,7 +448,11 @@ func (g *GPU) dxAct(tier gemm.Tier, act Act, dy, w, aux, dx, db *Tensor) error {
 	if err != nil {
 		return err
 	}
-	return p.Run(gemm.MatmulArgs{A: dy.dev, B: w.dev, D: dx.dev, Aux: aux.dev, BiasGrad: db.dev})
+	a := gemm.MatmulArgs{A: dy.dev, B: w.dev, D: dx.dev, Aux: aux.dev}
+	if db != nil { // nil for a gated epilogue, which sums no bias gradient
+		a.BiasGrad = db.dev
+	}
+	return p.Run(a)
 }
 
 // launch queues kernel name+"_"+dtype (or name alone for d == 0) over

@@ -12,13 +12,14 @@ import (
 // activation between them (none after the last), trained on the mean
 // squared error.
 type MLPConfig struct {
-	Sizes   []int     // widths: input, hidden..., output (at least two)
+	Sizes   []int     // widths: input, hidden..., output (at least two); gated Act: hidden ones % 8 == 0 (see MLP)
 	Tier    gemm.Tier // gemm.TierF32, gemm.TierTyped or gemm.TierTensorCore
 	DType   DType     // F32 for TierF32; BF16 or F16 for TierTyped and TierTensorCore
 	MaxRows int       // the most rows one call takes; workspaces are sized for it
 	Seed    uint64    // weight initialisation
 	Opt     SGD
 	// Act is the hidden layers' activation; the zero value is ActReLU.
+	// A gated one (Act.Gated) makes each hidden layer a gated block.
 	Act Act
 }
 
@@ -32,21 +33,47 @@ type MLPConfig struct {
 // pre-activation); the product that flows back into it applies the
 // activation's gradient from that aux and accumulates its bias gradient in
 // the same call.
+//
+// # Gated blocks
+//
+// With a gated Act (ActGLU, ActReGLU, ActSwiGLU, ActGeGLU) hidden layer i
+// of width w = Sizes[i+1] is a gated block: its Linear is In → 2·w, and
+// the block's output is a·act(b), w wide, with a and b the two halves of
+// the projection x·W + b. The 2·w columns of W (and of the bias) are in
+// the blocks-of-8 layout of the gated Matmul epilogues (docs/contract.md,
+// "Gated epilogues"): 8 columns of a, then 8 of b, and so on. A user's
+// separate weights W_a and W_b [In, w] (biases b_a, b_b) map to W as
+//
+//	W[:, 16q + r]     = W_a[:, 8q + r]    (r < 8)
+//	W[:, 16q + 8 + r] = W_b[:, 8q + r]
+//
+// and the bias likewise; so output j takes a from column (j/8)·16 + j%8
+// and b from the column 8 after it. NewMLP draws the 2·w columns as it
+// draws any layer's (He uniform over In); the layout only names which are
+// which. The forward is one fused product (the Gated…AuxBias epilogue)
+// whose aux is the whole 2·w pre-activation; the product that flows back
+// into the block (DGated…) writes the 2·w gradient of the pre-activation
+// from that aux, in the same layout, and the block's bias gradient is then
+// the bias-gradient pass over it (the package comment's plan), since the
+// gated epilogues fuse none.
 type MLP struct {
 	be     Backend
 	cfg    MLPConfig
 	layers []*Linear
 	out    *Tensor   // the last layer's output [MaxRows, out]
-	a      []*Tensor // per hidden layer: the activation's output [MaxRows, out], the next layer's input
-	aux    []*Tensor // per hidden layer: the ReLU mask or the GELU pre-activation [MaxRows, out]
-	dh     []*Tensor // per layer: the gradient of its pre-activation [MaxRows, out]
+	a      []*Tensor // per hidden layer: the activation's output [MaxRows, width], the next layer's input
+	aux    []*Tensor // per hidden layer: the ReLU mask, or the GELU or gated pre-activation [MaxRows, its Linear's Out]
+	dh     []*Tensor // per layer: the gradient of its pre-activation [MaxRows, its Linear's Out]
 	loss   *Tensor   // f32 [1, 2]: the last step's loss, and their running sum
 	closed bool
 }
 
 // NewMLP allocates the network on be and initialises it from cfg.Seed:
-// layer i's weights are drawn uniformly from (−a, a) with a = √(6/in) (He
-// uniform) by a PCG generator seeded (Seed, i); biases start at zero.
+// layer i's weights [in, out] (out: its Linear's width, 2·w for a gated
+// block of width w) are drawn uniformly from (−a, a) with a = √(6/in) (He
+// uniform) by a PCG generator seeded (Seed, i); biases start at zero. With
+// a gated Act a hidden width that is not a multiple of 8 is refused with
+// an *Error matching ErrShape, naming Sizes.
 func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 	const op = "NewMLP"
 	if be == nil {
@@ -69,6 +96,9 @@ func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 	if err := checkAct(op, cfg.Act); err != nil {
 		return nil, err
 	}
+	if err := checkGatedWidths(op, "Sizes", cfg.Act, cfg.Sizes); err != nil {
+		return nil, err
+	}
 	cfg.Sizes = append([]int(nil), cfg.Sizes...)
 	m := &MLP{be: be, cfg: cfg}
 	if err := m.build(); err != nil {
@@ -77,11 +107,30 @@ func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 	return m, nil
 }
 
+// checkGatedWidths refuses, for a gated act, a hidden width (sizes[1] to
+// sizes[len−2]) that is not a multiple of 8: the gated epilogues pair
+// 8-column blocks of the two halves.
+func checkGatedWidths(op, arg string, act Act, sizes []int) error {
+	if !act.Gated() {
+		return nil
+	}
+	for i := 1; i < len(sizes)-1; i++ {
+		if w := sizes[i]; w%8 != 0 {
+			return argErr(op, arg, ErrShape, "%v: hidden width %d (index %d) is not a multiple of 8: a %v block pairs 8-column blocks of its two halves",
+				sizes, w, i, act)
+		}
+	}
+	return nil
+}
+
 func (m *MLP) build() error {
 	cfg, n := m.cfg, len(m.cfg.Sizes)-1
 	m.a, m.aux, m.dh = make([]*Tensor, n-1), make([]*Tensor, n-1), make([]*Tensor, n)
 	for i := range n {
-		in, out := cfg.Sizes[i], cfg.Sizes[i+1]
+		in, width, out := cfg.Sizes[i], cfg.Sizes[i+1], cfg.Sizes[i+1]
+		if i < n-1 {
+			out = cfg.Act.projection(width) // a gated block's Linear: both halves
+		}
 		l, err := NewLinear(m.be, LinearConfig{In: in, Out: out, Tier: cfg.Tier, DType: cfg.DType})
 		if err != nil {
 			return err
@@ -99,7 +148,7 @@ func (m *MLP) build() error {
 			}
 			continue
 		}
-		if m.a[i], err = m.be.Alloc(cfg.DType, cfg.MaxRows, out); err != nil {
+		if m.a[i], err = m.be.Alloc(cfg.DType, cfg.MaxRows, width); err != nil {
 			return err
 		}
 		if cfg.Act == ActReLU {
@@ -176,7 +225,8 @@ func (m *MLP) Forward(x *Tensor) (*Tensor, error) {
 }
 
 // forward runs each hidden layer as one fused product, y = act(x·W + b)
-// with its aux, and the last layer as a Forward.
+// (gated: y = a·act(b) of the halves of x·W + b) with its aux, and the
+// last layer as a Forward.
 func (m *MLP) forward(x *Tensor) (*Tensor, error) {
 	rows, in, last := x.rows, x, len(m.layers)-1
 	for i, l := range m.layers[:last] {
@@ -206,12 +256,14 @@ func (m *MLP) Step(x, t *Tensor) error {
 }
 
 // step's backward, for layer i from the last back: DW_i += inᵀ·dh_i; for
-// the last layer DB_i += Σ_rows dh_i; then, but for the first layer, one
-// fused product dh_(i−1) = act′(dh_i·W_iᵀ) from layer i−1's aux, with
-// DB_(i−1) += Σ_rows dh_(i−1). Each gradient buffer is accumulated once per
-// step, as Linear.Backward would, so the bits are those of Backward
-// followed by the activation's gradient as separate passes (for ReLU: see
-// the package comment).
+// the last layer (and every gated block) DB_i += Σ_rows dh_i; then, but
+// for the first layer, one fused product dh_(i−1) = act′(dh_i·W_iᵀ) from
+// layer i−1's aux, with DB_(i−1) += Σ_rows dh_(i−1) in the same call for
+// ReLU and GELU (a gated epilogue writes dh_(i−1), both halves, only; its
+// DB is summed when the loop reaches layer i−1). Each gradient buffer is
+// accumulated once per step, as Linear.Backward would, so the bits are
+// those of Backward followed by the activation's gradient as separate
+// passes (for ReLU: see the package comment).
 func (m *MLP) step(x, t *Tensor) error {
 	rows, last := x.rows, len(m.layers)-1
 	tier, act := m.cfg.Tier, m.cfg.Act
@@ -233,13 +285,17 @@ func (m *MLP) step(x, t *Tensor) error {
 		if err := m.be.dw(tier, in, dy, l.dw); err != nil {
 			return err
 		}
-		if i == last {
+		if i == last || act.Gated() {
 			if err := m.be.biasGrad(dy, l.db); err != nil {
 				return err
 			}
 		}
 		if i > 0 {
-			if err := m.be.dxAct(tier, act, dy, l.Work(), rowsOf(m.aux[i-1], rows), rowsOf(m.dh[i-1], rows), m.layers[i-1].db); err != nil {
+			var db *Tensor // the gated epilogues fuse no bias gradient
+			if !act.Gated() {
+				db = m.layers[i-1].db
+			}
+			if err := m.be.dxAct(tier, act, dy, l.Work(), rowsOf(m.aux[i-1], rows), rowsOf(m.dh[i-1], rows), db); err != nil {
 				return err
 			}
 		}

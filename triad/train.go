@@ -8,14 +8,14 @@ import (
 
 // TrainConfig describes a training run on a Task.
 type TrainConfig struct {
-	In, Hidden, Out int // the student is In → Hidden → Hidden → Out
+	In, Hidden, Out int // the student is In → Hidden → Hidden → Out (a gated Act: Hidden % 8 == 0)
 	Tier            gemm.Tier
 	DType           DType
 	Batch           int // rows per step
 	Steps           int // steps per epoch; the task has Steps·Batch samples
 	Seed            uint64
 	Opt             SGD
-	Act             Act // the hidden layers' activation; the zero value is ActReLU
+	Act             Act // the hidden layers' activation; the zero value is ActReLU; a gated one makes gated blocks
 }
 
 // Sizes are the student's layer widths.
@@ -39,6 +39,9 @@ type Run struct {
 func NewRun(be Backend, cfg TrainConfig) (*Run, error) {
 	if cfg.Batch <= 0 || cfg.Steps <= 0 {
 		return nil, argErr("NewRun", "Batch/Steps", ErrConfig, "batch %d and steps %d must be positive", cfg.Batch, cfg.Steps)
+	}
+	if cfg.Act.Gated() && cfg.Hidden%8 != 0 {
+		return nil, argErr("NewRun", "Hidden", ErrShape, "%d is not a multiple of 8: a %v block pairs 8-column blocks of its two halves", cfg.Hidden, cfg.Act)
 	}
 	rows := cfg.Batch * cfg.Steps
 	task, err := NewTask(cfg.Seed, cfg.In, cfg.Hidden, cfg.Out, rows)

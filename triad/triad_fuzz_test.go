@@ -36,9 +36,12 @@ const triadOverflowsFixed = true
 
 // FuzzTriadCPU drives the CPU backend's shape-taking entry points with
 // fuzzed sizes, dtypes and tiers: Alloc, Tensor.View, NewLinear,
-// Linear.SetParams, Linear.Forward and NewTask. Nothing may panic; a
-// refusal matches one of triad's sentinels (or gemm.ErrTier); small valid
-// shapes are accepted, and an f32 Linear's Forward gives the IEEE f32 bits of ref.Options.Forward.
+// Linear.SetParams, Linear.Forward, NewTask, and NewMLP with each
+// activation (the gated ones among them, and one that is not an Act) with
+// its Step, Forward and batch invariance. Nothing may panic; a refusal
+// matches one of triad's sentinels (or gemm.ErrTier); small valid shapes
+// are accepted, and an f32 Linear's Forward gives the IEEE f32 bits of
+// ref.Options.Forward.
 func FuzzTriadCPU(f *testing.F) {
 	type seed struct {
 		dtype, tier     uint8
@@ -61,6 +64,14 @@ func FuzzTriadCPU(f *testing.F) {
 		{1, 1, big, big, big, big, big, big, big, big, 0, 0, big, 8},
 		{1, 1, 1 << 31, 1 << 31, 1 << 31, 1, 1 << 31, 1, 1, 1, 0, 0, 1 << 31, 9},
 		{1, 1, 1 << 62, 2, 0, 1, 1 << 62, 2, 1, 1, 0, 0, 2, 10},
+		// An MLP with each activation (data>>8 picks it): gated with a
+		// hidden width of 16, then of 12 (refused), and one past the acts.
+		{1, 1, 4, 3, 0, 1, 5, 3, 4, 5, 0, 0, 16, 2 << 8},
+		{1, 1, 4, 3, 0, 1, 5, 3, 4, 5, 0, 0, 16, 3 << 8},
+		{3, 2, 4, 3, 0, 1, 5, 3, 4, 5, 0, 0, 16, 4 << 8},
+		{2, 3, 4, 3, 0, 1, 5, 3, 9, 5, 0, 0, 24, 5<<8 | 1},
+		{1, 1, 4, 3, 0, 1, 5, 3, 4, 5, 0, 0, 12, 4 << 8},
+		{1, 1, 4, 3, 0, 1, 5, 3, 4, 5, 0, 0, 16, uint64(numActs) << 8},
 	} {
 		f.Add(s.dtype, s.tier, s.rows, s.cols, s.row0, s.vrows, s.in, s.out, s.xr, s.xc, s.dw, s.db, s.hidden, s.data)
 	}
@@ -160,6 +171,10 @@ func FuzzTriadCPU(f *testing.F) {
 			}
 		}()
 
+		// An MLP in → hidden → out on xr rows with the activation data>>8
+		// picks (numActs: not an Act).
+		fuzzMLP(t, cpu, d, gemm.Tier(tier), Act((data>>8)%uint64(numActs+1)), in, hidden, out, xr, data, typed)
+
 		// NewTask with the layer's sizes and a hidden width.
 		tooBig := func(a, b int64) bool { return a > 0 && b > 0 && a > MaxTaskElements/b }
 		if (small(in, hidden) && small(hidden, out) && small(xr, in) && small(xr, out) && small(xr, hidden)) ||
@@ -192,4 +207,56 @@ func fuzzValues(n int, seed uint64) []float32 {
 		v[i] = float32(int32(s>>32)) / (1 << 31)
 	}
 	return v
+}
+
+// fuzzMLPMax bounds the widths and rows of FuzzTriadCPU's networks.
+const fuzzMLPMax = 64
+
+// fuzzMLP makes an MLP in → hidden → out for xr rows with act: refused
+// exactly when a width or xr is not positive, the tier does not run d, act
+// is not an Act, or act is gated and hidden is not a multiple of 8 (the
+// widths checked before any allocation, so huge ones are refused at once);
+// else (small shapes only) a Step, a Forward and the batch invariance of
+// its first rows run without an error.
+func fuzzMLP(t *testing.T, cpu *CPU, d DType, tier gemm.Tier, act Act, in, hidden, out, xr int64, data uint64, typed func(string, error)) {
+	t.Helper()
+	valid := in > 0 && hidden > 0 && out > 0 && xr > 0
+	if valid && (in > fuzzMLPMax || hidden > fuzzMLPMax || out > fuzzMLPMax || xr > fuzzMLPMax) {
+		return // a valid shape that would take time or memory
+	}
+	ok := valid && tier.Accepts(d, d) == nil && act.Valid() && (!act.Gated() || hidden%8 == 0)
+	m, err := NewMLP(cpu, MLPConfig{Sizes: []int{int(in), int(hidden), int(out)}, Tier: tier, DType: d, MaxRows: int(xr), Seed: data, Act: act,
+		Opt: SGD{LR: 0.01, Momentum: 0.5}})
+	typed("NewMLP", err)
+	if (err == nil) != ok {
+		t.Fatalf("NewMLP(%d → %d → %d, %d rows, %v, %v, %v): %v", in, hidden, out, xr, tier, d, act, err)
+	}
+	if err != nil {
+		if act.Gated() && valid && tier.Accepts(d, d) == nil && !errors.Is(err, ErrShape) {
+			t.Fatalf("NewMLP with a %v hidden width of %d: %v, want ErrShape", act, hidden, err)
+		}
+		return
+	}
+	defer m.Close()
+	x, err := cpu.Alloc(d, int(xr), int(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := cpu.Alloc(d, int(xr), int(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpu.Write(x, fuzzValues(int(xr*in), data+3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cpu.Write(y, fuzzValues(int(xr*out), data+4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Step(x, y); err != nil {
+		t.Fatalf("Step (%v): %v", act, err)
+	}
+	n, diff, err := BatchInvariance(m, x, 2)
+	if err != nil || n != min(2, int(xr)) || diff != 0 {
+		t.Fatalf("BatchInvariance (%v): %d rows compared, %d differ, %v", act, n, diff, err)
+	}
 }
