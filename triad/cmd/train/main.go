@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--act relu|gelu] [--cpu] [--quiet] ...
+//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--act relu|gelu|swiglu|geglu|glu|reglu] [--cpu] [--quiet] ...
 //
 // train -h says what it does and lists every flag. A progress bar is drawn
 // on stderr only when stderr is a terminal; in a pipe or a log the output is
@@ -51,10 +51,10 @@ type options struct {
 // about is the help text's description of the program.
 const about = `Usage: train [flags]
 
-train trains a small MLP (in → hidden → hidden → out, ReLU or GELU between
-the layers, mean squared error, SGD with momentum) on a synthetic regression
-task made from a seed, twice, and checks what the determinism contract
-promises:
+train trains a small MLP (in → hidden → hidden → out, ReLU, GELU or a gated
+block between the layers, mean squared error, SGD with momentum) on a
+synthetic regression task made from a seed, twice, and checks what the
+determinism contract promises:
 
   - the two runs end with bit-identical weights (a SHA-256 of each);
   - a sample's outputs are the same bits at batch 1 as inside one large batch;
@@ -78,6 +78,15 @@ backward, which also sum the bias gradient):
   relu   x for x > 0, NaN for NaN, else +0 (the default)
   gelu   GELU's tanh form, a fixed sequence of f32 operations, so the GPU
          and the CPU backend give the same bits
+Gated activations make each hidden layer a gated block: its Linear projects
+to 2·hidden columns, a linear half a and a gate half b (blocks of 8 columns
+each, alternating), and the block's output is a·act(b), hidden wide
+(--hidden a multiple of 8). Matmul epilogues Gated…AuxBias forward, DGated…
+backward; the bias gradient is a separate pass:
+  swiglu a·silu(b) = a·b·σ(b)
+  geglu  a·gelu(b), GELU's tanh form
+  glu    a·σ(b)
+  reglu  a·relu(b)
 
 Exit status: 0 when every check passes, 1 when a check fails, 2 on bad flags
 or an error.
@@ -97,7 +106,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	}
 	fs.StringVar(&o.tier, "tier", "f32", "numerical tier: f32, typed or tc (tensor cores)")
 	fs.StringVar(&o.dtype, "dtype", "", "activation dtype: f32 (tier f32), bf16 or f16 (tiers typed and tc; default bf16)")
-	fs.StringVar(&o.act, "act", "relu", "hidden layers' activation: relu or gelu")
+	fs.StringVar(&o.act, "act", "relu", "hidden layers' activation: relu, gelu, or gated: swiglu, geglu, glu, reglu")
 	fs.IntVar(&o.in, "in", 32, "input width")
 	fs.IntVar(&o.hidden, "hidden", 64, "hidden width (two hidden layers)")
 	fs.IntVar(&o.out, "out", 8, "output width")
@@ -180,7 +189,10 @@ func (o options) config() (triad.TrainConfig, error) {
 		act, err = triad.ActReLU, nil
 	}
 	if err != nil {
-		return cfg, fmt.Errorf("--act %q: want relu or gelu", o.act)
+		return cfg, fmt.Errorf("--act %q: want relu, gelu, swiglu, geglu, glu or reglu", o.act)
+	}
+	if act.Gated() && o.hidden%8 != 0 {
+		return cfg, fmt.Errorf("--hidden %d: --act %s makes gated blocks, which need a multiple of 8", o.hidden, act)
 	}
 	cfg.Act = act
 	if o.epochs <= 0 {
@@ -226,6 +238,10 @@ func run(o options, stdout, stderr io.Writer) (bool, error) {
 	}
 	fmt.Fprintf(stdout, "triad demo: MLP %d→%d→%d→%d (%v), tier %v (%v), batch %d, %d steps × %d epochs, seed %d, lr %g, momentum %g\n",
 		cfg.In, cfg.Hidden, cfg.Hidden, cfg.Out, cfg.Act, cfg.Tier, cfg.DType, cfg.Batch, cfg.Steps, o.epochs, cfg.Seed, o.lr, o.momentum)
+	if cfg.Act.Gated() {
+		fmt.Fprintf(stdout, "gated blocks: each hidden layer projects to %d columns (a and b, alternating blocks of 8) and outputs a·%s(b), %d wide\n",
+			2*cfg.Hidden, gateName(cfg.Act), cfg.Hidden)
+	}
 	be, name := backend(o, stdout)
 	defer be.Close()
 	fmt.Fprintf(stdout, "backend: %s\n", name)
@@ -327,4 +343,19 @@ func progress(w io.Writer, id, done, total int) {
 	const width = 30
 	n := done * width / total
 	fmt.Fprintf(w, "\rrun %d [%s%s] %3d%%  step %d/%d", id, strings.Repeat("=", n), strings.Repeat(" ", width-n), done*100/total, done, total)
+}
+
+// gateName is the function a gated act applies to the gate half.
+func gateName(a triad.Act) string {
+	switch a {
+	case triad.ActGLU:
+		return "σ"
+	case triad.ActReGLU:
+		return "relu"
+	case triad.ActSwiGLU:
+		return "silu"
+	case triad.ActGeGLU:
+		return "gelu"
+	}
+	return a.String()
 }

@@ -49,11 +49,15 @@ func TestDemoOnTheCPUPassesEveryCheck(t *testing.T) {
 	}
 }
 
-// The demo passes its checks with each activation.
+// The demo passes its checks with each activation (a gated one on a
+// hidden width that is a multiple of 8).
 func TestDemoOnTheCPUPassesEveryCheckWithEachActivation(t *testing.T) {
-	for _, act := range []string{"relu", "gelu"} {
+	for _, act := range []string{"relu", "gelu", "swiglu", "geglu", "glu", "reglu"} {
 		for _, o := range []options{small("f32", ""), small("tc", "bf16")} {
 			o.act = act
+			if a, _ := triad.ParseAct(act); a.Gated() {
+				o.hidden = 16
+			}
 			t.Run(act+"/"+o.tier, func(t *testing.T) {
 				var out bytes.Buffer
 				ok, err := run(o, &out, io.Discard)
@@ -100,6 +104,7 @@ func TestDemoDigestsMatchGolden(t *testing.T) {
 func TestDemoRejectsBadFlags(t *testing.T) {
 	for _, o := range []options{small("f32", "bf16"), small("typed", "f32"), small("tc", "f32"), small("tensor", ""),
 		func() options { o := small("f32", ""); o.act = "tanh"; return o }(),
+		func() options { o := small("f32", ""); o.act = "swiglu"; o.hidden = 10; return o }(),
 		func() options { o := small("f32", ""); o.epochs = 0; return o }()} {
 		_, err := run(o, io.Discard, io.Discard)
 		require.Error(t, err)
@@ -155,7 +160,7 @@ func TestHelpSaysWhatTheProgramDoesAndListsTheFlags(t *testing.T) {
 	_, err := parseFlags([]string{"-h"}, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, want := range []string{"Usage: train [flags]", "bit-identical", "CPU backend",
-		"f32 ", "typed ", "tc ", "relu ", "gelu ", "-tier", "-dtype", "-act", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
+		"f32 ", "typed ", "tc ", "relu ", "gelu ", "swiglu ", "geglu ", "glu ", "reglu ", "-tier", "-dtype", "-act", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
 		require.Contains(t, help.String(), want)
 	}
 }
@@ -168,6 +173,8 @@ func TestParseFlags(t *testing.T) {
 		{nil, true},
 		{[]string{"--tier", "tc", "--dtype", "f16", "--quiet"}, true},
 		{[]string{"--act", "gelu", "--tier", "typed"}, true},
+		{[]string{"--act", "swiglu", "--tier", "tc"}, true},
+		{[]string{"--act", "geglu"}, true},
 		{[]string{"-quiet", "-cpu", "-epochs", "3"}, true},
 		{[]string{"--bogus"}, false},
 		{[]string{"--epochs", "many"}, false},
