@@ -211,8 +211,21 @@
 // (ReLU and GELU with their aux outputs, their gradients, bias gradients),
 // through the same plans and the same epilogue function. Forward, DX and DW
 // are its special cases, bit for bit. The transcendentals the epilogues
-// use (Exp32, Tanh32, Sigmoid32, Gelu32, GeluGrad32) are fixed sequences of
-// float32 operations that the device performs identically. The order of
+// use (Exp32, Tanh32, Sigmoid32, Gelu32, GeluGrad32, Silu32, SiluGrad32)
+// are fixed sequences of float32 operations that the device performs
+// identically.
+//
+// # Gated activations
+//
+// GLU, ReGLU, SwiGLU and GeGLU (Gate): y = a·act(b) of a projection
+// h = [a | b], and its backward. GateAct32 and GateGrad32 are act and act′;
+// GatedForward and GatedBackward apply them to slices, rounding once to
+// the output type. Matmul's twenty gated epilogues (GatedGLU …
+// GatedGeGLUAuxBias, DGatedGLU … DGatedGeGLU) fuse them into the product:
+// its columns hold a and b in alternating blocks of 8, the forward's D has
+// half the product's width and the backward's twice, and the result is
+// the Default (or Bias) epilogue's unrounded float32 product gated per
+// element. The order of
 // operations, the aux formats, the bias gradients' slab order and the
 // functions' CUDA text and accuracy are in docs/contract.md, sections
 // "Transcendentals" and "Matmul".

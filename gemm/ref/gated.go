@@ -197,3 +197,185 @@ func GatedBackward(g Gate, out DType, da, db, dy, a, b []float32) error {
 	}
 	return nil
 }
+
+// gatedCol is ca(j) = (j/8)·16 + j%8, the product column of gate output
+// j's a; its b is at ca(j) + 8 (the fused layout: blocks of 8 columns,
+// a's and b's alternating).
+func gatedCol(j int) int { return j/8*16 + j%8 }
+
+// matmulGated runs a gated epilogue (out is the checked output type):
+// the gated restrictions and the operands only it has are checked here,
+// the product by the Default or Bias request with a float32 output into a
+// scratch of the window's rows, which checks the rest; then the gate per
+// element, rounding once at the store. Nothing the caller gave is
+// written before every check has passed.
+func (o Options) matmulGated(r MatmulRequest, out DType) error {
+	const op = "Matmul"
+	e := r.Epilogue
+	g, back := e.Gate(), e.GatedBackward()
+	bias, auxOut := e.gatedBias(), e.gatedAux()
+	if err := checkDims(op, "MNK", r.M, r.N, r.K); err != nil {
+		return err
+	}
+	M, N := r.M, r.N
+	switch {
+	case !back && N%16 != 0:
+		return argErr(op, "N", ErrDim, "%v needs a product width that is a multiple of 16 (blocks of 8 columns of a and of b), not %d", e, N)
+	case back && N%8 != 0:
+		return argErr(op, "N", ErrDim, "%v needs a product width that is a multiple of 8, not %d", e, N)
+	}
+	m0, m1, err := o.Rows.bounds(op, "Rows", M)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !o.Cols.All():
+		return argErr(op, "Cols", ErrRange, "%v takes no column window (D's columns are not the product's)", e)
+	case r.Beta != 0:
+		return argErr(op, "Beta", ErrOperand, "%v takes no C: beta must be 0, not %v", e, r.Beta)
+	case r.ReduceOverBatch:
+		return argErr(op, "ReduceOverBatch", ErrEpilogue, "%v is not a reduction over the batch", e)
+	case len(r.BiasGrad) != 0:
+		return argErr(op, "BiasGrad", ErrOperand, "%v does not use a bias gradient", e)
+	case len(r.ReluMask) != 0:
+		return argErr(op, "ReluMask", ErrOperand, "%v does not use a ReLU mask", e)
+	case bias && len(r.Bias) == 0:
+		return argErr(op, "Bias", ErrOperand, "%v needs a bias", e)
+	case !bias && len(r.Bias) != 0:
+		return argErr(op, "Bias", ErrOperand, "%v does not use a bias", e)
+	}
+	useAux := back || auxOut
+	auxType := out
+	if r.Aux.Bits != nil {
+		auxType = o.In // a 16-bit aux is of the 16-bit input type
+	}
+	for _, c := range []struct {
+		arg string
+		x   Operand
+		d   DType
+	}{{"C", r.C, out}, {"D", r.D, out}, {"Aux", r.Aux, auxType}} {
+		if err := checkForm(op, c.arg, c.x, c.d); err != nil {
+			return err
+		}
+	}
+	switch {
+	case r.D.len() == 0:
+		return argErr(op, "D", ErrOperand, "missing (every product has D)")
+	case useAux && r.Aux.len() == 0:
+		return argErr(op, "Aux", ErrOperand, "missing (%v writes or reads the gate's input)", e)
+	case !useAux && r.Aux.len() != 0:
+		return argErr(op, "Aux", ErrOperand, "%v writes or reads no aux", e)
+	}
+
+	// D, the aux: their shapes are the gate's, not the product's.
+	I := m1 - m0
+	width, auxRows, auxCols := N/2, I, N // forward: D I × N/2, aux out I × N
+	if back {
+		width, auxRows, auxCols = 2*N, M, 2*N // D I × 2N, aux in M × 2N (whole)
+	}
+	dd, err := resolveLD(op, "LDD", r.LDD, I, width)
+	if err != nil {
+		return err
+	}
+	var dx matDims
+	if useAux {
+		if dx, err = resolveLD(op, "LDAux", r.LDAux, auxRows, auxCols); err != nil {
+			return err
+		}
+	}
+	if err := checkLen(op, "D", r.D.len(), dd.extent(), fmt.Sprintf("(%d-1)*%d+%d", dd.rows, dd.ld, dd.cols)); err != nil {
+		return err
+	}
+	if useAux {
+		if err := checkLen(op, "Aux", r.Aux.len(), dx.extent(), fmt.Sprintf("(%d-1)*%d+%d", dx.rows, dx.ld, dx.cols)); err != nil {
+			return err
+		}
+	}
+	if bias {
+		if err := checkLen(op, "Bias", len(r.Bias), N, "N"); err != nil {
+			return err
+		}
+	}
+
+	// Overlaps: the outputs (D, an output aux) against the inputs (A, B,
+	// the bias, an input aux) and each other.
+	aRows, aCols := M, r.K
+	if r.TransA {
+		aRows, aCols = r.K, M
+	}
+	bRows, bCols := r.K, N
+	if r.TransB {
+		bRows, bCols = N, r.K
+	}
+	da, err := resolveLD(op, "LDA", r.LDA, aRows, aCols)
+	if err != nil {
+		return err
+	}
+	db, err := resolveLD(op, "LDB", r.LDB, bRows, bCols)
+	if err != nil {
+		return err
+	}
+	type named struct {
+		arg string
+		s   span
+	}
+	inputs := []named{{"A", spanOf(r.A, 0, da.extent())}, {"B", spanOf(r.B, 0, db.extent())}}
+	if bias {
+		inputs = append(inputs, named{"Bias", spanOfF32(r.Bias, N)})
+	}
+	outputs := []named{{"D", spanOf(r.D, 0, dd.extent())}}
+	switch {
+	case back:
+		inputs = append(inputs, named{"Aux", spanOf(r.Aux, 0, dx.extent())})
+	case auxOut:
+		outputs = append(outputs, named{"Aux", spanOf(r.Aux, 0, dx.extent())})
+	}
+	for i, w := range outputs {
+		for _, x := range append(inputs, outputs[:i]...) {
+			if w.s.overlaps(x.s) {
+				return argErr(op, w.arg, ErrOverlap, "shares memory with %s", x.arg)
+			}
+		}
+	}
+
+	// The product: v as the Default (Bias) epilogue with a float32 output
+	// leaves it, for the window's rows, by the same code and plans.
+	inner := MatmulRequest{M: M, N: N, K: r.K, TransA: r.TransA, TransB: r.TransB, A: r.A, B: r.B,
+		LDA: r.LDA, LDB: r.LDB, Alpha: r.Alpha, LDD: N, Epilogue: Default}
+	if bias {
+		inner.Epilogue, inner.Bias = Bias, r.Bias
+	}
+	v := make([]float32, I*N)
+	inner.D = Values(v)
+	io := o
+	io.Out, io.Cols = F32, Span{}
+	if err := io.Matmul(inner); err != nil {
+		return err
+	}
+
+	// The gate, per element, rounding once at the store.
+	aux := auxBuf{f: r.Aux.Values, h: r.Aux.Bits, d: auxType, ld: dx.ld}
+	row := make([]float32, width)
+	for i := range I {
+		p := v[i*N : (i+1)*N]
+		if back {
+			off := (m0 + i) * aux.ld
+			for j, dy := range p {
+				ca := gatedCol(j)
+				a, b := aux.value(off+ca), aux.value(off+ca+8)
+				row[ca] = mul32(dy, GateAct32(g, b))
+				row[ca+8] = mul32(mul32(dy, a), GateGrad32(g, b))
+			}
+		} else {
+			if auxOut {
+				store(aux.d, aux.f, aux.h, i*aux.ld, p) // the product, rounded as D is
+			}
+			for j := range row {
+				ca := gatedCol(j)
+				row[j] = mul32(p[ca], GateAct32(g, p[ca+8]))
+			}
+		}
+		store(out, r.D.Values, r.D.Bits, i*dd.ld, row)
+	}
+	return nil
+}

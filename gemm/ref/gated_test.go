@@ -2,6 +2,7 @@ package ref
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -234,5 +235,403 @@ func TestGatedHelpersRefuseBadArguments(t *testing.T) {
 	// Empty slices are a valid (empty) call.
 	if err := GatedForward(GLU, F32, nil, nil, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// gatedEpilogues is every gated epilogue.
+func gatedEpilogues() []Epilogue {
+	var es []Epilogue
+	for e := GatedGLU; e < numAllEpilogues; e++ {
+		es = append(es, e)
+	}
+	return es
+}
+
+// TestGatedEpilogueNames: the twenty gated epilogues follow BgradB, are
+// named as in Go, and say their gate and direction; the sixteen are
+// unchanged and say none.
+func TestGatedEpilogueNames(t *testing.T) {
+	if GatedGLU != BgradB+1 || BgradB != 15 || numAllEpilogues != 36 {
+		t.Fatalf("GatedGLU = %d, BgradB = %d, %d epilogues", GatedGLU, BgradB, numAllEpilogues)
+	}
+	names := []string{"GatedGLU", "GatedGLUBias", "GatedGLUAux", "GatedGLUAuxBias",
+		"GatedReGLU", "GatedReGLUBias", "GatedReGLUAux", "GatedReGLUAuxBias",
+		"GatedSwiGLU", "GatedSwiGLUBias", "GatedSwiGLUAux", "GatedSwiGLUAuxBias",
+		"GatedGeGLU", "GatedGeGLUBias", "GatedGeGLUAux", "GatedGeGLUAuxBias",
+		"DGatedGLU", "DGatedReGLU", "DGatedSwiGLU", "DGatedGeGLU"}
+	for i, e := range gatedEpilogues() {
+		g := GLU + Gate(i/4)
+		if i >= 16 {
+			g = GLU + Gate(i-16)
+		}
+		if e.String() != names[i] || !e.Valid() || e.Gate() != g || e.GatedBackward() != (i >= 16) ||
+			e.gatedBias() != (i < 16 && i%2 == 1) || e.gatedAux() != (i < 16 && i%4 >= 2) {
+			t.Errorf("Epilogue %d: %q gate %v backward %v bias %v aux %v", uint8(e), e, e.Gate(), e.GatedBackward(), e.gatedBias(), e.gatedAux())
+		}
+	}
+	for e := range numEpilogues {
+		if e.Gate() != 0 || e.GatedBackward() || e.String() != epilogueSpecs[e].name {
+			t.Errorf("%v: gate %v, backward %v", e, e.Gate(), e.GatedBackward())
+		}
+	}
+	for _, e := range []Epilogue{numAllEpilogues, 200, 255} {
+		if e.Valid() || e.Gate() != 0 || e.GatedBackward() || e.String() != fmt.Sprintf("Epilogue(%d)", uint8(e)) {
+			t.Errorf("Epilogue(%d): valid %v, %q", uint8(e), e.Valid(), e)
+		}
+	}
+}
+
+// gatedCase is one gated Matmul: the product's problem (an mmCase with
+// the Default or Bias epilogue and beta = 0), the gated epilogue, and a
+// backward's input aux (M × 2N, leading dimension k.ldx, values exactly
+// of the input type where it is 16-bit).
+type gatedCase struct {
+	k   *mmCase
+	epi Epilogue
+	aux []float32
+}
+
+func newGatedCase(rng *rand.Rand, c apiConfig, M, N, K int, ta, tb bool, epi Epilogue, kind string) *gatedCase {
+	inner := Default
+	if epi.gatedBias() {
+		inner = Bias
+	}
+	k := newMMCase(rng, c, M, N, K, ta, tb, inner, kind)
+	k.beta = 0
+	for i := range k.cm {
+		k.cm[i] = canonicalNaN // not read
+	}
+	gc := &gatedCase{k: k, epi: epi}
+	if epi.GatedBackward() {
+		k.ldx = 2*N + rng.IntN(4)
+		gc.aux = gateData(rng, (M-1)*k.ldx+2*N)
+		if c.in.Half() {
+			for i, x := range gc.aux {
+				gc.aux[i] = c.in.ToF32(c.in.FromF32(x))
+			}
+		}
+	}
+	return gc
+}
+
+func (gc *gatedCase) out() DType {
+	if gc.k.c.out == 0 {
+		return gc.k.c.in
+	}
+	return gc.k.c.out
+}
+
+// width is D's: N/2 forward, 2N backward.
+func (gc *gatedCase) width() int {
+	if gc.epi.GatedBackward() {
+		return 2 * gc.k.N
+	}
+	return gc.k.N / 2
+}
+
+// naive evaluates the gated epilogue literally: the product v by the
+// contract's naive evaluation (naiveMatmul) with a float32 output, then
+// every gate element where the layout puts it, walking the product's
+// columns (a in the even blocks of 8, b 8 columns on), and the store's
+// rounding. D is whole (M × width), the aux whole (M × N).
+func (gc *gatedCase) naive() naiveOut {
+	k := *gc.k
+	k.c.out = F32
+	v := k.naive().d
+	M, N, W, g, out := k.M, k.N, gc.width(), gc.epi.Gate(), gc.out()
+	res := naiveOut{d: make([]float32, M*W)}
+	if gc.epi.gatedAux() {
+		res.aux = make([]float32, M*N)
+		for i, x := range v {
+			res.aux[i] = roundTo(out, x)
+		}
+	}
+	for m := range M {
+		if !gc.epi.GatedBackward() {
+			for c := 0; c < N; c++ {
+				if c/8%2 == 1 {
+					continue // a b column
+				}
+				j := c/16*8 + c%16
+				res.d[m*W+j] = roundTo(out, mul32(v[m*N+c], GateAct32(g, v[m*N+c+8])))
+			}
+			continue
+		}
+		for c := 0; c < 2*N; c++ {
+			if c/8%2 == 1 {
+				continue
+			}
+			j := c/16*8 + c%16 // the product's column
+			dy, a, b := v[m*N+j], gc.aux[m*k.ldx+c], gc.aux[m*k.ldx+c+8]
+			res.d[m*W+c] = roundTo(out, mul32(dy, GateAct32(g, b)))
+			res.d[m*W+c+8] = roundTo(out, mul32(mul32(dy, a), GateGrad32(g, b)))
+		}
+	}
+	return res
+}
+
+// request builds the gated request for rows [m0, m1): 16-bit operands as
+// Bits or exact Values, D and an output aux with leading dimension width
+// + pad. It returns a reader of D and the aux (window rows, contiguous).
+func (gc *gatedCase) request(bits bool, m0, m1, pad int) (MatmulRequest, func() naiveOut) {
+	k, in, out := gc.k, gc.k.c.in, gc.out()
+	form := func(d DType, v []float32) Operand {
+		if bits && d.Half() {
+			return Bits(narrow(d, v))
+		}
+		return Values(append([]float32(nil), v...))
+	}
+	I, W := m1-m0, gc.width()
+	ldd := W + pad
+	r := MatmulRequest{M: k.M, N: k.N, K: k.K, TransA: k.ta, TransB: k.tb, A: form(in, k.a), B: form(in, k.b),
+		LDA: k.lda, LDB: k.ldb, Alpha: k.alpha, C: form(out, k.cm), LDC: k.ldc, D: form(out, make([]float32, (I-1)*ldd+W)),
+		LDD: ldd, Epilogue: gc.epi}
+	if gc.epi.gatedBias() {
+		r.Bias = k.bias
+	}
+	ldx := k.N + pad
+	switch {
+	case gc.epi.GatedBackward():
+		r.Aux, r.LDAux = form(in, gc.aux), k.ldx
+	case gc.epi.gatedAux():
+		r.Aux, r.LDAux = form(out, make([]float32, (I-1)*ldx+k.N)), ldx
+	}
+	read := func() naiveOut {
+		var res naiveOut
+		d := result(out, r.D)
+		for i := range I {
+			res.d = append(res.d, d[i*ldd:i*ldd+W]...)
+		}
+		if gc.epi.gatedAux() {
+			d, x := out, r.Aux
+			if x.Bits != nil {
+				d = in
+			}
+			v := result(d, x)
+			for i := range I {
+				res.aux = append(res.aux, v[i*ldx:i*ldx+k.N]...)
+			}
+		}
+		return res
+	}
+	return r, read
+}
+
+// rows cuts rows [m0, m1) out of a whole naive gated result.
+func (gc *gatedCase) rows(n naiveOut, m0, m1 int) naiveOut {
+	W, N := gc.width(), gc.k.N
+	w := naiveOut{d: n.d[m0*W : m1*W]}
+	if n.aux != nil {
+		w.aux = n.aux[m0*N : m1*N]
+	}
+	return w
+}
+
+func (gc *gatedCase) name(bits bool) string { return gc.epi.String() + " " + gc.k.name(bits) }
+
+// gatedShapes: M, N (the product's width), K. K = 300 gives the IEEE
+// plan two slabs; K = 8192 the tensor-core plan a cut (N ≤ 32).
+var gatedShapes = [][3]int{{3, 16, 7}, {2, 32, 300}, {1, 16, 8192}, {5, 48, 33}}
+
+// TestMatmulGatedMatchesTheContract: every gated epilogue × layout × tier
+// × model × type pair × operand form, on odd strides and adversarial data
+// (exponent spreads, ±Inf, NaN, subnormals; the backward's aux drawn from
+// gateData), equals the direct evaluation: the contract's naive product,
+// then the gate per element by its layout — D and the aux, bit for bit.
+func TestMatmulGatedMatchesTheContract(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 2))
+	for si, s := range gatedShapes {
+		for _, c := range apiConfigs() {
+			if s[2] == 8192 && c.tier != TensorCore {
+				continue
+			}
+			for lay := range 4 {
+				for ei, epi := range gatedEpilogues() {
+					N := s[1]
+					if epi.GatedBackward() {
+						N /= 2 // dy's width; D is 2N
+					}
+					if si != 0 && (ei+lay)%4 != 0 {
+						continue // the larger shapes: a quarter of the epilogues, every layout
+					}
+					kind := apiKinds[rng.IntN(len(apiKinds))]
+					gc := newGatedCase(rng, c, s[0], N, s[2], lay&2 != 0, lay&1 != 0, epi, kind)
+					want := gc.naive()
+					for _, bits := range []bool{false, true} {
+						if bits && !c.in.Half() {
+							continue
+						}
+						r, read := gc.request(bits, 0, gc.k.M, rng.IntN(3))
+						if err := c.options(1 + rng.IntN(2)).Matmul(r); err != nil {
+							t.Fatalf("%s (%s): %v", gc.name(bits), kind, err)
+						}
+						if d := read().diff(want); d != "" {
+							t.Fatalf("%s (%s): %s", gc.name(bits), kind, d)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatmulGatedRowsWindowsEqualTheWholeResult: a Rows window gives the
+// bits of the same rows of the whole result (D and the aux), and a row
+// computed in a batch of one (that row of op(A) and of the aux alone) the
+// bits it has in the batch.
+func TestMatmulGatedRowsWindowsEqualTheWholeResult(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 3))
+	for _, c := range apiConfigs() {
+		for _, epi := range gatedEpilogues() {
+			N := 32
+			if epi.GatedBackward() {
+				N = 16
+			}
+			gc := newGatedCase(rng, c, 7, N, 40, rng.IntN(2) == 0, rng.IntN(2) == 0, epi, apiKinds[rng.IntN(len(apiKinds))])
+			whole := gc.naive()
+			for range 3 {
+				m0 := rng.IntN(gc.k.M)
+				m1 := m0 + 1 + rng.IntN(gc.k.M-m0)
+				o := c.options(2)
+				o.Rows = Span{m0, m1}
+				r, read := gc.request(c.in.Half(), m0, m1, rng.IntN(3))
+				if err := o.Matmul(r); err != nil {
+					t.Fatalf("%s rows [%d,%d): %v", gc.name(true), m0, m1, err)
+				}
+				if d := read().diff(gc.rows(whole, m0, m1)); d != "" {
+					t.Fatalf("%s rows [%d,%d): %s", gc.name(true), m0, m1, d)
+				}
+			}
+			// One row alone.
+			m := rng.IntN(gc.k.M)
+			one := *gc
+			k1 := *gc.k
+			one.k = &k1
+			k1.M = 1
+			if k1.ta {
+				k1.a = gc.k.a[m:]
+			} else {
+				k1.a = gc.k.a[m*k1.lda:]
+			}
+			k1.cm = gc.k.cm[m*k1.ldc:]
+			if one.aux != nil {
+				one.aux = gc.aux[m*k1.ldx:]
+			}
+			r, read := one.request(false, 0, 1, 0)
+			if err := c.options(1).Matmul(r); err != nil {
+				t.Fatalf("%s row %d alone: %v", gc.name(false), m, err)
+			}
+			if d := read().diff(gc.rows(whole, m, m+1)); d != "" {
+				t.Fatalf("%s row %d alone: %s", gc.name(false), m, d)
+			}
+		}
+	}
+}
+
+// TestMatmulGatedRefusesBadArguments: every gated restriction, and the
+// checks of the operands whose shapes are the gate's, give a typed
+// *ArgError with its sentinel and argument, never a panic, and write
+// nothing.
+func TestMatmulGatedRefusesBadArguments(t *testing.T) {
+	// M = 2, N = 16, K = 4: D 2 × 8 forward; backward N = 8, D and Aux 2 × 16.
+	base := func() MatmulRequest {
+		return MatmulRequest{M: 2, N: 16, K: 4, A: Values(make([]float32, 8)), B: Values(make([]float32, 64)),
+			Alpha: 1, D: Values(make([]float32, 16)), Epilogue: GatedSwiGLU}
+	}
+	back := func(r *MatmulRequest) {
+		r.N, r.B, r.Epilogue, r.Aux = 8, Values(make([]float32, 32)), DGatedSwiGLU, Values(make([]float32, 32))
+		r.D = Values(make([]float32, 32))
+	}
+	f32 := Options{Tier: IEEE, In: F32}
+	buf := make([]float32, 256)
+	cases := []struct {
+		name     string
+		o        Options
+		edit     func(r *MatmulRequest)
+		sentinel error
+		arg      string
+	}{
+		{"past the last epilogue", f32, func(r *MatmulRequest) { r.Epilogue = numAllEpilogues }, ErrEpilogue, "Epilogue"},
+		{"forward N not a multiple of 16", f32, func(r *MatmulRequest) { r.N, r.B = 8, Values(make([]float32, 32)) }, ErrDim, "N"},
+		{"forward N = 24", f32, func(r *MatmulRequest) { r.N, r.B = 24, Values(make([]float32, 96)) }, ErrDim, "N"},
+		{"backward N not a multiple of 8", f32, func(r *MatmulRequest) { back(r); r.N = 12 }, ErrDim, "N"},
+		{"zero K", f32, func(r *MatmulRequest) { r.K = 0 }, ErrDim, "K"},
+		{"beta", f32, func(r *MatmulRequest) { r.Beta, r.C = 1, Values(make([]float32, 32)) }, ErrOperand, "Beta"},
+		{"beta without C", f32, func(r *MatmulRequest) { r.Beta = 0.5 }, ErrOperand, "Beta"},
+		{"column window", Options{Tier: IEEE, In: F32, Cols: Span{0, 8}}, func(r *MatmulRequest) {}, ErrRange, "Cols"},
+		{"row window outside", Options{Tier: IEEE, In: F32, Rows: Span{1, 3}}, func(r *MatmulRequest) {}, ErrRange, "Rows"},
+		{"reduce over batch", f32, func(r *MatmulRequest) { r.ReduceOverBatch = true }, ErrEpilogue, "ReduceOverBatch"},
+		{"bias gradient", f32, func(r *MatmulRequest) { r.BiasGrad = make([]float32, 16) }, ErrOperand, "BiasGrad"},
+		{"ReLU mask", f32, func(r *MatmulRequest) { r.ReluMask = make([]uint8, 32) }, ErrOperand, "ReluMask"},
+		{"bias missing", f32, func(r *MatmulRequest) { r.Epilogue = GatedGeGLUBias }, ErrOperand, "Bias"},
+		{"bias not used", f32, func(r *MatmulRequest) { r.Bias = make([]float32, 16) }, ErrOperand, "Bias"},
+		{"bias to a backward", f32, func(r *MatmulRequest) { back(r); r.Bias = make([]float32, 8) }, ErrOperand, "Bias"},
+		{"bias too short", f32, func(r *MatmulRequest) { r.Epilogue, r.Bias = GatedReGLUBias, make([]float32, 15) }, ErrLength, "Bias"},
+		{"aux missing forward", f32, func(r *MatmulRequest) { r.Epilogue = GatedGLUAux }, ErrOperand, "Aux"},
+		{"aux missing backward", f32, func(r *MatmulRequest) { back(r); r.Aux = Operand{} }, ErrOperand, "Aux"},
+		{"aux not used", f32, func(r *MatmulRequest) { r.Aux = Values(make([]float32, 32)) }, ErrOperand, "Aux"},
+		{"aux too short forward", f32, func(r *MatmulRequest) {
+			r.Epilogue, r.Aux = GatedGLUAuxBias, Values(make([]float32, 31))
+			r.Bias = make([]float32, 16)
+		}, ErrLength, "Aux"},
+		{"aux too short backward", f32, func(r *MatmulRequest) { back(r); r.Aux = Values(make([]float32, 31)) }, ErrLength, "Aux"},
+		{"aux ld below N", f32, func(r *MatmulRequest) { r.Epilogue, r.Aux, r.LDAux = GatedGLUAux, Values(make([]float32, 64)), 15 }, ErrLeadingDim, "LDAux"},
+		{"aux ld below 2N", f32, func(r *MatmulRequest) { back(r); r.LDAux = 12 }, ErrLeadingDim, "LDAux"},
+		{"aux bits for f32", Options{Tier: IEEE, In: F32}, func(r *MatmulRequest) { back(r); r.Aux = Bits(make([]uint16, 32)) }, ErrDType, "Aux"},
+		{"D missing", f32, func(r *MatmulRequest) { r.D = Operand{} }, ErrOperand, "D"},
+		{"D too short forward", f32, func(r *MatmulRequest) { r.D = Values(make([]float32, 15)) }, ErrLength, "D"},
+		{"D too short backward", f32, func(r *MatmulRequest) { back(r); r.D = Values(make([]float32, 31)) }, ErrLength, "D"},
+		{"ldd below N/2", f32, func(r *MatmulRequest) { r.LDD = 7 }, ErrLeadingDim, "LDD"},
+		{"ldd below 2N", f32, func(r *MatmulRequest) { back(r); r.LDD = 15 }, ErrLeadingDim, "LDD"},
+		{"D bits for f32", f32, func(r *MatmulRequest) { r.D = Bits(make([]uint16, 16)) }, ErrDType, "D"},
+		{"C bits for f32", f32, func(r *MatmulRequest) { r.C = Bits(make([]uint16, 32)) }, ErrDType, "C"},
+		{"lda too small", f32, func(r *MatmulRequest) { r.LDA = 3 }, ErrLeadingDim, "LDA"},
+		{"B too short", f32, func(r *MatmulRequest) { r.B = Values(make([]float32, 63)) }, ErrLength, "B"},
+		{"inexact bf16 A", Options{Tier: IEEE, In: BF16, Out: F32}, func(r *MatmulRequest) {
+			r.A = Values([]float32{1, 1.0000001, 0, 0, 0, 0, 0, 0})
+		}, ErrInexact, "A"},
+		{"tensor core f32", Options{Tier: TensorCore, In: F32, Model: Hopper}, func(r *MatmulRequest) {}, ErrDType, "In"},
+		{"D overlaps A", f32, func(r *MatmulRequest) { r.A, r.D = Values(buf[0:8]), Values(buf[4:20]) }, ErrOverlap, "D"},
+		{"D overlaps B", f32, func(r *MatmulRequest) { r.B, r.D = Values(buf[0:64]), Values(buf[60:76]) }, ErrOverlap, "D"},
+		{"D overlaps the bias", f32, func(r *MatmulRequest) {
+			r.Epilogue, r.Bias, r.D = GatedGLUBias, buf[0:16], Values(buf[15:31])
+		}, ErrOverlap, "D"},
+		{"D overlaps the input aux", f32, func(r *MatmulRequest) { back(r); r.Aux, r.D = Values(buf[0:32]), Values(buf[31:63]) }, ErrOverlap, "D"},
+		{"output aux overlaps D", f32, func(r *MatmulRequest) {
+			r.Epilogue, r.D, r.Aux = GatedGLUAux, Values(buf[0:16]), Values(buf[10:42])
+		}, ErrOverlap, "Aux"},
+		{"output aux overlaps A", f32, func(r *MatmulRequest) {
+			r.Epilogue, r.A, r.Aux = GatedGLUAux, Values(buf[100:108]), Values(buf[80:112])
+		}, ErrOverlap, "Aux"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clear(buf)
+			r := base()
+			c.edit(&r)
+			before := append([]float32(nil), r.D.Values...)
+			auxBefore := append([]float32(nil), r.Aux.Values...)
+			err := c.o.Matmul(r)
+			var ae *ArgError
+			if !errors.As(err, &ae) || !errors.Is(err, c.sentinel) || ae.Arg != c.arg {
+				t.Fatalf("got %v, want an *ArgError of %q matching %v", err, c.arg, c.sentinel)
+			}
+			if sameBitsAt(r.D.Values, before) >= 0 || sameBitsAt(r.Aux.Values, auxBefore) >= 0 {
+				t.Fatalf("%v: D or Aux was written", err)
+			}
+		})
+	}
+	// Accepted: beta = 0 with a C full of NaN (ignored), a row window,
+	// alpha = 0 (D = a·act(b) of +0 or the bias).
+	ok := base()
+	ok.C = Values([]float32{float32(math.NaN())})
+	ok.Alpha = 0
+	if err := (Options{Tier: IEEE, In: F32, Rows: Span{1, 2}}).Matmul(ok); err != nil {
+		t.Fatalf("accepted request: %v", err)
+	}
+	okBack := base()
+	back(&okBack)
+	if err := f32.Matmul(okBack); err != nil {
+		t.Fatalf("accepted backward: %v", err)
 	}
 }

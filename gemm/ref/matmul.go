@@ -18,14 +18,18 @@ var (
 	// ErrOverlap: an output shares memory with an input or another output
 	// (C and D may be the same matrix, element for element).
 	ErrOverlap = errors.New("output overlaps another operand")
-	// ErrEpilogue: the Epilogue is not one of the sixteen.
+	// ErrEpilogue: the Epilogue is not one of the package's, or the
+	// request asks it for something it does not do (ReduceOverBatch with a
+	// gated epilogue).
 	ErrEpilogue = errors.New("invalid epilogue")
 )
 
 // Epilogue is what a Matmul does after the product: cuBLASLt's sixteen
-// epilogues, under the names a cuBLASLt user searches for. The zero value
-// is Default. See MatmulRequest for the operands each one uses, and
-// docs/contract.md, section "Matmul", for the order of operations.
+// epilogues, under the names a cuBLASLt user searches for, and twenty
+// gated ones (GLU, ReGLU, SwiGLU, GeGLU, fused into the product's
+// epilogue). The zero value is Default. See MatmulRequest for the operands
+// each one uses, and docs/contract.md, section "Matmul", for the order of
+// operations.
 type Epilogue uint8
 
 // The epilogues. Forward ones (bias, activation, aux output), backward
@@ -68,7 +72,51 @@ const (
 	BgradA
 	// BgradB: Default, and BiasGrad[n] += the sum over k of op(B)[k,n].
 	BgradB
+	// numEpilogues is the number of cuBLASLt's sixteen, the epilogues of
+	// epilogueSpecs; the gated ones follow.
 	numEpilogues
+)
+
+// The gated epilogues (docs/contract.md, section "Matmul", "Gated
+// epilogues"). The product, of width N, holds a gate's two halves in
+// blocks of 8 columns: output j's a at column ca(j) = (j/8)·16 + j%8, its
+// b at cb(j) = ca(j) + 8. Forward: v, the product as Default (or, for the
+// *Bias ones, Bias) would leave it before the store, gives D[m,j] =
+// a·act(b) for j < N/2 (D is M × N/2), and the *Aux ones store v itself
+// in Aux (M × N). Backward: v, the product dy of width N, and the
+// forward's aux (M × 2N) give D (M × 2N): D[m,ca(j)] = dy·act(b),
+// D[m,cb(j)] = (dy·a)·act′(b). Every gated epilogue takes beta = 0 and
+// no Cols window; see Gate and GatedBackward.
+const (
+	// GatedGLU: D[m,j] = a·σ(b). GatedGLUBias: the same of the product
+	// + bias; GatedGLUAux, GatedGLUAuxBias: and that in Aux.
+	GatedGLU Epilogue = numEpilogues + iota
+	GatedGLUBias
+	GatedGLUAux
+	GatedGLUAuxBias
+	// GatedReGLU: D[m,j] = a·relu(b); the others as GatedGLU's.
+	GatedReGLU
+	GatedReGLUBias
+	GatedReGLUAux
+	GatedReGLUAuxBias
+	// GatedSwiGLU: D[m,j] = a·silu(b) (Silu32); the others as GatedGLU's.
+	GatedSwiGLU
+	GatedSwiGLUBias
+	GatedSwiGLUAux
+	GatedSwiGLUAuxBias
+	// GatedGeGLU: D[m,j] = a·gelu(b) (Gelu32); the others as GatedGLU's.
+	GatedGeGLU
+	GatedGeGLUBias
+	GatedGeGLUAux
+	GatedGeGLUAuxBias
+	// DGatedGLU: from the forward's Aux (a, b) and the product dy,
+	// D[m,ca(j)] = dy·act(b), D[m,cb(j)] = (dy·a)·act′(b) (GateAct32,
+	// GateGrad32); DGatedReGLU, DGatedSwiGLU, DGatedGeGLU likewise.
+	DGatedGLU
+	DGatedReGLU
+	DGatedSwiGLU
+	DGatedGeGLU
+	numAllEpilogues
 )
 
 // bgradKind is which sum an epilogue's bias gradient is.
@@ -110,19 +158,48 @@ var epilogueSpecs = [numEpilogues]epilogueSpec{
 	BgradB:      {name: "BgradB", bgrad: bgradB},
 }
 
-// Valid reports whether e is one of the sixteen epilogues.
-func (e Epilogue) Valid() bool { return e < numEpilogues }
+// Valid reports whether e is one of the thirty-six epilogues: cuBLASLt's
+// sixteen and the twenty gated ones.
+func (e Epilogue) Valid() bool { return e < numAllEpilogues }
 
-// String returns the epilogue's name, or "Epilogue(n)".
+// String returns the epilogue's name (its Go name), or "Epilogue(n)".
 func (e Epilogue) String() string {
-	if e.Valid() {
+	switch {
+	case e < numEpilogues:
 		return epilogueSpecs[e].name
+	case e < DGatedGLU:
+		return "Gated" + e.Gate().String() + [...]string{"", "Bias", "Aux", "AuxBias"}[(e-GatedGLU)%4]
+	case e.Valid():
+		return "DGated" + e.Gate().String()
 	}
 	return fmt.Sprintf("Epilogue(%d)", uint8(e))
 }
 
+// Gate returns a gated epilogue's gate, 0 (not a gate) for the others.
+func (e Epilogue) Gate() Gate {
+	switch {
+	case e >= GatedGLU && e < DGatedGLU:
+		return GLU + Gate((e-GatedGLU)/4)
+	case e >= DGatedGLU && e < numAllEpilogues:
+		return GLU + Gate(e-DGatedGLU)
+	}
+	return 0
+}
+
+// GatedBackward reports whether e is a gated backward epilogue (DGatedGLU,
+// DGatedReGLU, DGatedSwiGLU, DGatedGeGLU).
+func (e Epilogue) GatedBackward() bool { return e >= DGatedGLU && e < numAllEpilogues }
+
+// gatedBias and gatedAux report whether a gated forward epilogue adds the
+// bias, and writes the aux.
+func (e Epilogue) gatedBias() bool { return e >= GatedGLU && e < DGatedGLU && (e-GatedGLU)&1 != 0 }
+func (e Epilogue) gatedAux() bool  { return e >= GatedGLU && e < DGatedGLU && (e-GatedGLU)&2 != 0 }
+
 // usesMask reports whether e writes or reads a ReLU mask.
 func (e Epilogue) usesMask() bool {
+	if e >= numEpilogues {
+		return false
+	}
 	s := epilogueSpecs[e]
 	return (s.auxOut || s.auxIn) && (s.act == actRelu || s.act == actDRelu)
 }
@@ -181,7 +258,9 @@ type MatmulRequest struct {
 	// Epilogue is what follows the product; the zero value is Default.
 	Epilogue Epilogue
 	// Aux is the GELU pre-activation: written by GeluAux and GeluAuxBias,
-	// read by DGelu and DGeluBgrad.
+	// read by DGelu and DGeluBgrad; or a gated activation's input, the
+	// product (M × N, the window's rows): written by the Gated*Aux*
+	// epilogues, read by DGated* (the forward's, M × 2N, whole).
 	Aux Operand
 	// ReluMask is the ReLU mask, one byte per element (ReluMaskZero,
 	// ReluMaskPass, ReluMaskNaN): written by ReluAux and ReluAuxBias, read
@@ -244,7 +323,8 @@ func checkForm(op, arg string, x Operand, d DType) error {
 
 // Matmul computes the window of D = epilogue(alpha·op(A)·op(B) + beta·C
 // (+ bias)) described by r, and the epilogue's aux and bias gradient, in
-// the tier and types of o. It refuses bad arguments with an *ArgError
+// the tier and types of o. A gated epilogue's D has another width than
+// the product (see GatedGLU). It refuses bad arguments with an *ArgError
 // (ErrDim, ErrLeadingDim, ErrLength, ErrDType, ErrTier, ErrTCModel,
 // ErrRange, ErrInexact, ErrOperand, ErrOverlap, ErrEpilogue) before
 // writing anything. With alpha = 1, beta = 0, no transposes and the Bias
@@ -258,7 +338,10 @@ func (o Options) Matmul(r MatmulRequest) error {
 		return err
 	}
 	if !r.Epilogue.Valid() {
-		return argErr(op, "Epilogue", ErrEpilogue, "%v is not one of the sixteen", r.Epilogue)
+		return argErr(op, "Epilogue", ErrEpilogue, "%v is not one of the thirty-six epilogues", r.Epilogue)
+	}
+	if r.Epilogue.Gate() != 0 {
+		return o.matmulGated(r, out)
 	}
 	spec := epilogueSpecs[r.Epilogue]
 	if err := checkDims(op, "MNK", r.M, r.N, r.K); err != nil {
