@@ -9,7 +9,7 @@ import (
 )
 
 // Epilogue is what a Matmul does after the product: cuBLASLt's sixteen
-// epilogues under the names a cuBLASLt user searches for. It is gemm/ref's
+// epilogues under the names a cuBLASLt user searches for, and the gated ones. It is gemm/ref's
 // type, so a request passes between the engine and the CPU reference
 // unchanged. docs/contract.md, section "Matmul", gives the order of
 // operations and what each one reads and writes.
@@ -33,6 +33,35 @@ const (
 	DGeluBgrad  = ref.DGeluBgrad  // DGelu, and BiasGrad[n] += Σ_m D[m,n]
 	BgradA      = ref.BgradA      // Default, and BiasGrad[m] += Σ_k op(A)[m,k]
 	BgradB      = ref.BgradB      // Default, and BiasGrad[n] += Σ_k op(B)[k,n]
+)
+
+// The gated epilogues (docs/contract.md, section "Gated epilogues"): the
+// product is the projection [a | b] with its 8-column blocks alternating a
+// and b (GatedBlocks8); the forward ones write D = a·act(b), N/2 wide (with
+// the bias added to the product first, and the product, rounded to Out,
+// to Aux); the backward ones read that aux and turn the product dy into the
+// gradient [da | db], 2N wide, in the same layout.
+const (
+	GatedGLU           = ref.GatedGLU
+	GatedGLUBias       = ref.GatedGLUBias
+	GatedGLUAux        = ref.GatedGLUAux
+	GatedGLUAuxBias    = ref.GatedGLUAuxBias
+	GatedReGLU         = ref.GatedReGLU
+	GatedReGLUBias     = ref.GatedReGLUBias
+	GatedReGLUAux      = ref.GatedReGLUAux
+	GatedReGLUAuxBias  = ref.GatedReGLUAuxBias
+	GatedSwiGLU        = ref.GatedSwiGLU
+	GatedSwiGLUBias    = ref.GatedSwiGLUBias
+	GatedSwiGLUAux     = ref.GatedSwiGLUAux
+	GatedSwiGLUAuxBias = ref.GatedSwiGLUAuxBias
+	GatedGeGLU         = ref.GatedGeGLU
+	GatedGeGLUBias     = ref.GatedGeGLUBias
+	GatedGeGLUAux      = ref.GatedGeGLUAux
+	GatedGeGLUAuxBias  = ref.GatedGeGLUAuxBias
+	DGatedGLU          = ref.DGatedGLU
+	DGatedReGLU        = ref.DGatedReGLU
+	DGatedSwiGLU       = ref.DGatedSwiGLU
+	DGatedGeGLU        = ref.DGatedGeGLU
 )
 
 // The bytes of a ReLU mask (one per element; see docs/contract.md).

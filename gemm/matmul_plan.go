@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/internal/entries"
@@ -21,7 +20,7 @@ var (
 	// 0, a bias, aux or bias gradient), or one is given that it does not
 	// use.
 	ErrOperand = ref.ErrOperand
-	// ErrEpilogue: the Epilogue is not one of the sixteen.
+	// ErrEpilogue: the Epilogue is not a known one, or not for this request.
 	ErrEpilogue = ref.ErrEpilogue
 )
 
@@ -118,7 +117,7 @@ var mmWGIDs = func() map[mmWGKey]kernelID {
 	m := map[mmWGKey]kernelID{}
 	for id, en := range kernelEntries {
 		if en.Kind == "wgmm" {
-			act := slices.Index(entries.MatmulActs, en.Act)
+			act := entries.ActCode(en.Act)
 			if act < 0 {
 				panic("gemm: fused Matmul entry " + en.Name + " has no known activation")
 			}
@@ -164,7 +163,8 @@ type mmPlan struct {
 	chunk     int64 // rows of D per round of the general path
 	tcTile    tcTile
 	wgTile    tcTile // the fused wgmma kernel's tile; 0: the general path
-	planeOff  uint64 // mmForwardEpi, mmDXEpi: the plane's offset in the workspace
+	planeOff  uint64 // mmForwardEpi, mmDXEpi, gated: the plane's offset in the workspace
+	gated     *mmGated // a gated epilogue's plan; nil for the others
 	ctrBytes  uint64 // the routed op's arrival counters (its own buffer)
 	wsBytes   uint64
 	kernels   []string
@@ -213,7 +213,10 @@ func specOf(ep Epilogue) mmSpec {
 	case BgradA:
 		return mmSpec{bgrad: 'A'}
 	}
-	return mmSpec{bgrad: 'B'} // BgradB; validation admits only the sixteen
+	if ep.Gate() != 0 {
+		return gatedSpec(ep)
+	}
+	return mmSpec{bgrad: 'B'} // BgradB; validation admits only the valid ones
 }
 
 func (s mmSpec) aux() bool { return s.auxIn || s.auxOut }
@@ -283,7 +286,10 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 		return mmPlan{}, err
 	}
 	if !d.Epilogue.Valid() {
-		return mmPlan{}, argErr(op, "Epilogue", ErrEpilogue, "%v is not one of the sixteen", d.Epilogue)
+		return mmPlan{}, argErr(op, "Epilogue", ErrEpilogue, "%v is not a known epilogue", d.Epilogue)
+	}
+	if d.Epilogue.Gate() != 0 {
+		return e.planGated(d)
 	}
 	if err := checkDims(op, "M", d.M, "N", d.N, "K", d.K); err != nil {
 		return mmPlan{}, err
@@ -751,6 +757,10 @@ func (p *mmPlan) checkArgs(a MatmulArgs) error {
 	if s.mask {
 		auxSize, auxAlign = 1, 1
 	}
+	dCols, auxCols := d.N, d.N
+	if p.gated != nil {
+		dCols, auxCols = gatedCols(d.Epilogue, d.N)
+	}
 	bgN := d.N
 	if s.bgrad == 'A' {
 		bgN = d.M
@@ -765,9 +775,9 @@ func (p *mmPlan) checkArgs(a MatmulArgs) error {
 		{mmBuf{"A", a.A, extentBytes(aRows, aCols, d.LDA, int(in)), in}, true, false, ""},
 		{mmBuf{"B", a.B, extentBytes(bRows, bCols, d.LDB, int(in)), in}, true, false, ""},
 		{mmBuf{"C", a.C, extentBytes(d.M, d.N, d.LDC, int(out)), out}, d.Beta != 0, false, "beta != 0 reads C"},
-		{mmBuf{"D", a.D, extentBytes(d.M, d.N, d.LDD, int(out)), out}, true, true, ""},
+		{mmBuf{"D", a.D, extentBytes(d.M, dCols, d.LDD, int(out)), out}, true, true, ""},
 		{mmBuf{"Bias", a.Bias, uint64(d.N) * 4, 4}, s.bias, false, d.Epilogue.String() + " adds a bias"},
-		{mmBuf{"Aux", a.Aux, extentBytes(d.M, d.N, d.LDAux, auxSize), auxAlign}, s.aux(), s.auxOut, d.Epilogue.String() + " uses an aux"},
+		{mmBuf{"Aux", a.Aux, extentBytes(d.M, auxCols, d.LDAux, auxSize), auxAlign}, s.aux(), s.auxOut, d.Epilogue.String() + " uses an aux"},
 		{mmBuf{"BiasGrad", a.BiasGrad, uint64(bgN) * 4, 4}, s.bgrad != 0, true, d.Epilogue.String() + " accumulates a bias gradient"},
 	}
 	for _, u := range uses {
@@ -811,6 +821,9 @@ func (p *mmPlan) checkArgs(a MatmulArgs) error {
 
 // run enqueues the plan (e.mu held).
 func (p *mmPlan) run(e *Engine, a MatmulArgs) error {
+	if p.gated != nil {
+		return p.runGated(e, a)
+	}
 	switch p.route {
 	case mmForwardEpi, mmDXEpi:
 		return p.runRouteEpi(e, a)

@@ -165,10 +165,16 @@ func FuzzMatmulPlan(f *testing.F) {
 	f.Add(uint8(2), uint8(3), uint8(1), 1, 1, 1, 1, 1, 1, 1, 1, uint8(1), uint8(15), float32(0), float32(0), uint64(3), uint8(2))
 	f.Add(uint8(3), uint8(2), uint8(2), 0, -1, math.MaxInt32, -5, math.MaxInt, 0, 0, 0, uint8(2), uint8(200), float32(1), float32(2), uint64(0), uint8(3))
 	f.Add(uint8(3), uint8(3), uint8(3), 1<<20, 1<<20, 1<<20, 0, 0, 0, 0, 0, uint8(0), uint8(13), float32(-1), float32(0), uint64(1<<44), uint8(0))
+	// Gated epilogues: a forward with aux and bias, a backward, a width
+	// that is no multiple of 16, beta != 0.
+	f.Add(uint8(3), uint8(2), uint8(2), 64, 64, 32, 0, 0, 0, 0, 0, uint8(0), uint8(27), float32(1), float32(0), uint64(1<<40), uint8(0))
+	f.Add(uint8(2), uint8(2), uint8(2), 9, 24, 5, 0, 0, 0, 0, 0, uint8(2), uint8(34), float32(0.5), float32(0), uint64(1<<40), uint8(1))
+	f.Add(uint8(1), uint8(1), uint8(1), 3, 24, 5, 0, 0, 0, 13, 0, uint8(0), uint8(16), float32(1), float32(0), uint64(1<<40), uint8(2))
+	f.Add(uint8(3), uint8(3), uint8(3), 16, 32, 16, 0, 0, 0, 0, 0, uint8(1), uint8(31), float32(1), float32(1), uint64(1<<40), uint8(0))
 	f.Fuzz(func(t *testing.T, tier, in, out uint8, m, n, k, lda, ldb, ldc, ldd, ldaux int, trans, ep uint8, alpha, beta float32, base uint64, dev uint8) {
 		dt := func(x uint8) DType { return []DType{0, F32, BF16, F16}[x%4] }
 		d := MatmulDesc{Tier: Tier(tier % 5), In: dt(in), Out: dt(out), M: m, N: n, K: k, TransA: trans&1 != 0, TransB: trans&2 != 0,
-			LDA: lda, LDB: ldb, LDC: ldc, LDD: ldd, LDAux: ldaux, Alpha: alpha, Beta: beta, Epilogue: Epilogue(ep % 20)}
+			LDA: lda, LDB: ldb, LDC: ldc, LDD: ldd, LDAux: ldaux, Alpha: alpha, Beta: beta, Epilogue: Epilogue(ep % 40)}
 		e, _ := fakeEngine(fakeDevices[int(dev)%len(fakeDevices)])
 		p, err := e.Plan(d)
 		if err != nil {
@@ -233,8 +239,12 @@ func refAccepts(o ref.Options, d MatmulDesc) error {
 	_, na := ld(d.LDA, aRows, aCols)
 	_, nb := ld(d.LDB, bRows, bCols)
 	_, nc := ld(d.LDC, d.M, d.N)
-	_, nd := ld(d.LDD, d.M, d.N)
-	_, nx := ld(d.LDAux, d.M, d.N)
+	dCols, auxCols := d.N, d.N
+	if d.Epilogue.Valid() && d.Epilogue.Gate() != 0 {
+		dCols, auxCols = gatedCols(d.Epilogue, d.N)
+	}
+	_, nd := ld(d.LDD, d.M, dCols)
+	_, nx := ld(d.LDAux, d.M, auxCols)
 	s := specOf(d.Epilogue)
 	r := ref.MatmulRequest{M: d.M, N: d.N, K: d.K, TransA: d.TransA, TransB: d.TransB, A: mk(d.In, na), B: mk(d.In, nb),
 		LDA: d.LDA, LDB: d.LDB, Alpha: d.Alpha, Beta: d.Beta, LDC: d.LDC, D: mk(d.Out, nd), LDD: d.LDD,
@@ -314,4 +324,13 @@ func TestMatmulActsMatchTheKernelCodes(t *testing.T) {
 		require.Equal(t, name, entries.MatmulActs[code])
 	}
 	require.Len(t, entries.MatmulActs, 5)
+	// The gates' codes are ref.Gate's, offset as epilogue.cuh's ACT_GATE
+	// and ACT_DGATE.
+	for i, name := range entries.MatmulGates {
+		g := Gate(i + 1)
+		require.Equal(t, strings.ToLower(g.String()), name)
+		require.Equal(t, entries.ActGate+int(g), entries.ActCode(name))
+		require.Equal(t, entries.ActDGate+int(g), entries.ActCode("d"+name))
+	}
+	require.Equal(t, -1, entries.ActCode("dnone"))
 }

@@ -109,8 +109,26 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 			named[id] = fmt.Sprintf("detgemm_%sacc_%v_%v_f32_%s", tcGeometries[k.tile].name, k.l, k.in, path)
 		}
 	}
+	actName := func(code int) string {
+		switch {
+		case code >= entries.ActDGate:
+			return "d" + entries.MatmulGates[code-entries.ActDGate-1]
+		case code >= entries.ActGate:
+			return entries.MatmulGates[code-entries.ActGate-1]
+		}
+		return entries.MatmulActs[code]
+	}
 	for k, id := range mmWGIDs {
-		named[id] = fmt.Sprintf("detgemm_wgmm%s_%s_%v_%v_%v", wgGeometries[k.tile].name[2:], entries.MatmulActs[k.act], k.l, k.in, k.out)
+		named[id] = fmt.Sprintf("detgemm_wgmm%s_%s_%v_%v_%v", wgGeometries[k.tile].name[2:], actName(k.act), k.l, k.in, k.out)
+	}
+	for k, id := range gatedFwdIDs {
+		named[id] = fmt.Sprintf("detgemm_gated_fwd_%v_%v%s", k.h, k.out, map[bool]string{true: "_v4"}[k.v4])
+	}
+	for k, id := range gatedBwdIDs {
+		named[id] = fmt.Sprintf("detgemm_gated_bwd_%v_%v%s", k.h, k.out, map[bool]string{true: "_v4"}[k.v4])
+	}
+	for k, id := range gatedBwdFIDs {
+		named[id] = fmt.Sprintf("detgemm_gated_bwd_%v_f32dy%s", k.h, map[bool]string{true: "_v4"}[k.v4])
 	}
 	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
 	for id, name := range named {

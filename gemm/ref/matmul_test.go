@@ -609,7 +609,7 @@ func TestMatmulRefusesBadArguments(t *testing.T) {
 		arg      string
 	}{
 		{"zero tier", Options{In: F32}, func(r *MatmulRequest) {}, ErrTier, "Tier"},
-		{"bad epilogue", f32, func(r *MatmulRequest) { r.Epilogue = 16 }, ErrEpilogue, "Epilogue"},
+		{"bad epilogue", f32, func(r *MatmulRequest) { r.Epilogue = 255 }, ErrEpilogue, "Epilogue"},
 		{"zero M", f32, func(r *MatmulRequest) { r.M = 0 }, ErrDim, "M"},
 		{"overflowing dims", f32, func(r *MatmulRequest) { r.M, r.N = 1<<40, 1<<40 }, ErrDim, "M*N"},
 		{"lda too small", f32, func(r *MatmulRequest) { r.LDA = 3 }, ErrLeadingDim, "LDA"},

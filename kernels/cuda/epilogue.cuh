@@ -150,6 +150,11 @@ constexpr int ACT_RELU = 1;
 constexpr int ACT_GELU = 2;
 constexpr int ACT_DRELU = 3;
 constexpr int ACT_DGELU = 4;
+// The fused wgmma kernels' gated epilogues: the forward of gate g (1 GLU,
+// 2 ReGLU, 3 SwiGLU, 4 GeGLU: activation.cuh's codes) at ACT_GATE + g, its
+// backward at ACT_DGATE + g.
+constexpr int ACT_GATE = 8;
+constexpr int ACT_DGATE = 16;
 
 // Element e of a matrix of type T, widened exactly to f32.
 template <int T>

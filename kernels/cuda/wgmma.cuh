@@ -524,6 +524,135 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
     }
 }
 
+// Matmul's gated epilogues on a consumer thread's accumulators (INIT_MM,
+// beta = 0; docs/contract.md, "Gated epilogues"). The product's columns
+// come in 8-column blocks alternating a and b, so chunk 2p of a thread
+// (accumulators 8p .. 8p+3) holds a and chunk 2p+1 (8p+4 .. 8p+7) the b of
+// the same outputs: output (row0 + 8h, j0/2 + 8p + (col0 − j0) + e) from
+// accumulators 8p + 2h + e and 8p + 4 + 2h + e. The forward stores the
+// pre-activation to the aux (rounded as D is), then D = a·act(b), N/2
+// wide; the backward reads a and b from the aux (2N
+// wide) at the blocks of its product column j and stores da, db there in
+// D. The gates run in a rolled loop (W accumulators a turn, the array
+// rotated as mm_tile's GELU); the backward's ReGLU unrolled.
+template <int BN, int DTOUT, int MMACT>
+DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg_i64 M, dg_i64 N, dg_i64 ldd,
+                             dg_i64 row0, dg_i64 col0, dg_i64 j0, int lane) {
+    constexpr bool BWD = MMACT >= epi::ACT_DGATE;
+    constexpr int G = BWD ? MMACT - epi::ACT_DGATE : MMACT - epi::ACT_GATE;
+    constexpr bool ROLL = G != 2;  // the backward's ReGLU unrolled (the forward's spilled so)
+    if (mm.form == FORM_FOLD) {  // alpha != 1: the chain was from +0
+#pragma unroll
+        for (int u = 0; u < BN / 2; ++u) {
+            const dg_i64 j = col0 + 8 * (u / 4) + (u % 2);
+            float v = __fmul_rn(mm.alpha, acc[u]);
+            if (!BWD && mm.bias != nullptr) v = epi::bias_add(v, mm.bias[j < N ? j : 0]);
+            acc[u] = v;
+        }
+    }
+    const dg_i64 t2 = col0 - j0;  // 2·(lane % 4)
+    if constexpr (!BWD) {
+        // The aux (the pre-activation, rounded as D is) is stored turn by
+        // turn, a pair a store: store_tile's shuffles beside the live
+        // accumulators made ptxas spill.
+        const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & (DTOUT == F32 ? 7u : 3u)) == 0;
+        constexpr int W = G == 4 ? 8 : 16;  // one or two output chunks a turn (GELU: one)
+#pragma unroll 1
+        for (int t = 0; t < BN / 2 / W; ++t) {
+            if (mm.aux != nullptr) {
+#pragma unroll
+                for (int k = 0; k < W / 4; ++k) {
+                    const dg_i64 j = col0 + 8 * (t * (W / 4) + k);
+                    if (j >= N) continue;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const dg_i64 i = row0 + 8 * h;
+                        if (i >= M) continue;
+                        const float v0 = acc[4 * k + 2 * h], v1 = acc[4 * k + 2 * h + 1];
+                        if (apairs) {
+                            epi::store2<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j, v0, v1);
+                        } else {
+                            epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j, v0);
+                            epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j + 1, v1);
+                        }
+                    }
+                }
+            }
+            float y[W / 2];
+#pragma unroll
+            for (int k = 0; k < W / 8; ++k)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) y[4 * k + u] = __fmul_rn(acc[8 * k + u], dg_gate_act(G, acc[8 * k + 4 + u]));
+#pragma unroll
+            for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
+#pragma unroll
+            for (int u = 0; u < W / 2; ++u) acc[BN / 2 - W + u] = y[u];
+        }
+        // After the turns, turn t's outputs sit at acc[W·t .. W·t + W/2).
+        const bool pairs = (ldd & 1) == 0 && (reinterpret_cast<dg_u64>(D) & (DTOUT == F32 ? 7u : 3u)) == 0;
+#pragma unroll
+        for (int p = 0; p < BN / 16; ++p) {
+            const int base = (p / (W / 8)) * W + 4 * (p % (W / 8));
+            const dg_i64 c = col0 + 16 * p, j = j0 / 2 + 8 * p + t2;
+            if (c >= N) continue;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const dg_i64 i = row0 + 8 * h;
+                if (i >= M) continue;
+                const float v0 = acc[base + 2 * h], v1 = acc[base + 2 * h + 1];
+                if (pairs) {
+                    epi::store2<DTOUT, epi::RNE_CVT>(D, i * ldd + j, v0, v1);
+                } else {
+                    epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j, v0);
+                    epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j + 1, v1);
+                }
+            }
+        }
+    } else {
+        const bool pairs = (ldd & 1) == 0 && (mm.ldaux & 1) == 0 &&
+                           ((reinterpret_cast<dg_u64>(D) | reinterpret_cast<dg_u64>(mm.aux)) & (DTOUT == F32 ? 7u : 3u)) == 0;
+        constexpr int W = ROLL ? 8 : BN / 2;  // two chunks a turn
+#pragma unroll 1
+        for (int t = 0; t < BN / 2 / W; ++t) {
+#pragma unroll
+            for (int k = 0; k < W / 4; ++k) {
+                const int q = t * (W / 4) + k;
+                const dg_i64 j = col0 + 8 * q, ca = 2 * j0 + 16 * q + t2;  // (j/8)·16 + j%8
+                if (j >= N) continue;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const dg_i64 i = row0 + 8 * h;
+                    if (i >= M) continue;
+                    const dg_i64 xa = i * mm.ldaux + ca, xd = i * ldd + ca;
+                    float a[2], b[2], da[2], db[2];
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        a[e] = epi::widen<DTOUT>(mm.aux, xa + e);
+                        b[e] = epi::widen<DTOUT>(mm.aux, xa + 8 + e);
+                        const float dy = acc[4 * k + 2 * h + e];
+                        da[e] = __fmul_rn(dy, dg_gate_act(G, b[e]));
+                        db[e] = __fmul_rn(__fmul_rn(dy, a[e]), dg_gate_grad(G, b[e]));
+                    }
+                    if (pairs) {
+                        epi::store2<DTOUT, epi::RNE_CVT>(D, xd, da[0], da[1]);
+                        epi::store2<DTOUT, epi::RNE_CVT>(D, xd + 8, db[0], db[1]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + e, da[e]);
+                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + 8 + e, db[e]);
+                        }
+                    }
+                }
+            }
+            if constexpr (ROLL) {
+#pragma unroll
+                for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
+            }
+        }
+    }
+}
+
 // WS_RUNSUM: the running sum of a tile's slabs, kept in ws where only the
 // thread that wrote a value reads it back (program order, no barrier):
 // element i of consumer thread t of tile x at ws[(x * BN/2 + i) * THREADS
@@ -687,7 +816,10 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         // in the slab variants, whose f32 results (partial planes, or a
         // running sum that gemm_fold rounds for 16-bit outputs) may still
         // be folded; a sliced call's activation belongs to its last step.
-        if constexpr (INIT == INIT_MM) {
+        if constexpr (INIT == INIT_MM && MMACT >= epi::ACT_GATE) {
+            mm_gated<BN, DTOUT, MMACT>(acc, mm, out, M, N, ldo, row0, col0, j0, lane);
+            continue;  // it stores D itself
+        } else if constexpr (INIT == INIT_MM) {
             mm_tile<BN, DTOUT, MMACT>(acc, mm, M, N, row0, col0);
         } else if constexpr (INIT != INIT_OLD && !T::SLABS) {
 #pragma unroll

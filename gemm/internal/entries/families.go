@@ -2,6 +2,7 @@ package entries
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,8 @@ const (
 	MatmulFamily = "gemm_matmul"
 	// WGMatmulFamily holds Matmul's wgmma kernels with the fused epilogue.
 	WGMatmulFamily = "gemm_wgmma_matmul"
+	// GatedFamily holds the gated activations' elementwise kernels.
+	GatedFamily = "gated"
 )
 
 // The layouts and the (input, output) pairs of the IEEE tiers: Forward and
@@ -389,6 +392,36 @@ func wgmmaSlabs() []Entry {
 // of epilogue.cuh's ACT codes (gemm's mmAct constants).
 var MatmulActs = []string{"none", "relu", "gelu", "drelu", "dgelu"}
 
+// MatmulGates are the gated activations of Matmul's fused kernels in the
+// order of their codes (1 + index: activation.cuh's and ref.Gate's); the
+// kernels' Act is the name (forward) or "d" + the name (backward).
+var MatmulGates = []string{"glu", "reglu", "swiglu", "geglu"}
+
+// The activation codes of the fused kernels' gated epilogues: forward gate
+// g at ActGate + g, backward at ActDGate + g (epilogue.cuh's ACT_GATE and
+// ACT_DGATE).
+const (
+	ActGate  = 8
+	ActDGate = 16
+)
+
+// ActCode is the fused kernels' activation code of act (a MatmulActs or
+// gated name), or -1.
+func ActCode(act string) int {
+	if i := slices.Index(MatmulActs, act); i >= 0 {
+		return i
+	}
+	if i := slices.Index(MatmulGates, act); i >= 0 {
+		return ActGate + 1 + i
+	}
+	if d, ok := strings.CutPrefix(act, "d"); ok {
+		if i := slices.Index(MatmulGates, d); i >= 0 {
+			return ActDGate + 1 + i
+		}
+	}
+	return -1
+}
+
 // wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused 128×256 tile ×
 // the activations × the four layouts × the 16-bit types.
 func wgmmaMatmul() (out []Entry) {
@@ -407,6 +440,54 @@ func wgmmaMatmul() (out []Entry) {
 				}
 			}
 		}
+		// The gated epilogues: NN and NT (the projections of a gated MLP
+		// and the products that flow back into them; the other layouts
+		// take the general path, same bits).
+		for _, g := range MatmulGates {
+			for _, act := range []string{g, "d" + g} {
+				for _, l := range []string{"nn", "nt"} {
+					for _, io := range [][2]string{{"bf16", "bf16"}, {"f16", "f16"}} {
+						out = append(out, Entry{Key: Key{Kind: "wgmm", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true, Act: act},
+							Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: "DETGEMM_WGMM_ENTRY",
+							Name: fmt.Sprintf("detgemm_wgmm%s_%s_%s_%s_%s", t[0][2:], act, l, io[0], io[1]),
+							Args: []string{t[1], up("wg", io[0]), up("wg", io[1]), boolArg(l[0] == 'n'), boolArg(l[1] == 'n'), fmt.Sprint(ActCode(act))}})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// gated: the gated activations' elementwise kernels (gated.cu). Forward:
+// (h, out) of one type, or an f32 pre-activation (Matmul's plane) to a
+// 16-bit output. Backward: dy of the output's type (kind "gatedbwd"), or
+// f32 (kind "gatedbwdf": Matmul's plane) with a 16-bit h and output. Each
+// macro call also defines the four-a-thread twin NAME_v4 (Vec set, no
+// macro call of its own).
+func gated() (out []Entry) {
+	twin := func(e Entry) []Entry {
+		v := e
+		v.Vec, v.Macro, v.Name, v.Args = true, "", e.Name+"_v4", nil
+		return []Entry{e, v}
+	}
+	for _, io := range [][2]string{{"f32", "f32"}, {"bf16", "bf16"}, {"f16", "f16"}, {"f32", "bf16"}, {"f32", "f16"}} {
+		out = append(out, twin(Entry{Key: Key{Kind: "gatedfwd", In: io[0], Out: io[1]},
+			Family: GatedFamily, Header: HeaderFor(GatedFamily), Macro: "DETGEMM_GATED_FWD_ENTRY",
+			Name: fmt.Sprintf("detgemm_gated_fwd_%s_%s", io[0], io[1]),
+			Args: []string{up("epi", io[0]), up("epi", io[1])}})...)
+	}
+	for _, d := range ieeeIn {
+		out = append(out, twin(Entry{Key: Key{Kind: "gatedbwd", In: d, Out: d},
+			Family: GatedFamily, Header: HeaderFor(GatedFamily), Macro: "DETGEMM_GATED_BWD_ENTRY",
+			Name: fmt.Sprintf("detgemm_gated_bwd_%s_%s", d, d),
+			Args: []string{up("epi", d), up("epi", d), up("epi", d)}})...)
+	}
+	for _, d := range halfIn {
+		out = append(out, twin(Entry{Key: Key{Kind: "gatedbwdf", In: d, Out: d},
+			Family: GatedFamily, Header: HeaderFor(GatedFamily), Macro: "DETGEMM_GATED_BWD_ENTRY",
+			Name: fmt.Sprintf("detgemm_gated_bwd_%s_f32dy", d),
+			Args: []string{up("epi", d), "epi::F32", up("epi", d)}})...)
 	}
 	return out
 }

@@ -1,0 +1,294 @@
+package gemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/stretchr/testify/require"
+)
+
+var gatedGates = []Gate{GLU, ReGLU, SwiGLU, GeGLU}
+
+// gatedCol is the column of index j of half h (0: a, 1: b) in layout l of
+// a tensor n wide a half (GatedSeparate: each its own tensor).
+func gatedCol(l GatedLayout, n, j, h int) int {
+	switch l {
+	case GatedHalves:
+		return j + h*n
+	case GatedBlocks8:
+		return j/8*16 + j%8 + 8*h
+	}
+	return j
+}
+
+// gatedShape is a standalone sweep shape: rows × n, padding added to
+// every leading dimension.
+type gatedShape struct{ rows, n, pad int }
+
+// TestGatedMatchesReference: every gate × type × layout, forward and
+// backward, over odd and vector-friendly shapes with padded leading
+// dimensions and special values (NaN, ±Inf, subnormals, exponent spreads),
+// gives ref.GatedForward's / ref.GatedBackward's bits in every output and
+// leaves the padding untouched (outputs poisoned first).
+func TestGatedMatchesReference(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	shapes := []gatedShape{{1, 8, 0}, {37, 24, 3}, {130, 200, 0}, {9, 1000, 4}, {64, 4096, 0}, {5, 13, 1}, {3, 33, 0}}
+	for _, g := range gatedGates {
+		for _, d := range []DType{F32, BF16, F16} {
+			for _, l := range []GatedLayout{GatedHalves, GatedBlocks8, GatedSeparate} {
+				for _, s := range shapes {
+					if l == GatedBlocks8 && s.n%8 != 0 {
+						continue
+					}
+					for _, bwd := range []bool{false, true} {
+						name := fmt.Sprintf("%v/%v/%v/%dx%d+%d/bwd=%v", g, d, l, s.rows, s.n, s.pad, bwd)
+						gatedCheck(t, eng, ctx, r, g, d, l, s, bwd, name)
+					}
+				}
+			}
+		}
+	}
+}
+
+func gatedCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, g Gate, d DType, l GatedLayout, s gatedShape, bwd bool, name string) {
+	t.Helper()
+	rows, n, pad := s.rows, s.n, s.pad
+	joined := l != GatedSeparate
+	inCols := n
+	if joined {
+		inCols = 2 * n
+	}
+	desc := GatedDesc{Gate: g, Type: d, Layout: l, Rows: rows, N: n, LDX: inCols + pad, LDY: n + pad}
+	if !joined {
+		desc.LDXB = n + 2*pad
+	}
+	// Inputs: b spread over the gates' interesting range.
+	x := newMMInput(t, ctx, r, d, rows, inCols, desc.LDX, true)
+	var xb mmMat
+	if !joined {
+		xb = newMMInput(t, ctx, r, d, rows, n, desc.LDXB, true)
+	}
+	scaleB := func(m *mmMat, h int) {
+		for i := range rows {
+			for j := range n {
+				c := j
+				if joined {
+					c = gatedCol(l, n, j, h)
+				}
+				m.op.values[i*m.ld+c] *= 8
+			}
+		}
+		m.op = fromValues(d, m.op.values)
+		m.dev = upload(t, ctx, m.op)
+	}
+	if joined {
+		scaleB(&x, 1)
+	} else {
+		scaleB(&xb, 0)
+	}
+	at := func(i, j, h int) float32 {
+		if joined {
+			return x.op.values[i*x.ld+gatedCol(l, n, j, h)]
+		}
+		if h == 0 {
+			return x.op.values[i*x.ld+j]
+		}
+		return xb.op.values[i*xb.ld+j]
+	}
+	a, b := make([]float32, rows*n), make([]float32, rows*n)
+	for i := range rows {
+		for j := range n {
+			a[i*n+j], b[i*n+j] = at(i, j, 0), at(i, j, 1)
+		}
+	}
+	args := GatedArgs{X: x.dev, XB: xb.dev}
+	if !bwd {
+		y := newMMOutput(t, ctx, d, rows, n, desc.LDY)
+		args.Y = y.dev
+		require.NoError(t, eng.GatedForward(desc, args), name)
+		want := make([]float32, rows*n)
+		require.NoError(t, ref.GatedForward(g, d, want, a, b))
+		for i := range rows {
+			copy(y.op.values[i*y.ld:i*y.ld+n], want[i*n:(i+1)*n])
+		}
+		if d.Half() {
+			y.op = fromValues(d, y.op.values)
+		}
+		requireSameBits(t, y.bits(), readBits(t, eng, ctx, y.dev, d, y.n()), y.ld, name+" y")
+		return
+	}
+	dy := newMMInput(t, ctx, r, d, rows, n, desc.LDY, true)
+	args.Y = dy.dev
+	desc.LDG = inCols + 2*pad
+	G := newMMOutput(t, ctx, d, rows, inCols, desc.LDG)
+	args.G = G.dev
+	var GB mmMat
+	if !joined {
+		desc.LDGB = n + pad
+		GB = newMMOutput(t, ctx, d, rows, n, desc.LDGB)
+		args.GB = GB.dev
+	}
+	require.NoError(t, eng.GatedBackward(desc, args), name)
+	dyv := make([]float32, rows*n)
+	for i := range rows {
+		copy(dyv[i*n:(i+1)*n], dy.op.values[i*dy.ld:i*dy.ld+n])
+	}
+	da, db := make([]float32, rows*n), make([]float32, rows*n)
+	require.NoError(t, ref.GatedBackward(g, d, da, db, dyv, a, b))
+	for i := range rows {
+		for j := range n {
+			if joined {
+				G.op.values[i*G.ld+gatedCol(l, n, j, 0)] = da[i*n+j]
+				G.op.values[i*G.ld+gatedCol(l, n, j, 1)] = db[i*n+j]
+			} else {
+				G.op.values[i*G.ld+j] = da[i*n+j]
+				GB.op.values[i*GB.ld+j] = db[i*n+j]
+			}
+		}
+	}
+	if d.Half() {
+		G.op = fromValues(d, G.op.values)
+	}
+	requireSameBits(t, G.bits(), readBits(t, eng, ctx, G.dev, d, G.n()), G.ld, name+" G")
+	if !joined {
+		if d.Half() {
+			GB.op = fromValues(d, GB.op.values)
+		}
+		requireSameBits(t, GB.bits(), readBits(t, eng, ctx, GB.dev, d, GB.n()), GB.ld, name+" GB")
+	}
+}
+
+// gatedEpilogues is every gated epilogue.
+var gatedEpilogues = []Epilogue{
+	GatedGLU, GatedGLUBias, GatedGLUAux, GatedGLUAuxBias, GatedReGLU, GatedReGLUBias, GatedReGLUAux, GatedReGLUAuxBias,
+	GatedSwiGLU, GatedSwiGLUBias, GatedSwiGLUAux, GatedSwiGLUAuxBias, GatedGeGLU, GatedGeGLUBias, GatedGeGLUAux, GatedGeGLUAuxBias,
+	DGatedGLU, DGatedReGLU, DGatedSwiGLU, DGatedGeGLU,
+}
+
+// gatedMMCheck runs one gated Matmul on the GPU and on gemm/ref and
+// requires the same bits in D (and its padding) and the aux.
+func gatedMMCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, model ref.TCModel, c mmRun) {
+	t.Helper()
+	M, N, K, pad := c.s.m, c.s.n, c.s.k, c.s.pad
+	_, bwd, bias, aux := gatedEpi(c.ep)
+	dCols, auxCols := gatedCols(c.ep, N)
+	desc := MatmulDesc{Tier: c.tc.tier, In: c.tc.in, Out: c.tc.out, M: M, N: N, K: K, TransA: c.ta, TransB: c.tb,
+		LDD: dCols + 2*pad, Alpha: c.alpha, Epilogue: c.ep}
+	_, aCols, _, bCols := desc.stored()
+	desc.LDA, desc.LDB = aCols+pad, bCols+pad
+	if aux {
+		desc.LDAux = auxCols + pad
+	}
+	aRows, _, bRows, _ := desc.stored()
+	A := newMMInput(t, ctx, r, c.tc.in, aRows, aCols, desc.LDA, c.specials)
+	B := newMMInput(t, ctx, r, c.tc.in, bRows, bCols, desc.LDB, c.specials)
+	D := newMMOutput(t, ctx, c.tc.out, M, dCols, desc.LDD)
+	args := MatmulArgs{A: A.dev, B: B.dev, D: D.dev}
+	req := ref.MatmulRequest{M: M, N: N, K: K, TransA: c.ta, TransB: c.tb, A: A.refOperand(), B: B.refOperand(),
+		LDA: desc.LDA, LDB: desc.LDB, Alpha: c.alpha, D: D.refOperand(), LDD: desc.LDD, Epilogue: c.ep, LDAux: desc.LDAux}
+	if bias {
+		b := randomOperand(r, F32, N)
+		args.Bias, req.Bias = upload(t, ctx, b), b.values
+	}
+	var X mmMat
+	switch {
+	case aux && !bwd:
+		X = newMMOutput(t, ctx, c.tc.out, M, auxCols, desc.LDAux)
+		args.Aux, req.Aux = X.dev, X.refOperand()
+	case bwd:
+		X = newMMInput(t, ctx, r, c.tc.out, M, auxCols, desc.LDAux, c.specials)
+		for i := range X.op.values {
+			X.op.values[i] *= 6
+		}
+		X.op = fromValues(c.tc.out, X.op.values)
+		X.dev = upload(t, ctx, X.op)
+		args.Aux, req.Aux = X.dev, X.refOperand()
+	}
+	p, err := eng.Plan(desc)
+	require.NoError(t, err, "%v", c)
+	require.NoError(t, p.Run(args), "%v %v", c, p)
+	o := ref.Options{Tier: ref.IEEE, In: c.tc.in, Out: c.tc.out}
+	if c.tc.tier == TierTensorCore {
+		o.Tier, o.Model = ref.TensorCore, model
+	}
+	require.NoError(t, o.Matmul(req), "%v", c)
+	requireSameBits(t, D.bits(), readBits(t, eng, ctx, D.dev, D.d, D.n()), desc.LDD, c.String()+" D")
+	if aux && !bwd {
+		requireSameBits(t, X.bits(), readBits(t, eng, ctx, X.dev, X.d, X.n()), desc.LDAux, c.String()+" aux")
+	}
+}
+
+// TestMatmulGatedMatchesReference: every gated epilogue × tier × types ×
+// layout on ragged shapes with padded leading dimensions, alpha 1 and
+// scaled, special inputs, gives gemm/ref's bits in D, its padding and the
+// aux.
+func TestMatmulGatedMatchesReference(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	model, tcOK := mmModel(eng)
+	r := newRand(t)
+	shapes := []mmShape{{37, 48, 70, 0}, {130, 64, 300, 8}, {200, 272, 264, 0}, {5, 32, 33, 3}}
+	for _, tc := range mmTierCases {
+		if tc.tier == TierTensorCore && !tcOK {
+			continue
+		}
+		for _, ep := range gatedEpilogues {
+			for i, s := range shapes {
+				ta, tb := i%2 == 1, i/2 == 1
+				alpha := float32(1)
+				if i == 3 {
+					alpha = -0.75
+				}
+				gatedMMCheck(t, eng, ctx, r, model, mmRun{tc: tc, s: s, ta: ta, tb: tb, ep: ep, alpha: alpha, specials: i%2 == 0})
+			}
+		}
+	}
+}
+
+// TestMatmulGatedBatchInvariance: a gated forward's rows computed with M =
+// 1 and inside M = 700 (and a backward's) have the same bits.
+func TestMatmulGatedBatchInvariance(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	_, tcOK := mmModel(eng)
+	r := newRand(t)
+	for _, tc := range mmTierCases {
+		if tc.tier == TierTensorCore && !tcOK {
+			continue
+		}
+		for _, ep := range []Epilogue{GatedSwiGLUAuxBias, GatedGeGLU, DGatedSwiGLU, DGatedGeGLU} {
+			_, bwd, bias, aux := gatedEpi(ep)
+			const M, N, K = 700, 128, 320
+			dCols, auxCols := gatedCols(ep, N)
+			A := newMMInput(t, ctx, r, tc.in, M, K, K, false)
+			B := newMMInput(t, ctx, r, tc.in, K, N, N, false)
+			var biasDev, auxIn cudaload.DevicePtr
+			if bias {
+				biasDev = upload(t, ctx, randomOperand(r, F32, N))
+			}
+			if bwd {
+				auxIn = newMMInput(t, ctx, r, tc.out, M, auxCols, auxCols, false).dev
+			}
+			run := func(rows int, row0 int) []uint32 {
+				d := MatmulDesc{Tier: tc.tier, In: tc.in, Out: tc.out, M: rows, N: N, K: K, Alpha: 1, Epilogue: ep}
+				D := newMMOutput(t, ctx, tc.out, rows, dCols, dCols)
+				a := MatmulArgs{A: A.dev + cudaload.DevicePtr(row0*K*tc.in.Size()), B: B.dev, D: D.dev, Bias: biasDev}
+				switch {
+				case bwd:
+					a.Aux = auxIn + cudaload.DevicePtr(row0*auxCols*tc.out.Size())
+				case aux:
+					a.Aux = newMMOutput(t, ctx, tc.out, rows, auxCols, auxCols).dev
+				}
+				require.NoError(t, eng.Matmul(MatmulRequest{d, a}))
+				return readBits(t, eng, ctx, D.dev, tc.out, D.n())
+			}
+			all := run(M, 0)
+			for _, row := range []int{0, 1, 355, M - 1} {
+				one := run(1, row)
+				require.Equal(t, all[row*dCols:(row+1)*dCols], one, "%v %v row %d alone", tc, ep, row)
+			}
+		}
+	}
+}
