@@ -84,11 +84,11 @@ type GatedArgs struct {
 
 // gatedCall is a validated gated activation: the kernel's operands.
 type gatedCall struct {
-	d                GatedDesc
-	backward         bool
-	a, b, ga, gb     cudaload.DevicePtr // a's and b's first elements; backward: da's and db's
+	d                  GatedDesc
+	backward           bool
+	a, b, ga, gb       cudaload.DevicePtr // a's and b's first elements; backward: da's and db's
 	lda, ldb, lga, lgb int64
-	blk              bool
+	blk                bool
 }
 
 // GatedForward enqueues y = a·act(b) on the engine's stream. Bad

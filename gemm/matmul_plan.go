@@ -162,10 +162,10 @@ type mmPlan struct {
 	slabL     int64 // their length (the last may be shorter)
 	chunk     int64 // rows of D per round of the general path
 	tcTile    tcTile
-	wgTile    tcTile // the fused wgmma kernel's tile; 0: the general path
-	planeOff  uint64 // mmForwardEpi, mmDXEpi, gated: the plane's offset in the workspace
+	wgTile    tcTile   // the fused wgmma kernel's tile; 0: the general path
+	planeOff  uint64   // mmForwardEpi, mmDXEpi, gated: the plane's offset in the workspace
 	gated     *mmGated // a gated epilogue's plan; nil for the others
-	ctrBytes  uint64 // the routed op's arrival counters (its own buffer)
+	ctrBytes  uint64   // the routed op's arrival counters (its own buffer)
 	wsBytes   uint64
 	kernels   []string
 	precision Precision
