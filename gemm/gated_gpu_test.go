@@ -113,10 +113,9 @@ func gatedCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, 
 		want := make([]float32, rows*n)
 		require.NoError(t, ref.GatedForward(g, d, want, a, b))
 		for i := range rows {
-			copy(y.op.values[i*y.ld:i*y.ld+n], want[i*n:(i+1)*n])
-		}
-		if d.Half() {
-			y.op = fromValues(d, y.op.values)
+			for j := range n {
+				y.set(i*y.ld+j, want[i*n+j])
+			}
 		}
 		requireSameBits(t, y.bits(), readBits(t, eng, ctx, y.dev, d, y.n()), y.ld, name+" y")
 		return
@@ -142,23 +141,26 @@ func gatedCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, 
 	for i := range rows {
 		for j := range n {
 			if joined {
-				G.op.values[i*G.ld+gatedCol(l, n, j, 0)] = da[i*n+j]
-				G.op.values[i*G.ld+gatedCol(l, n, j, 1)] = db[i*n+j]
+				G.set(i*G.ld+gatedCol(l, n, j, 0), da[i*n+j])
+				G.set(i*G.ld+gatedCol(l, n, j, 1), db[i*n+j])
 			} else {
-				G.op.values[i*G.ld+j] = da[i*n+j]
-				GB.op.values[i*GB.ld+j] = db[i*n+j]
+				G.set(i*G.ld+j, da[i*n+j])
+				GB.set(i*GB.ld+j, db[i*n+j])
 			}
 		}
 	}
-	if d.Half() {
-		G.op = fromValues(d, G.op.values)
-	}
 	requireSameBits(t, G.bits(), readBits(t, eng, ctx, G.dev, d, G.n()), G.ld, name+" G")
 	if !joined {
-		if d.Half() {
-			GB.op = fromValues(d, GB.op.values)
-		}
 		requireSameBits(t, GB.bits(), readBits(t, eng, ctx, GB.dev, d, GB.n()), GB.ld, name+" GB")
+	}
+}
+
+// set stores the exact value v (already rounded to m's type) at element o
+// of m's reference copy, leaving the poison elsewhere as it is.
+func (m *mmMat) set(o int, v float32) {
+	m.op.values[o] = v
+	if m.d.Half() {
+		m.op.half[o] = m.d.FromF32(v)
 	}
 }
 
