@@ -55,27 +55,59 @@ const (
 var defaultModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX, modeDW, modeTCFwd, modeTCDX, modeTCDW, modeCopy, modeRead}
 
 // allModes is every mode --modes accepts, in table order: the default ones,
-// then cuBLASLt's, then the engine's Matmul modes.
-var allModes = append(append(append([]string{}, defaultModes...), ltModes...), mmModeNames()...)
+// then cuBLASLt's, then the engine's Matmul modes, then its standalone
+// gated activations.
+var allModes = append(append(append(append([]string{}, defaultModes...), ltModes...), mmModeNames()...), gatedModeNames()...)
 
 // modeGroups are names --modes expands into lists of modes.
 var modeGroups = map[string]func() []string{
 	// matmul: issue 21's comparison in one word: cuBLAS's default row,
 	// every tensor-core Matmul mode and the cuBLASLt mode paired with each.
 	"matmul": matmulGroup,
+	// gated: issue 23's gated activations: fused, unfused, standalone,
+	// beside the plain product (both libraries) and the copy floor.
+	"gated": gatedGroup,
+}
+
+// modeGroupNames lists modeGroups' names, sorted, for help and errors.
+func modeGroupNames() string {
+	names := make([]string, 0, len(modeGroups))
+	for n := range modeGroups {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // matmulGroup is the "matmul" group: cuBLAS default, then every
-// tensor-core Matmul mode followed by its cuBLASLt pair.
+// tensor-core Matmul mode of issue 21 (not the gated ones) followed by
+// its cuBLASLt pair.
 func matmulGroup() []string {
 	out := []string{modeDefault}
 	for _, m := range mmModes {
+		if m.gated {
+			continue
+		}
 		out = append(out, tcPrefix+m.name)
 		if m.lt != "" {
 			out = append(out, m.lt)
 		}
 	}
 	return out
+}
+
+// gatedGroup is the "gated" group: cuBLAS default and the copy floor (its
+// bandwidth, beside the standalone passes'), the plain tensor-core product
+// and every gated tensor-core Matmul mode, cuBLASLt's plain product (it
+// has no gated epilogue), then the standalone gated activations.
+func gatedGroup() []string {
+	out := []string{modeDefault, modeCopy, tcPrefix + modeMM}
+	for _, m := range mmModes {
+		if m.gated {
+			out = append(out, tcPrefix+m.name)
+		}
+	}
+	return append(append(out, modeLt), gatedModeNames()...)
 }
 
 // parseDTypes reads --dtypes.
@@ -111,7 +143,7 @@ func parseModes(list string) ([]string, error) {
 			continue
 		}
 		if !slices.Contains(allModes, m) {
-			return nil, fmt.Errorf("--modes: unknown mode %q (want %s, or the group matmul)", f, strings.Join(allModes, ", "))
+			return nil, fmt.Errorf("--modes: unknown mode %q (want %s, or a group: %s)", f, strings.Join(allModes, ", "), modeGroupNames())
 		}
 		add(m)
 	}

@@ -133,10 +133,36 @@ Columns:
                                    as a second launch: the unfused pair of
                                    mm-relu-bias (and a lower bound for an
                                    unfused mm-gelu-bias)
-               --modes matmul names cuBLAS default, every tc-mm mode and
-               its cuBLASLt pair; table and md then add a Matmul table
-               (detgemm, cuBLASLt, their ratio, each one's cost over its
-               own plain product) and a fused-against-separate-pass table.
+               The gated ones (issue 23; the product is N wide, a and b in
+               8-column blocks; N a multiple of 16):
+                 mm-swiglu         GatedSwiGLU: D[M,N/2] = a·silu(b); its
+                                   cuBLASLt pair is lt (cuBLASLt has no
+                                   gated epilogue)
+                 mm-swiglu-aux, mm-geglu-aux  GatedSwiGLUAux, GatedGeGLUAux:
+                                   and aux[M,N] = the product
+                 mm-dswiglu        DGatedSwiGLU: D[M,2N] from dy = A·B and
+                                   a random aux[M,2N]
+                 mm-then-swiglu    mm, then GatedForward (SwiGLU,
+                                   GatedBlocks8) D → another [M,N/2]: the
+                                   unfused pair of mm-swiglu
+               The standalone gated activations (every type; on MxKxN:
+               rows M, n = N/2, K unused; GatedHalves; inputs the sets' C):
+                 gated-swiglu-fwd, gated-geglu-fwd  GatedForward: reads
+                                   [M,N], writes y[M,N/2]
+                 gated-swiglu-bwd, gated-geglu-bwd  GatedBackward: reads
+                                   h[M,N] and dy[M,N/2], writes dh[M,N]
+               their rows' GB/s (bytes read + written over the median; also
+               the copy and read floors') go to the JSON (bytes_per_sec) and
+               the csv (gb_per_s); table and md add a table of them beside
+               the copy floor's, and %roof is the fraction of the run's
+               copy bandwidth.
+               --modes matmul names cuBLAS default, every tc-mm mode but
+               the gated ones and its cuBLASLt pair; table and md then add
+               a Matmul table (detgemm, cuBLASLt, their ratio, each one's
+               cost over its own plain product) and a
+               fused-against-separate-pass table. --modes gated names
+               default, copy, tc-mm, the gated tc-mm modes, lt and the
+               standalone gated modes.
                %roof and bound count A, B and Y only, not the bias or aux.
   µs           median time of one GEMM, in microseconds
   TFLOP/s      2·M·N·K / median time
@@ -177,7 +203,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.shapesSet, "shapes-set", "", "a named built-in shape list instead of the standard one: "+shapeSetNames()+" (not with --shapes or --shapes-file)")
 	fs.StringVar(&c.shapesFile, "shapes-file", "", "file of \"M K N\" lines (default: testdata/bench_shapes.txt under the module root, else a built-in copy)")
 	fs.StringVar(&dtypes, "dtypes", "bf16,f16,f32", "element types to measure")
-	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns); the engine's Matmul modes mm-*, tc-mm-* (see Columns); the group matmul")
+	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns); the engine's Matmul modes mm-*, tc-mm-* (see Columns); the standalone gated activations gated-* (see Columns); the groups gated, matmul")
 	fs.IntVar(&c.repeats, "repeats", 15, "timed measurements per row; the median is reported")
 	fs.DurationVar(&c.minTime, "min-time", 2*time.Millisecond, "least GPU time of one measurement")
 	fs.StringVar(&c.jsonPath, "json", "bench-results.json", "write every figure to this JSON `file` (\"\" for none)")

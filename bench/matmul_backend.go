@@ -38,6 +38,14 @@ type mmMode struct {
 	// pass for a GELU: the same bytes, less arithmetic, so its time is a
 	// lower bound of a real GELU pass's).
 	standIn bool
+	// gated: a gated-activation mode (issue 23): in the gated group
+	// (gatedGroup), not in the matmul group (issue 21's).
+	gated bool
+	// gatePass: after the product (D, M×N), the engine's GatedForward
+	// with this gate (GatedBlocks8, Rows M, N/2 outputs a row) reads D
+	// and writes another M×N/2 buffer: a gated activation as a separate
+	// pass. 0: none.
+	gatePass gemm.Gate
 }
 
 // The Matmul modes' names, IEEE tier (the tensor-core tier's add "tc-").
@@ -57,6 +65,13 @@ const (
 	modeMMStrided        = "mm-strided"
 	modeMMGeluBiasStride = "mm-gelu-bias-strided"
 	modeMMBiasThenRelu   = "mm-bias-then-relu"
+	// Gated activations (issue 23): the product is N wide (the joined a
+	// and b, in 8-column blocks), D N/2 wide; the backward's D is 2N wide.
+	modeMMSwiGLU     = "mm-swiglu"
+	modeMMSwiGLUAux  = "mm-swiglu-aux"
+	modeMMThenSwiGLU = "mm-then-swiglu"
+	modeMMGeGLUAux   = "mm-geglu-aux"
+	modeMMDSwiGLU    = "mm-dswiglu"
 )
 
 // tcPrefix marks the tensor-core tier's modes, as in tc-fwd.
@@ -79,6 +94,15 @@ var mmModes = []mmMode{
 	{name: modeMMStrided, epi: gemm.Default, strided: true, lt: modeLtStrided, plain: modeMM},                                 // Default, NN, ld = row length + 64 for A, B, D
 	{name: modeMMGeluBiasStride, epi: gemm.GeluBias, strided: true, lt: modeLtGELUBiasStrided, plain: modeMMGeluBias},         // GeluBias with the strided rows
 	{name: modeMMBiasThenRelu, epi: gemm.Bias, reluPass: true, plain: modeMMBias},                                             // Bias, then the triad's ReLU kernel as a second launch (D → another M×N buffer)
+	// The gated activations. cuBLASLt has no gated epilogue: mm-swiglu's
+	// cuBLASLt pair is its plain product (lt, DEFAULT), so the cuBLASLt
+	// side of the comparison is lt plus a separate pass (mm-then-swiglu's
+	// pass, or gated-swiglu-fwd alone).
+	{name: modeMMSwiGLU, epi: gemm.GatedSwiGLU, lt: modeLt, plain: modeMM, unfused: modeMMThenSwiGLU, gated: true}, // GatedSwiGLU: D (M×N/2) = a·silu(b) of the product's blocks
+	{name: modeMMSwiGLUAux, epi: gemm.GatedSwiGLUAux, plain: modeMM, gated: true},                                  // GatedSwiGLUAux: as GatedSwiGLU, and aux (M×N) = the product
+	{name: modeMMThenSwiGLU, epi: gemm.Default, gatePass: gemm.SwiGLU, plain: modeMM, gated: true},                 // Default into D (M×N), then GatedForward (SwiGLU, GatedBlocks8) D → another M×N/2 buffer
+	{name: modeMMGeGLUAux, epi: gemm.GatedGeGLUAux, plain: modeMM, gated: true},                                    // GatedGeGLUAux: D (M×N/2) = a·gelu(b), aux (M×N) = the product
+	{name: modeMMDSwiGLU, epi: gemm.DGatedSwiGLU, plain: modeMM, gated: true},                                      // DGatedSwiGLU: D (M×2N) = [da | db] blocks from dy = A·B and aux (M×2N, random)
 }
 
 // mmModeNames lists the Matmul modes of both tiers: the IEEE tier's, then
@@ -210,6 +234,10 @@ func (b *matmulBackend) loadTriad(ctx *cudaload.Context, bundle *kernels.Bundle)
 	return mod, nil
 }
 
+// separatePass reports whether the mode adds a second launch after the
+// product (the unfused pairs).
+func (m mmMode) separatePass() bool { return m.reluPass || m.gatePass != 0 }
+
 // wantsMatmul reports whether --modes asked for a Matmul mode.
 func wantsMatmul(modes []string) bool {
 	for _, m := range modes {
@@ -238,7 +266,9 @@ func mmDesc(m mmMode, tc bool, p problem) gemm.MatmulDesc {
 // The buffers each epilogue uses, beside A, B and D (docs/contract.md,
 // section Matmul).
 func epiBias(e gemm.Epilogue) bool {
-	return slices.Contains([]gemm.Epilogue{gemm.Bias, gemm.ReluBias, gemm.ReluAuxBias, gemm.GeluBias, gemm.GeluAuxBias}, e)
+	return slices.Contains([]gemm.Epilogue{gemm.Bias, gemm.ReluBias, gemm.ReluAuxBias, gemm.GeluBias, gemm.GeluAuxBias,
+		gemm.GatedGLUBias, gemm.GatedGLUAuxBias, gemm.GatedReGLUBias, gemm.GatedReGLUAuxBias,
+		gemm.GatedSwiGLUBias, gemm.GatedSwiGLUAuxBias, gemm.GatedGeGLUBias, gemm.GatedGeGLUAuxBias}, e)
 }
 
 func epiBiasGrad(e gemm.Epilogue) bool {
@@ -262,15 +292,42 @@ func epiAux(e gemm.Epilogue) (uses, mask, read bool, fwd gemm.Epilogue) {
 	return false, false, false, 0
 }
 
+// epiGated gives a gated epilogue's D and aux widths (docs/contract.md,
+// "Gated epilogues") on a product n wide: the forward writes n/2 outputs
+// and, with an aux, the n pre-activations; the backward reads 2n
+// pre-activations and writes 2n gradients. auxCols is 0 without an aux;
+// ok is false for every other epilogue (D n wide, epiAux's aux).
+func epiGated(e gemm.Epilogue, n int) (dCols, auxCols int, ok bool) {
+	switch {
+	case e.Gate() == 0:
+		return 0, 0, false
+	case e.GatedBackward():
+		return 2 * n, 2 * n, true
+	case slices.Contains([]gemm.Epilogue{gemm.GatedGLUAux, gemm.GatedGLUAuxBias, gemm.GatedReGLUAux, gemm.GatedReGLUAuxBias,
+		gemm.GatedSwiGLUAux, gemm.GatedSwiGLUAuxBias, gemm.GatedGeGLUAux, gemm.GatedGeGLUAuxBias}, e):
+		return n / 2, n, true
+	}
+	return n / 2, 0, true
+}
+
+// gatePassDesc is the separate pass of a gatePass mode: the gate over the
+// product D (M×N, its 8-column blocks alternating a and b, as the gated
+// epilogues read it), M rows of N/2 outputs.
+func gatePassDesc(m mmMode, p problem) gemm.GatedDesc {
+	in, _ := engineDType(p.DType)
+	return gemm.GatedDesc{Gate: m.gatePass, Type: in, Layout: gemm.GatedBlocks8, Rows: p.Shape.M, N: p.Shape.N / 2}
+}
+
 // Prepare implements backend: the plan (made once here, so a timed launch
 // only runs it), and the epilogue's buffers, random: one f32 bias and one
 // f32 bias gradient per problem (vectors that stay in L2 in real use
 // too); one aux per input set, so it rotates with the inputs: written by
 // the Aux epilogues (filled first with random values, or random mask
 // bytes 0 and 1), or, for DGelu and DRelu, written by a GeluAuxBias or
-// ReluAuxBias run of the same tier on that set before any timing. The
-// strided modes get padded copies of the sets; the separate-pass mode one
-// more M×N output per set. A panic inside the engine becomes the row's
+// ReluAuxBias run of the same tier on that set before any timing; the
+// gated epilogues' as gatedBuffers says, with the backward's wider D. The
+// strided modes get padded copies of the sets; the ReLU separate-pass mode
+// one more M×N output per set, the gated one an M×N/2 output. A panic inside the engine becomes the row's
 // error, so one failing mode does not end the run.
 func (b *matmulBackend) Prepare(ctx *cudaload.Context, _ *cudaload.Stream, p problem, sets []inputSet) (_ runner, err error) {
 	m, tc, ok := lookupMM(p.Mode)
@@ -310,6 +367,11 @@ type mmRunner struct {
 	reluStride uint64
 	reluN      uint64
 	reluArgs   cudaload.Args
+	// The gated separate pass: its description (Gate 0: none) and its
+	// output per set (gateStride bytes apart).
+	gate       gemm.GatedDesc
+	gateOut    cudaload.DevicePtr
+	gateStride uint64
 }
 
 func (r *mmRunner) prepare(m mmMode, tc bool, p problem, sets []inputSet) error {
@@ -362,6 +424,11 @@ func (r *mmRunner) prepare(m mmMode, tc bool, p problem, sets []inputSet) error 
 			r.args[i].BiasGrad = bg
 		}
 	}
+	if dCols, auxCols, ok := epiGated(m.epi, s.N); ok {
+		if err := r.gatedBuffers(p, len(sets), dCols, auxCols); err != nil {
+			return err
+		}
+	}
 	if uses, mask, read, fwd := epiAux(m.epi); uses {
 		esize := uint64(p.DType.Size())
 		if mask {
@@ -398,7 +465,50 @@ func (r *mmRunner) prepare(m mmMode, tc bool, p problem, sets []inputSet) error 
 		}
 		r.reluOut, r.reluStride, r.reluN = out, stride, mn
 	}
+	if m.gatePass != 0 {
+		if s.N%2 != 0 {
+			return fmt.Errorf("%s: N = %d is not even", m.name, s.N)
+		}
+		out, stride, err := r.bufs.perSet("gated output", len(sets), mn/2*uint64(p.DType.Size()))
+		if err != nil {
+			return err
+		}
+		r.gate, r.gateOut, r.gateStride = gatePassDesc(m, p), out, stride
+	}
 	return nil
+}
+
+// gatedBuffers readies a gated epilogue's D and aux per set. The forward's
+// D (M × N/2) fits in the set's Y (M × N); the backward's (M × 2N) gets a
+// buffer per set. The aux (M × auxCols of the output type) is one per set,
+// random in [-1, 1): the forward's is written by every launch; the
+// backward's is read, and holds random pre-activations rather than a
+// forward run's, since that run's product would be 2N wide and the sets'
+// B is K × N (the gate's arithmetic does not depend on where its inputs
+// came from, only their range; [-1, 1) is a sane one).
+func (r *mmRunner) gatedBuffers(p problem, nsets, dCols, auxCols int) error {
+	s, size := p.Shape, uint64(p.DType.Size())
+	if dCols > s.N {
+		d, stride, err := r.bufs.perSet("gated D", nsets, uint64(s.M)*uint64(dCols)*size)
+		if err != nil {
+			return err
+		}
+		for i := range r.args {
+			r.args[i].D = d + cudaload.DevicePtr(uint64(i)*stride)
+		}
+	}
+	if auxCols == 0 {
+		return nil
+	}
+	elems := uint64(s.M) * uint64(auxCols)
+	aux, stride, err := r.bufs.perSet("aux", nsets, elems*size)
+	if err != nil {
+		return err
+	}
+	for i := range r.args {
+		r.args[i].Aux = aux + cudaload.DevicePtr(uint64(i)*stride)
+	}
+	return r.b.im.fillRandom(aux, s, p.DType, nsets, elems, stride, 'x')
 }
 
 // forwardAux writes each set's aux with the forward epilogue fwd (NN,
@@ -420,7 +530,8 @@ func (r *mmRunner) forwardAux(desc gemm.MatmulDesc, fwd gemm.Epilogue, bias cuda
 }
 
 // Launch implements runner: the plan's Run on set i, then the separate
-// pass if the mode has one. A panic inside the engine becomes an error.
+// pass if the mode has one (the triad's ReLU, or GatedForward). A panic
+// inside the engine becomes an error.
 func (r *mmRunner) Launch(i int) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -430,6 +541,10 @@ func (r *mmRunner) Launch(i int) (err error) {
 	a := r.args[i]
 	if err := r.plan.Run(a); err != nil {
 		return err
+	}
+	if r.gate.Gate != 0 {
+		out := r.gateOut + cudaload.DevicePtr(uint64(i)*r.gateStride)
+		return r.b.eng.GatedForward(r.gate, gemm.GatedArgs{X: a.D, Y: out})
 	}
 	if r.relu == nil {
 		return nil

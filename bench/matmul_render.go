@@ -37,7 +37,10 @@ func matmulComparisons(ix *rowIndex) []mmCompare {
 			}
 			if c.plainMode != "" {
 				c.plain = ix.get(pk, c.plainMode)
-				if lp := mmPair(c.plainMode, ltOf); lp != "" && c.ltMode != "" {
+				// A pair that is cuBLASLt's plain product itself (the
+				// gated modes': cuBLASLt has no gated epilogue) has no
+				// cost over plain.
+				if lp := mmPair(c.plainMode, ltOf); lp != "" && c.ltMode != "" && lp != c.ltMode {
 					c.ltPlain = ix.get(pk, lp)
 				}
 			}
@@ -62,8 +65,9 @@ func plainModeOf(mode string) string {
 	}
 	for _, m := range mmModes {
 		if m.lt == mode && m.plain != "" {
-			p, _, _ := lookupMM(m.plain)
-			return p.lt
+			if p, _, _ := lookupMM(m.plain); p.lt != mode {
+				return p.lt
+			}
 		}
 	}
 	return ""
@@ -108,8 +112,11 @@ func matmulTables(ix *rowIndex, cell func(*row) string) (head []string, rows [][
 			mdRatio(ratio(c.lt, c.eng)), plain, overPlain(c.eng, c.plain), overPlainOrDash(c)})
 		if c.unfusedMode != "" {
 			pass := "ReLU: the same result"
-			if c.unfusedIsStandIn {
+			switch um, _, _ := lookupMM(c.unfusedMode); {
+			case c.unfusedIsStandIn:
 				pass = "ReLU for GELU: a lower bound"
+			case um.gatePass != 0:
+				pass = um.gatePass.String() + ": the same gate, from D rounded"
 			}
 			frows = append(frows, []string{mdShape(c.pk.s), string(c.pk.d), c.mode, cell(c.eng), c.unfusedMode, cell(c.unfused),
 				mdRatio(ratio(c.unfused, c.eng)), pass})
@@ -126,7 +133,7 @@ func cellOrDash(r *row, mode string, cell func(*row) string) string {
 }
 
 func overPlainOrDash(c mmCompare) string {
-	if c.ltMode == "" || c.plainMode == "" {
+	if c.ltMode == "" || c.plainMode == "" || mmPair(c.plainMode, ltOf) == c.ltMode {
 		return "—"
 	}
 	return overPlain(c.lt, c.ltPlain)
@@ -150,7 +157,9 @@ func writeMatmulMarkdown(w io.Writer, ix *rowIndex) {
 	}
 	fmt.Fprintln(w, "\n**Fused epilogue against the product and a separate pass** (mm-bias-then-relu: the Bias product,")
 	fmt.Fprintln(w, "then the triad's ReLU kernel from D into another M×N buffer; the engine has no standalone GELU")
-	fmt.Fprintln(w, "kernel, so for GELU the ReLU pass stands in: same bytes, less arithmetic, a lower bound):")
+	fmt.Fprintln(w, "kernel, so for GELU the ReLU pass stands in: same bytes, less arithmetic, a lower bound;")
+	fmt.Fprintln(w, "mm-then-swiglu: the plain product, then the engine's GatedForward, SwiGLU on D's 8-column blocks,")
+	fmt.Fprintln(w, "into an M×N/2 buffer):")
 	fmt.Fprintln(w)
 	mdTable(w, fhead, frows)
 }

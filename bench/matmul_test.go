@@ -35,6 +35,10 @@ func TestMatmulGroupIsEveryTensorCoreModeBesideItsCuBLASLtPair(t *testing.T) {
 	require.Equal(t, matmulGroup(), c.modes, "a mode named twice is measured once")
 	require.Equal(t, modeDefault, c.modes[0])
 	for i, m := range mmModes {
+		if m.gated {
+			require.NotContains(t, c.modes, tcPrefix+m.name, "the gated modes are issue 23's group, not issue 21's")
+			continue
+		}
 		require.Contains(t, c.modes, tcPrefix+m.name)
 		if m.lt != "" {
 			require.Contains(t, ltModes, m.lt, "%s's pair is a cuBLASLt mode", m.name)
@@ -72,6 +76,11 @@ func TestMatmulModesNameBothTiers(t *testing.T) {
 		{"tc-mm-bgradb", false, modeLtTNBGradA, "tc-mm-tn", modeLtTNBGradA, "bf16 tensor"},
 		{"tc-mm-gelu-bias-strided", false, modeLtGELUBiasStrided, "tc-mm-gelu-bias", modeLtGELUBiasStrided, "bf16 tensor"},
 		{"tc-mm-bias-then-relu", false, "", "tc-mm-bias", modeDefault, "bf16 tensor"},
+		{"tc-mm-swiglu", false, modeLt, "tc-mm", modeLt, "bf16 tensor"},
+		{"tc-mm-swiglu-aux", false, "", "tc-mm", modeDefault, "bf16 tensor"},
+		{"tc-mm-then-swiglu", false, "", "tc-mm", modeDefault, "bf16 tensor"},
+		{"tc-mm-dswiglu", false, "", "tc-mm", modeDefault, "bf16 tensor"},
+		{"mm-geglu-aux", true, "", "mm", modePedantic, "f32 FMA"},
 		{"mm-gelu-bias", true, "", "mm", modePedantic, "f32 FMA"},
 		{"mm", true, "", "", modePedantic, "f32 FMA"},
 	} {
@@ -85,9 +94,11 @@ func TestMatmulModesNameBothTiers(t *testing.T) {
 	}
 	require.Equal(t, modeLt, plainModeOf(modeLtGELUAuxBias), "a cuBLASLt pair's plain product is cuBLASLt's")
 	require.Equal(t, modeLtTN, plainModeOf(modeLtTNBGradA))
-	require.Empty(t, plainModeOf(modeLt))
+	require.Empty(t, plainModeOf(modeLt), "lt is its own plain product, though mm-swiglu's pair is lt")
 	require.Empty(t, plainModeOf(modeTCFwd))
 	require.Equal(t, "tc-mm-bias-then-relu", mmPair("tc-mm-relu-bias", unfusedOf))
+	require.Equal(t, "tc-mm-then-swiglu", mmPair("tc-mm-swiglu", unfusedOf))
+	require.Equal(t, "mm-then-swiglu", mmPair("mm-swiglu", unfusedOf))
 }
 
 // TestMatmulModesMatchTheirCuBLASLtPairs: a pair runs the same epilogue
@@ -104,10 +115,12 @@ func TestMatmulModesMatchTheirCuBLASLtPairs(t *testing.T) {
 		gemm.DReluBgrad:  {cublaslt.EpilogueDReLUBGrad},
 		// Our B is cuBLASLt's A (the row-major swap): our BgradB is its BGRADA.
 		gemm.BgradB: {cublaslt.EpilogueBGradA},
+		// cuBLASLt has no gated epilogue: the pair is its plain product.
+		gemm.GatedSwiGLU: {cublaslt.EpilogueDefault},
 	}
 	for _, m := range mmModes {
 		if m.lt == "" {
-			require.True(t, m.reluPass, "%s: only the separate-pass mode has no cuBLASLt pair", m.name)
+			require.True(t, m.separatePass() || m.gated, "%s: only the separate-pass and gated modes have no cuBLASLt pair", m.name)
 			continue
 		}
 		require.Contains(t, epi[m.epi], ltEpilogues[m.lt], m.name)
@@ -156,6 +169,10 @@ func TestMatmulEpilogueBuffers(t *testing.T) {
 		{e: gemm.DGeluBgrad, bgrad: true, aux: true, read: true, fwd: gemm.GeluAuxBias},
 		{e: gemm.DReluBgrad, bgrad: true, aux: true, mask: true, read: true, fwd: gemm.ReluAuxBias},
 		{e: gemm.BgradB, bgrad: true},
+		{e: gemm.GatedSwiGLU},
+		{e: gemm.GatedSwiGLUAux},
+		{e: gemm.GatedGeGLUAuxBias, bias: true},
+		{e: gemm.DGatedSwiGLU},
 	} {
 		require.Equal(t, tc.bias, epiBias(tc.e), tc.e.String())
 		require.Equal(t, tc.bgrad, epiBiasGrad(tc.e), tc.e.String())
@@ -304,7 +321,7 @@ func TestRunMatmulModesOnGPU(t *testing.T) {
 	t.Log("\n" + out.String())
 	rep, _, err := readReport(path)
 	require.NoError(t, err)
-	require.Len(t, rep.Rows, 1+len(mmModes)+(len(mmModes)-1)+2, "cuBLAS default, the tc-mm modes, their cuBLASLt pairs, two IEEE modes")
+	require.Len(t, rep.Rows, len(matmulGroup())+2, "cuBLAS default, the tc-mm modes, their cuBLASLt pairs, two IEEE modes")
 	var failed []string
 	for _, r := range rep.Rows {
 		switch {

@@ -262,6 +262,7 @@ func writeMarkdown(w io.Writer, rep *report, render string) error {
 		mdTable(w, []string{"M×K×N", "dtype", "cuBLAS default", "detgemm tc-fwd", "tc-dX", "tc-dW", "tc-fwd vs cuBLAS default"}, tc)
 	}
 	writeMatmulMarkdown(w, ix)
+	writeGatedMarkdown(w, ix)
 	if len(floors) > 0 {
 		fmt.Fprintln(w, "\n**Memory floors** of the memory-bound problems (memory floor above the compute floor), from the")
 		fmt.Fprintln(w, "same run (backend `copy`: a device copy moving the problem's bytes — inputs read once, output")
@@ -298,7 +299,7 @@ func memoryBound(ix *rowIndex, pk problemKey) bool {
 // csvHeader names the columns of --format csv.
 var csvHeader = []string{"date", "gpu", "commit", "shape", "m", "k", "n", "dtype", "backend", "mode",
 	"median_us", "min_us", "max_us", "tflops", "roofline_fraction", "bound", "vs_cublas_default",
-	"reference", "vs_reference", "plain", "over_plain", "error"}
+	"reference", "vs_reference", "plain", "over_plain", "gb_per_s", "error"}
 
 // writeCSV writes one line per row, with the run's date, GPU and commit
 // on each so that files of several runs can be concatenated. Ratios are
@@ -327,7 +328,7 @@ func writeCSV(w io.Writer, rep *report) error {
 		rec := []string{rep.Date, rep.GPU.Name, rep.Commit, r.Shape.String(),
 			strconv.Itoa(r.Shape.M), strconv.Itoa(r.Shape.K), strconv.Itoa(r.Shape.N), string(r.DType), r.Backend, r.Mode,
 			num(r.MedianUS), num(r.MinUS), num(r.MaxUS), num(r.TFLOPS), num(r.Roofline.Fraction), r.Roofline.Bound,
-			num(r.VsCUBLAS), ref, num(vs), plain, over, r.Error}
+			num(r.VsCUBLAS), ref, num(vs), plain, over, num(rowBandwidth(r) / 1e9), r.Error}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

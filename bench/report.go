@@ -13,8 +13,9 @@ import (
 // meaning or one is added. Version 2 added command, commit, go_version and
 // startup's embedded_* figures; its startup cold build and warm start are
 // NVRTC's (version 1 predates the embedded kernel set).
-// readReport takes every version (see load.go).
-const reportSchema = schemaPrefix + "2"
+// Version 3 added rows' bytes_per_sec (the copy floors and the standalone
+// gated activations). readReport takes every version (see load.go).
+const reportSchema = schemaPrefix + "3"
 
 // report is everything one run measured; it is written as JSON (--json).
 type report struct {
@@ -88,6 +89,12 @@ type row struct {
 	PeakName   string   `json:"peak_name,omitempty"`
 	PeakTFLOPS float64  `json:"peak_tflops,omitempty"`
 	Roofline   roofline `json:"roofline"`
+	// BytesPerSec is the bytes the row reads and writes per second at its
+	// median (movedBytes over it), as copy_bandwidth's bytes_per_sec
+	// counts them: set on the rows that only move data (copy, read, the
+	// standalone gated activations); absent on GEMM rows and before
+	// version 3.
+	BytesPerSec float64 `json:"bytes_per_sec,omitempty"`
 	// VsCUBLAS is cuBLAS's median (same shape and type, default math)
 	// divided by this row's: above 1 is faster than cuBLAS. Absent on
 	// cuBLAS's own rows.
@@ -177,6 +184,7 @@ func printReport(w io.Writer, rep *report) {
 	}
 	_ = tw.Flush()
 	printMatmulTables(w, indexRows(rep.Rows))
+	printGatedTable(w, indexRows(rep.Rows))
 }
 
 func printStartup(w io.Writer, st *startup) {

@@ -83,7 +83,8 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	}
 	copies := &copyBackend{}
 	mb := &matmulBackend{eng: eb.eng, stream: stream}
-	backends = append(backends, eb, mb, copies)
+	gb := &gatedBackend{eng: eb.eng}
+	backends = append(backends, eb, mb, gb, copies)
 
 	ccMajor, ccMinor := dev.ComputeCapability()
 	rep := &report{
@@ -137,7 +138,7 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	mb.im = im
+	mb.im, gb.im = im, im
 	for _, b := range backends {
 		if lb, ok := b.(*ltBackend); ok {
 			lb.im = im
@@ -302,6 +303,7 @@ func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im
 		}
 		row.TFLOPS = tflops(s, row.MedianUS)
 		row.Roofline = rooflineOf(s, dt, row.MedianUS, rep.Copy.BytesPerSec, peak, name)
+		fillBandwidth(row, rep.Copy.BytesPerSec)
 	}
 	return rows
 }
