@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -212,6 +213,9 @@ func gatedMMCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand
 	}
 	p, err := eng.Plan(desc)
 	require.NoError(t, err, "%v", c)
+	if eng.mmForce != 0 && c.tc.tier == TierTensorCore && c.tc.out == c.tc.in && !c.ta && desc.LDA%8 == 0 && desc.LDB%8 == 0 {
+		require.True(t, strings.HasPrefix(p.Kernels()[0], "detgemm_wgmm"), "%v: %v", c, p.Kernels())
+	}
 	require.NoError(t, p.Run(args), "%v %v", c, p)
 	o := ref.Options{Tier: ref.IEEE, In: c.tc.in, Out: c.tc.out}
 	if c.tc.tier == TierTensorCore {
@@ -245,6 +249,35 @@ func TestMatmulGatedMatchesReference(t *testing.T) {
 					alpha = -0.75
 				}
 				gatedMMCheck(t, eng, ctx, r, model, mmRun{tc: tc, s: s, ta: ta, tb: tb, ep: ep, alpha: alpha, specials: i%2 == 0})
+			}
+		}
+	}
+}
+
+// TestMatmulGatedFusedKernelsMatchReference: the same with
+// DETGEMM_MATMUL_FUSED=wg128x256, so that the tensor-core requests the
+// fused wgmma kernels can run (NN, NT, 16-bit out, leading dimensions
+// multiples of 8) run them.
+func TestMatmulGatedFusedKernelsMatchReference(t *testing.T) {
+	_, ctx := gpuEngine(t)
+	t.Setenv(EnvMatmulFused, wgGeometries[tcTileWG128x256].name)
+	eng, err := New(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	model, ok := mmModel(eng)
+	if !ok {
+		t.Skipf("the fused kernels are Hopper's; this GPU is %v", eng.Arch())
+	}
+	r := newRand(t)
+	shapes := []mmShape{{200, 272, 136, 0}, {72, 304, 64, 8}, {2200, 4112, 32, 0}, {5, 32, 40, 0}}
+	for _, tc := range mmTierCases[3:5] {
+		for _, ep := range gatedEpilogues {
+			for i, s := range shapes {
+				alpha := float32(1)
+				if i == 1 {
+					alpha = 1.5
+				}
+				gatedMMCheck(t, eng, ctx, r, model, mmRun{tc: tc, s: s, tb: i%2 == 1, ep: ep, alpha: alpha, specials: i != 2})
 			}
 		}
 	}

@@ -80,13 +80,22 @@ func TestCheckGatedRefuses(t *testing.T) {
 	require.True(t, c.blk)
 }
 
-// TestMatmulGatedPlans: on a Hopper the tensor-core tier's gated requests
-// take the one fused kernel (no workspace); the IEEE tiers the product onto
-// f32 and the gated kernel; bad requests are typed errors.
+// TestMatmulGatedPlans: gated requests run the product onto f32 and the
+// gated kernel; on a Hopper with DETGEMM_MATMUL_FUSED=wg128x256 the
+// tensor-core tier's take the one fused kernel (no workspace), the other
+// tiers and an f32 output still the two kernels; bad requests are typed
+// errors.
 func TestMatmulGatedPlans(t *testing.T) {
 	h200, _ := fakeEngine(fakeDevices[0])
 	d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 22016, K: 4096, Alpha: 1, Epilogue: GatedSwiGLUAux}
+	// The engine's choice: the product onto f32, then the gated kernel.
 	p, err := h200.Plan(d)
+	require.NoError(t, err)
+	require.Equal(t, "detgemm_gated_fwd_f32_bf16_v4", p.Kernels()[len(p.Kernels())-1])
+	require.NotZero(t, p.WorkspaceBytes())
+	// DETGEMM_MATMUL_FUSED=wg128x256: the one fused kernel.
+	h200.mmForce = tcTileWG128x256
+	p, err = h200.Plan(d)
 	require.NoError(t, err)
 	require.Equal(t, []string{"detgemm_wgmm128x256_swiglu_nn_bf16_bf16"}, p.Kernels())
 	require.Zero(t, p.WorkspaceBytes())

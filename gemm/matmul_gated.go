@@ -134,10 +134,14 @@ func (e *Engine) planGated(d MatmulDesc) (mmPlan, error) {
 	p.wsBytes = p.planeOff + uint64(p.chunk)*uint64(N)*4
 	p.slabs = first.slabs
 	p.precision = first.precision
-	if e.gatedFusable(&p) {
-		// One kernel: the fused wgmma tile. A Run whose operands the TMA
-		// cannot stage takes the two-kernel path, allocating its
-		// workspace then (gatedFallback).
+	if e.mmForce != 0 && e.gatedFusable(&p) {
+		// One kernel: the fused wgmma tile, when DETGEMM_MATMUL_FUSED
+		// asks for it. Not the engine's choice: its epilogue runs on the
+		// tile's 8 consumer warps while the tensor cores wait, and the two
+		// launches below were faster for every gate and direction measured
+		// (bench/NOTES-matmul.md, "Gated activations"). A Run whose
+		// operands the TMA cannot stage takes the two-kernel path,
+		// allocating its workspace then.
 		p.wgTile = e.wgTileFor(&p)
 		p.form = mmFormFold
 		if d.Alpha == 1 {

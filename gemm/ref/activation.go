@@ -166,6 +166,24 @@ func sigmoidParts(z, zl float32) (pos, neg float32) {
 	return div32(1, d), div32(e, d)
 }
 
+// sigmoidOne returns σ(z + zl) as sigmoidParts would give it, pos for z >= 0
+// and neg for z < 0, with only that one division.
+func sigmoidOne(z, zl float32) float32 {
+	y, yl := z, zl
+	if z >= 0 {
+		y, yl = -z, -zl
+	}
+	var e float32
+	if y >= -104 {
+		e = expScale(expReduce(y, yl))
+	}
+	d := add32(1, e)
+	if z >= 0 {
+		return div32(1, d)
+	}
+	return div32(e, d)
+}
+
 // Sigmoid32 returns σ(x) = 1/(1+e^-x) as a fixed sequence of float32
 // operations: with e = Exp32(-|x|), 1/(1+e) for x >= 0 (-0 included) and
 // e/(1+e) for x < 0. NaN gives the canonical NaN, +Inf 1, -Inf +0.
@@ -173,11 +191,7 @@ func Sigmoid32(x float32) float32 {
 	if x != x {
 		return canonicalNaN
 	}
-	pos, neg := sigmoidParts(x, 0)
-	if x >= 0 {
-		return pos
-	}
-	return neg
+	return sigmoidOne(x, 0)
 }
 
 // geluArg returns x² and z + zl = x·(K0 + K1·x²), the argument of σ in
@@ -224,11 +238,7 @@ func Gelu32(x float32) float32 {
 		return float32(math.Copysign(0, -1))
 	}
 	_, z, zl := geluArg(x)
-	pos, neg := sigmoidParts(z, zl)
-	if z >= 0 {
-		return mul32(x, pos)
-	}
-	return mul32(x, neg)
+	return mul32(x, sigmoidOne(z, zl))
 }
 
 // GeluGrad32 returns the derivative of Gelu32's function,

@@ -34,9 +34,10 @@ func cudaTranscendentals(t *testing.T) string {
 }
 
 // dgOuts is the number of results dgEval writes per input: the six
-// functions, SiLU and its derivative, and the gate functions for every g
-// of 0 (invalid) to 5 (invalid); dgEval's stride.
-const dgOuts = 8 + 2*6
+// functions, SiLU and its derivative, and the gate functions (act, grad,
+// and act_grad's pair) for every g of 0 (invalid) to 5 (invalid); dgEval's
+// stride.
+const dgOuts = 8 + 4*6
 
 // dgEval evaluates every function of the block on every input.
 const dgEval = `
@@ -44,7 +45,7 @@ extern "C" __global__ void dg_eval(const float *x, unsigned *out, unsigned n) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float v = x[i];
-  unsigned *o = out + 20 * i;
+  unsigned *o = out + 32 * i;
   o[0] = __float_as_uint(dg_exp(v));
   o[1] = __float_as_uint(dg_tanh(v));
   o[2] = __float_as_uint(dg_sigmoid(v));
@@ -56,6 +57,10 @@ extern "C" __global__ void dg_eval(const float *x, unsigned *out, unsigned n) {
   for (int g = 0; g <= 5; g++) {
     o[8 + 2 * g] = __float_as_uint(dg_gate_act(g, v));
     o[9 + 2 * g] = __float_as_uint(dg_gate_grad(g, v));
+    float a, d;
+    dg_gate_act_grad(g, v, &a, &d);
+    o[20 + 2 * g] = __float_as_uint(a);
+    o[21 + 2 * g] = __float_as_uint(d);
   }
 }
 `
@@ -157,6 +162,11 @@ func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
 		fns = append(fns,
 			goFn{"GateAct32(" + g.String() + ")", func(b float32) float32 { return ref.GateAct32(g, b) }},
 			goFn{"GateGrad32(" + g.String() + ")", func(b float32) float32 { return ref.GateGrad32(g, b) }})
+	}
+	for g := range ref.Gate(6) {
+		fns = append(fns,
+			goFn{"GateActGrad32(" + g.String() + ").act", func(b float32) float32 { a, _ := ref.GateActGrad32(g, b); return a }},
+			goFn{"GateActGrad32(" + g.String() + ").grad", func(b float32) float32 { _, d := ref.GateActGrad32(g, b); return d }})
 	}
 	if len(fns) != dgOuts {
 		t.Fatalf("%d Go functions for %d GPU results", len(fns), dgOuts)

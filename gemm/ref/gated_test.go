@@ -635,3 +635,30 @@ func TestMatmulGatedRefusesBadArguments(t *testing.T) {
 		t.Fatalf("accepted backward: %v", err)
 	}
 }
+
+// TestGateActGradIsThePair: GateActGrad32 gives GateAct32's and
+// GateGrad32's bits for every gate (and the invalid codes) on every bf16
+// value, the float32 specials and a sample of every binade: the backward
+// may share one exponential without changing a bit.
+func TestGateActGradIsThePair(t *testing.T) {
+	var xs []float32
+	for h := range 1 << 16 {
+		xs = append(xs, math.Float32frombits(uint32(h)<<16))
+	}
+	for e := range 256 {
+		for m := uint32(1); m < 1<<23; m = m*5 + 3 {
+			xs = append(xs, math.Float32frombits(uint32(e)<<23|m), math.Float32frombits(0x80000000|uint32(e)<<23|m))
+		}
+	}
+	xs = append(xs, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0, float32(math.Copysign(0, -1)))
+	for g := range Gate(6) {
+		for _, x := range xs {
+			act, grad := GateActGrad32(g, x)
+			wa, wg := GateAct32(g, x), GateGrad32(g, x)
+			if math.Float32bits(act) != math.Float32bits(wa) || math.Float32bits(grad) != math.Float32bits(wg) {
+				t.Fatalf("%v at %v (%#08x): (%#08x, %#08x), want (%#08x, %#08x)", g, x, math.Float32bits(x),
+					math.Float32bits(act), math.Float32bits(grad), math.Float32bits(wa), math.Float32bits(wg))
+			}
+		}
+	}
+}

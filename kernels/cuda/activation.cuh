@@ -75,10 +75,18 @@ __device__ __forceinline__ void dg_sigmoid_parts(float z, float zl, float *pos, 
   *pos = __fdiv_rn(1.0f, d);
   *neg = __fdiv_rn(e, d);
 }
+// σ(z+zl) as dg_sigmoid_parts gives it (pos for z >= 0, else neg), with that one division only.
+__device__ __forceinline__ float dg_sigmoid_one(float z, float zl) {
+  float y = z, yl = zl;
+  if (z >= 0.0f) { y = -z; yl = -zl; }
+  float e = 0.0f;
+  if (y >= -104.0f) { int k; float q = dg_exp_reduce(y, yl, &k); e = dg_exp_scale(q, k); }
+  float d = __fadd_rn(1.0f, e);
+  return z >= 0.0f ? __fdiv_rn(1.0f, d) : __fdiv_rn(e, d);
+}
 __device__ __forceinline__ float dg_sigmoid(float x) {
   if (x != x) return DG_F(0x7FFFFFFF);
-  float pos, neg; dg_sigmoid_parts(x, 0.0f, &pos, &neg);
-  return x >= 0.0f ? pos : neg;
+  return dg_sigmoid_one(x, 0.0f);
 }
 // z + zl = x·(K0 + K1·x²) to about twice binary32's precision; |x| < 16.
 __device__ __forceinline__ float dg_gelu_arg(float x, float *x2o, float *zlo) {
@@ -102,8 +110,7 @@ __device__ __forceinline__ float dg_gelu(float x) {
   if (x != x) return DG_F(0x7FFFFFFF);
   if (dg_abs(x) >= DG_F(0x41800000)) return x > 0.0f ? x : DG_F(0x80000000);  // |x| >= 16: x or −0
   float x2, zl, z = dg_gelu_arg(x, &x2, &zl);
-  float pos, neg; dg_sigmoid_parts(z, zl, &pos, &neg);
-  return __fmul_rn(x, z >= 0.0f ? pos : neg);
+  return __fmul_rn(x, dg_sigmoid_one(z, zl));
 }
 __device__ __forceinline__ float dg_gelu_grad(float x) {
   if (x != x) return DG_F(0x7FFFFFFF);
@@ -122,8 +129,7 @@ __device__ __forceinline__ float dg_relu(float x) {
 __device__ __forceinline__ float dg_silu(float x) {
   if (x != x) return DG_F(0x7FFFFFFF);
   if (x == DG_F(0xFF800000)) return DG_F(0x80000000);             // −Inf: −0
-  float pos, neg; dg_sigmoid_parts(x, 0.0f, &pos, &neg);
-  return __fmul_rn(x, x >= 0.0f ? pos : neg);
+  return __fmul_rn(x, dg_sigmoid_one(x, 0.0f));
 }
 __device__ __forceinline__ float dg_silu_grad(float x) {
   if (x != x) return DG_F(0x7FFFFFFF);
@@ -160,4 +166,43 @@ __device__ __forceinline__ float dg_gate_grad(int g, float b) {
   case 4: return dg_gelu_grad(b);
   }
   return 1.0f;
+}
+// dg_gate_act and dg_gate_grad together, bit for bit, from one exponential (GeGLU: one dg_gelu_arg).
+__device__ __forceinline__ void dg_gate_act_grad(int g, float b, float *act, float *grad) {
+  switch (g) {
+  case 1: {
+    if (b != b) { *act = DG_F(0x7FFFFFFF); *grad = DG_F(0x7FFFFFFF); return; }
+    float pos, neg; dg_sigmoid_parts(b, 0.0f, &pos, &neg);
+    float s = pos, sm = neg;
+    if (b < 0.0f) { s = neg; sm = pos; }
+    *act = s; *grad = __fmul_rn(s, sm);
+    return;
+  }
+  case 2: *act = dg_relu(b); *grad = dg_gate_grad(2, b); return;
+  case 3: {
+    if (b != b) { *act = DG_F(0x7FFFFFFF); *grad = DG_F(0x7FFFFFFF); return; }
+    if (b == DG_F(0x7F800000)) { *act = b; *grad = 1.0f; return; }
+    if (b == DG_F(0xFF800000)) { *act = DG_F(0x80000000); *grad = DG_F(0x80000000); return; }
+    float pos, neg; dg_sigmoid_parts(b, 0.0f, &pos, &neg);
+    float s = pos, sm = neg;
+    if (b < 0.0f) { s = neg; sm = pos; }
+    *act = __fmul_rn(b, s); *grad = __fmul_rn(s, __fmaf_rn(b, sm, 1.0f));
+    return;
+  }
+  case 4: {
+    if (b != b) { *act = DG_F(0x7FFFFFFF); *grad = DG_F(0x7FFFFFFF); return; }
+    if (dg_abs(b) >= DG_F(0x41800000)) {
+      *act = b > 0.0f ? b : DG_F(0x80000000); *grad = b > 0.0f ? 1.0f : DG_F(0x80000000);
+      return;
+    }
+    float x2, zl, z = dg_gelu_arg(b, &x2, &zl);
+    float zp = __fmaf_rn(DG_F(0x3E5B33B6), x2, DG_F(0x3FCC422A));
+    float pos, neg; dg_sigmoid_parts(z, zl, &pos, &neg);
+    float s = pos, sm = neg;
+    if (z < 0.0f) { s = neg; sm = pos; }
+    *act = __fmul_rn(b, s); *grad = __fmul_rn(s, __fmaf_rn(__fmul_rn(b, sm), zp, 1.0f));
+    return;
+  }
+  }
+  *act = b; *grad = 1.0f;
 }

@@ -7,7 +7,7 @@
 // a and b are (row r, index j) at A[r·lda + col(j)] and B[r·ldb + col(j)]
 // with col(j) = j, or with blk set the fused layout's (j/8)·16 + j%8 (B
 // then points 8 elements past A); outputs likewise. Every element is the
-// fixed sequence of activation.cuh's dg_gate_act / dg_gate_grad and one
+// fixed sequence of activation.cuh's dg_gate_act / dg_gate_act_grad and one
 // rounding at the store: nothing here depends on the grid or the rows of
 // a call.
 #include "prelude.cuh"
@@ -93,8 +93,10 @@ DETGEMM_INLINE void backward(int gate, dg_i64 rows, dg_i64 n, const void* DETGEM
         load<HT, V>(B, r * ldb + c, b);
 #pragma unroll
         for (int u = 0; u < V; ++u) {
-            da[u] = __fmul_rn(dy[u], dg_gate_act(gate, b[u]));
-            db[u] = __fmul_rn(__fmul_rn(dy[u], a[u]), dg_gate_grad(gate, b[u]));
+            float act, grad;
+            dg_gate_act_grad(gate, b[u], &act, &grad);
+            da[u] = __fmul_rn(dy[u], act);
+            db[u] = __fmul_rn(__fmul_rn(dy[u], a[u]), grad);
         }
         put<OT, V>(DA, r * ldda + c, da);
         put<OT, V>(DB, r * lddb + c, db);

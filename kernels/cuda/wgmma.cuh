@@ -630,8 +630,10 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                         a[e] = epi::widen<DTOUT>(mm.aux, xa + e);
                         b[e] = epi::widen<DTOUT>(mm.aux, xa + 8 + e);
                         const float dy = acc[4 * k + 2 * h + e];
-                        da[e] = __fmul_rn(dy, dg_gate_act(G, b[e]));
-                        db[e] = __fmul_rn(__fmul_rn(dy, a[e]), dg_gate_grad(G, b[e]));
+                        float act, grad;
+                        dg_gate_act_grad(G, b[e], &act, &grad);
+                        da[e] = __fmul_rn(dy, act);
+                        db[e] = __fmul_rn(__fmul_rn(dy, a[e]), grad);
                     }
                     if (pairs) {
                         epi::store2<DTOUT, epi::RNE_CVT>(D, xd, da[0], da[1]);
