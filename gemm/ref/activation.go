@@ -177,11 +177,11 @@ func sigmoidOne(z, zl float32) float32 {
 	if y >= -104 {
 		e = expScale(expReduce(y, yl))
 	}
-	d := add32(1, e)
+	num := e
 	if z >= 0 {
-		return div32(1, d)
+		num = 1
 	}
-	return div32(e, d)
+	return div32(num, add32(1, e))
 }
 
 // Sigmoid32 returns σ(x) = 1/(1+e^-x) as a fixed sequence of float32

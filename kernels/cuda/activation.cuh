@@ -82,7 +82,7 @@ __device__ __forceinline__ float dg_sigmoid_one(float z, float zl) {
   float e = 0.0f;
   if (y >= -104.0f) { int k; float q = dg_exp_reduce(y, yl, &k); e = dg_exp_scale(q, k); }
   float d = __fadd_rn(1.0f, e);
-  return z >= 0.0f ? __fdiv_rn(1.0f, d) : __fdiv_rn(e, d);
+  return __fdiv_rn(z >= 0.0f ? 1.0f : e, d);   // one division for every lane, no divergence
 }
 __device__ __forceinline__ float dg_sigmoid(float x) {
   if (x != x) return DG_F(0x7FFFFFFF);
