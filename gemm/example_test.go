@@ -239,3 +239,61 @@ func matmul(ctx *cudaload.Context, desc gemm.MatmulDesc, d, a, b, bias []float32
 	}
 	return bufs[len(bufs)-1].CopyToHost(d)
 }
+
+// ExampleEngine_GatedForward runs SwiGLU, y = a·silu(b), over a tensor
+// whose rows are [a | b]: on the GPU where there is one, else gemm/ref's
+// GatedForward on the same halves (the same bits).
+func ExampleEngine_GatedForward() {
+	const rows, n = 2, 3
+	h := []float32{ // rows × 2n: a | b
+		1, -2, 0.5, 0.25, 1, -3,
+		-1.5, 4, 2, -0.5, 2.5, 8,
+	}
+	y := make([]float32, rows*n)
+	ctx, err := openGPU()
+	switch {
+	case errors.Is(err, errNoGPU) && os.Getenv("DETGEMM_REQUIRE_GPU") != "1":
+		for r := range rows {
+			if err = ref.GatedForward(ref.SwiGLU, ref.F32, y[r*n:(r+1)*n], h[r*2*n:r*2*n+n], h[r*2*n+n:(r+1)*2*n]); err != nil {
+				break
+			}
+		}
+	case err == nil:
+		err = gatedForward(ctx, gemm.GatedDesc{Gate: gemm.SwiGLU, Type: gemm.F32, Layout: gemm.GatedHalves, Rows: rows, N: n}, y, h)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for r := range rows {
+		fmt.Println(y[r*n : (r+1)*n])
+	}
+	// Output:
+	// [0.14054413 -1.4621172 -0.071138814]
+	// [0.2831555 9.241418 15.994635]
+}
+
+func gatedForward(ctx *cudaload.Context, desc gemm.GatedDesc, y, h []float32) error {
+	eng, err := gemm.New(ctx)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	hb, err := cudaload.NewBufferFrom(ctx, h)
+	if err != nil {
+		return err
+	}
+	defer hb.Close()
+	yb, err := cudaload.NewBufferFrom(ctx, y)
+	if err != nil {
+		return err
+	}
+	defer yb.Close()
+	if err := eng.GatedForward(desc, gemm.GatedArgs{X: hb.Ptr(), Y: yb.Ptr()}); err != nil {
+		return err
+	}
+	if err := eng.Synchronize(); err != nil {
+		return err
+	}
+	return yb.CopyToHost(y)
+}
