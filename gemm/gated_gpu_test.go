@@ -259,15 +259,7 @@ func TestMatmulGatedMatchesReference(t *testing.T) {
 // fused wgmma kernels can run (NN, NT, 16-bit out, leading dimensions
 // multiples of 8) run them.
 func TestMatmulGatedFusedKernelsMatchReference(t *testing.T) {
-	_, ctx := gpuEngine(t)
-	t.Setenv(EnvMatmulFused, wgGeometries[tcTileWG128x256].name)
-	eng, err := New(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = eng.Close() })
-	model, ok := mmModel(eng)
-	if !ok {
-		t.Skipf("the fused kernels are Hopper's; this GPU is %v", eng.Arch())
-	}
+	eng, ctx, model := fusedEngine(t)
 	r := newRand(t)
 	shapes := []mmShape{{200, 272, 136, 0}, {72, 304, 64, 8}, {2200, 4112, 32, 0}, {5, 32, 40, 0}}
 	for _, tc := range mmTierCases[3:5] {

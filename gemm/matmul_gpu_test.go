@@ -243,6 +243,23 @@ func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mod
 	}
 }
 
+// fusedEngine is a fresh engine made with DETGEMM_MATMUL_FUSED=wg128x256,
+// so that every Matmul request a fused wgmma kernel can run runs it, and
+// its GPU's tensor-core model; the test is skipped off Hopper.
+func fusedEngine(t *testing.T) (*Engine, *cudaload.Context, ref.TCModel) {
+	t.Helper()
+	_, ctx := gpuEngine(t)
+	t.Setenv(EnvMatmulFused, wgGeometries[tcTileWG128x256].name)
+	eng, err := New(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	model, ok := mmModel(eng)
+	if !ok {
+		t.Skipf("the fused kernels are Hopper's; this GPU is %v", eng.Arch())
+	}
+	return eng, ctx, model
+}
+
 // mmModel is the tensor-core model of eng's GPU, or ok false where none is
 // verified (the IEEE tiers still run).
 func mmModel(eng *Engine) (ref.TCModel, bool) {
@@ -434,16 +451,8 @@ func TestMatmulRoutesMatchReference(t *testing.T) {
 // DX's kernels could run), every layout × epilogue gives gemm/ref's bits,
 // on shapes with ragged edges and on a grid of several tiles a block.
 func TestMatmulFusedKernelsMatchReference(t *testing.T) {
-	_, ctx := gpuEngine(t)
+	eng, ctx, model := fusedEngine(t)
 	name := wgGeometries[tcTileWG128x256].name
-	t.Setenv(EnvMatmulFused, name)
-	eng, err := New(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = eng.Close() })
-	model, ok := mmModel(eng)
-	if !ok {
-		t.Skipf("the fused kernels are Hopper's; this GPU is %v", eng.Arch())
-	}
 	r := newRand(t)
 	i := 0
 	for _, l := range []mmLayout{{true, true}, {true, false}, {false, true}, {false, false}} {

@@ -347,19 +347,7 @@ func (o Options) matmulGated(r MatmulRequest, out DType) error {
 
 	// Overlaps: the outputs (D, an output aux) against the inputs (A, B,
 	// the bias, an input aux) and each other.
-	aRows, aCols := M, r.K
-	if r.TransA {
-		aRows, aCols = r.K, M
-	}
-	bRows, bCols := r.K, N
-	if r.TransB {
-		bRows, bCols = N, r.K
-	}
-	da, err := resolveLD(op, "LDA", r.LDA, aRows, aCols)
-	if err != nil {
-		return err
-	}
-	db, err := resolveLD(op, "LDB", r.LDB, bRows, bCols)
+	da, db, err := r.operandDims(op)
 	if err != nil {
 		return err
 	}

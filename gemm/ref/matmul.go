@@ -283,6 +283,25 @@ type MatmulRequest struct {
 // matDims is a stored matrix: rows × cols, leading dimension ld.
 type matDims struct{ rows, cols, ld int }
 
+// operandDims is A's and B's stored shapes (op(A) is M×K and op(B) K×N,
+// each transposed where the request says) with their leading dimensions
+// resolved and checked.
+func (r *MatmulRequest) operandDims(op string) (da, db matDims, err error) {
+	aRows, aCols := r.M, r.K
+	if r.TransA {
+		aRows, aCols = r.K, r.M
+	}
+	bRows, bCols := r.K, r.N
+	if r.TransB {
+		bRows, bCols = r.N, r.K
+	}
+	if da, err = resolveLD(op, "LDA", r.LDA, aRows, aCols); err != nil {
+		return da, db, err
+	}
+	db, err = resolveLD(op, "LDB", r.LDB, bRows, bCols)
+	return da, db, err
+}
+
 // extent is the number of elements from the first to past the last.
 func (d matDims) extent() int { return (d.rows-1)*d.ld + d.cols }
 
@@ -405,20 +424,8 @@ func (o Options) Matmul(r MatmulRequest) error {
 	}
 
 	// Leading dimensions and lengths.
-	aRows, aCols := M, K
-	if r.TransA {
-		aRows, aCols = K, M
-	}
-	bRows, bCols := K, N
-	if r.TransB {
-		bRows, bCols = N, K
-	}
 	I, J := m1-m0, n1-n0
-	da, err := resolveLD(op, "LDA", r.LDA, aRows, aCols)
-	if err != nil {
-		return err
-	}
-	db, err := resolveLD(op, "LDB", r.LDB, bRows, bCols)
+	da, db, err := r.operandDims(op)
 	if err != nil {
 		return err
 	}
