@@ -69,15 +69,15 @@ func TestDemoOnTheCPUPassesEveryCheckWithEachActivation(t *testing.T) {
 	}
 }
 
-// The digests the demo prints at its default flags, for both activations
-// and the three tiers, are the golden ones (for ReLU, those the README
+// The digests the demo prints at its default flags, for ReLU, GELU and the
+// gated SwiGLU and GeGLU and the three tiers, are the golden ones (for ReLU, those the README
 // quotes: 59d14124…, abe77f67…, 4ff42ba2…).
 func TestDemoDigestsMatchGolden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the demo's default network six times")
 	}
 	var got []golden.Entry
-	for _, act := range []string{"relu", "gelu"} {
+	for _, act := range []string{"relu", "gelu", "swiglu", "geglu"} {
 		for _, tier := range []string{"f32", "typed", "tc"} {
 			o, err := parseFlags([]string{"--cpu", "--quiet", "--act", act, "--tier", tier}, io.Discard)
 			require.NoError(t, err)
