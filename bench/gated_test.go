@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"errors"
 	"io"
 	"path/filepath"
 	"strings"
@@ -11,10 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/detgemm/detgemm/bench/cublas"
-	"github.com/detgemm/detgemm/bench/cublaslt"
 	"github.com/detgemm/detgemm/gemm"
-	"github.com/detgemm/detgemm/internal/gputest"
 )
 
 func TestGatedGroupIsIssue23sComparison(t *testing.T) {
@@ -258,24 +254,7 @@ func TestFromGatedTableAndCSV(t *testing.T) {
 // engine row measured, the standalone rows with their bandwidth, and the
 // gated tables rendered from the saved JSON.
 func TestRunGatedModesOnGPU(t *testing.T) {
-	gputest.Context(t)
-	if testing.Short() {
-		t.Skip("builds every kernel family; skipped in -short")
-	}
-	path := filepath.Join(t.TempDir(), "bench.json")
-	c, err := parseFlags([]string{"--quick", "--modes", "gated,mm-swiglu,mm-then-swiglu", "--dtypes", "bf16",
-		"--shapes", "256x128x256", "--startup=false", "--json", path}, io.Discard)
-	require.NoError(t, err)
-	c.args = []string{"bench", "--modes", "gated"}
-	var out, errb bytes.Buffer
-	err = run(c, &out, &errb)
-	if errors.Is(err, cublas.ErrNotFound) || errors.Is(err, cublaslt.ErrNotFound) {
-		t.Skipf("no cuBLAS or cuBLASLt: %v", err)
-	}
-	require.NoError(t, err, "stderr: %s", errb.String())
-	t.Log("\n" + out.String())
-	rep, _, err := readReport(path)
-	require.NoError(t, err)
+	rep, md := runModesOnGPU(t, "gated,mm-swiglu,mm-then-swiglu", "gated")
 	require.Len(t, rep.Rows, len(gatedGroup())+2)
 	var failed []string
 	for _, r := range rep.Rows {
@@ -290,10 +269,6 @@ func TestRunGatedModesOnGPU(t *testing.T) {
 		}
 	}
 	require.Empty(t, failed, "rows that failed")
-	cfg, err := parseFlags([]string{"--from", path, "--format", "md"}, io.Discard)
-	require.NoError(t, err)
-	var md bytes.Buffer
-	require.NoError(t, renderSaved(cfg, &md, io.Discard))
-	require.Contains(t, md.String(), "| 256×128×256 | bf16 | gated-swiglu-bwd | 256 × 128 |")
-	require.Contains(t, md.String(), "| 256×128×256 | bf16 | tc-mm-swiglu | ")
+	require.Contains(t, md, "| 256×128×256 | bf16 | gated-swiglu-bwd | 256 × 128 |")
+	require.Contains(t, md, "| 256×128×256 | bf16 | tc-mm-swiglu | ")
 }

@@ -297,21 +297,21 @@ func TestFromMatmulTableAndCSV(t *testing.T) {
 	require.Empty(t, byMode["tc-mm-tt"][col["over_plain"]], "a failed row has no ratio")
 }
 
-// TestRunMatmulModesOnGPU runs --modes matmul (and two IEEE-tier modes)
-// on one small shape: every engine row measured (a failure names its
-// rows and errors), every cuBLASLt row measured or refused by cuBLASLt
-// itself, and the Matmul tables rendered from the saved JSON.
-func TestRunMatmulModesOnGPU(t *testing.T) {
+// runModesOnGPU runs the bench with modes (--modes; the report's command
+// names group) on one small bf16 shape and returns the saved report and
+// its Markdown rendering. It skips without a GPU, cuBLAS or cuBLASLt, and
+// in -short.
+func runModesOnGPU(t *testing.T, modes, group string) (*report, string) {
+	t.Helper()
 	gputest.Context(t)
 	if testing.Short() {
 		t.Skip("builds every kernel family; skipped in -short")
 	}
 	path := filepath.Join(t.TempDir(), "bench.json")
-	// N a multiple of 128: cuBLASLt's ReLU bit-mask needs its aux ld so.
-	c, err := parseFlags([]string{"--quick", "--modes", "matmul,mm,mm-gelu-aux-bias", "--dtypes", "bf16",
+	c, err := parseFlags([]string{"--quick", "--modes", modes, "--dtypes", "bf16",
 		"--shapes", "256x128x256", "--startup=false", "--json", path}, io.Discard)
 	require.NoError(t, err)
-	c.args = []string{"bench", "--modes", "matmul"}
+	c.args = []string{"bench", "--modes", group}
 	var out, errb bytes.Buffer
 	err = run(c, &out, &errb)
 	if errors.Is(err, cublas.ErrNotFound) || errors.Is(err, cublaslt.ErrNotFound) {
@@ -321,6 +321,20 @@ func TestRunMatmulModesOnGPU(t *testing.T) {
 	t.Log("\n" + out.String())
 	rep, _, err := readReport(path)
 	require.NoError(t, err)
+	cfg, err := parseFlags([]string{"--from", path, "--format", "md"}, io.Discard)
+	require.NoError(t, err)
+	var md bytes.Buffer
+	require.NoError(t, renderSaved(cfg, &md, io.Discard))
+	return rep, md.String()
+}
+
+// TestRunMatmulModesOnGPU runs --modes matmul (and two IEEE-tier modes)
+// on one small shape: every engine row measured (a failure names its
+// rows and errors), every cuBLASLt row measured or refused by cuBLASLt
+// itself, and the Matmul tables rendered from the saved JSON.
+func TestRunMatmulModesOnGPU(t *testing.T) {
+	// N a multiple of 128: cuBLASLt's ReLU bit-mask needs its aux ld so.
+	rep, md := runModesOnGPU(t, "matmul,mm,mm-gelu-aux-bias", "matmul")
 	require.Len(t, rep.Rows, len(matmulGroup())+2, "cuBLAS default, the tc-mm modes, their cuBLASLt pairs, two IEEE modes")
 	var failed []string
 	for _, r := range rep.Rows {
@@ -335,10 +349,6 @@ func TestRunMatmulModesOnGPU(t *testing.T) {
 		}
 	}
 	require.Empty(t, failed, "engine rows that failed")
-	cfg, err := parseFlags([]string{"--from", path, "--format", "md"}, io.Discard)
-	require.NoError(t, err)
-	var md bytes.Buffer
-	require.NoError(t, renderSaved(cfg, &md, io.Discard))
-	require.Contains(t, md.String(), "| 256×128×256 | bf16 | tc-mm-gelu-aux-bias |")
-	require.Contains(t, md.String(), "| 256×128×256 | bf16 | tc-mm-relu-bias |")
+	require.Contains(t, md, "| 256×128×256 | bf16 | tc-mm-gelu-aux-bias |")
+	require.Contains(t, md, "| 256×128×256 | bf16 | tc-mm-relu-bias |")
 }
