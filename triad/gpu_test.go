@@ -67,18 +67,7 @@ func TestGPUGraphReplayEqualsDirectSteps(t *testing.T) {
 				require.Equal(t, direct, replay, "graph replay vs direct steps")
 
 				// And the CPU backend's four direct steps.
-				cfg := shortConfigAct(tc, act)
-				cfg.Steps = 1
-				r, err := NewRun(NewCPU(0), cfg)
-				require.NoError(t, err)
-				defer r.Close()
-				x, tt := r.Batch(0)
-				for range 4 {
-					require.NoError(t, r.Model.Step(x, tt))
-				}
-				cpu, err := r.Model.Digest()
-				require.NoError(t, err)
-				require.Equal(t, cpu, replay, "graph replay vs CPU backend")
+				require.Equal(t, cpuStepsDigest(t, shortConfigAct(tc, act), 4), replay, "graph replay vs CPU backend")
 			})
 		}
 	}

@@ -101,3 +101,21 @@ func requireSameBits(t *testing.T, want, got []uint32, what string) {
 		t.Fatalf("%s: %d of %d elements differ", what, bad, len(want))
 	}
 }
+
+// cpuStepsDigest is the digest of cfg's model on the CPU backend after n
+// steps on its first batch (cfg.Steps set to 1): what a GPU's replay of a
+// captured step must equal.
+func cpuStepsDigest(t *testing.T, cfg TrainConfig, n int) string {
+	t.Helper()
+	cfg.Steps = 1
+	r, err := NewRun(NewCPU(0), cfg)
+	require.NoError(t, err)
+	defer r.Close()
+	x, tt := r.Batch(0)
+	for range n {
+		require.NoError(t, r.Model.Step(x, tt))
+	}
+	d, err := r.Model.Digest()
+	require.NoError(t, err)
+	return d
+}
