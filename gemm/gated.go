@@ -295,9 +295,6 @@ func (e *Engine) runGated(c gatedCall, a GatedArgs) error {
 		c.a, c.lda, c.b, c.ldb, c.blk, c.ga, c.lga, c.gb, c.lgb)
 }
 
-// gatedGrid covers rows × groups thread groups.
-func gatedGrid(rows, groups int64, sms int) cudaload.Dim3 { return mmGrid(rows, groups, sms) }
-
 // gatedFwd launches the forward kernel for h of type ht (size hs) to
 // outputs of type ot (size os); ha, hb, ldh: the optional copy of a and b
 // rounded to ot (Matmul's aux).
@@ -315,7 +312,7 @@ func (l launcher) gatedFwd(p *problem, ht, ot DType, g Gate, rows, n int64, A cu
 	}
 	l.e.args.Reset().Int32(int32(g)).Int64(rows).Int64(n).Ptr(A).Int64(lda).Ptr(B).Int64(ldb).Int32(b2i(blk)).
 		Ptr(Y).Int64(ldy).Ptr(ha).Ptr(hb).Int64(ldh)
-	return l.launch(p, id, gatedGrid(rows, n/v, l.e.sms), mmThreads, 0, 1, v)
+	return l.launch(p, id, mmGrid(rows, n/v, l.e.sms), mmThreads, 0, 1, v)
 }
 
 // gatedBwd launches the backward kernel from ids (dy of the output's type,
@@ -335,7 +332,7 @@ func (l launcher) gatedBwd(p *problem, ids map[gatedKey]kernelID, t DType, g Gat
 	}
 	l.e.args.Reset().Int32(int32(g)).Int64(rows).Int64(n).Ptr(DY).Int64(lddy).Ptr(A).Int64(lda).Ptr(B).Int64(ldb).
 		Int32(b2i(blk)).Ptr(DA).Int64(ldda).Ptr(DB).Int64(lddb)
-	return l.launch(p, id, gatedGrid(rows, n/v, l.e.sms), mmThreads, 0, 1, v)
+	return l.launch(p, id, mmGrid(rows, n/v, l.e.sms), mmThreads, 0, 1, v)
 }
 
 func b2i(b bool) int32 {

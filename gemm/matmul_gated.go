@@ -1,7 +1,6 @@
 package gemm
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -228,13 +227,4 @@ func (p *mmPlan) runGated(e *Engine, a MatmulArgs) error {
 		}
 	}
 	return nil
-}
-
-// gatedName is a plan's layout word for String.
-func (g *mmGated) String() string {
-	dir := "forward"
-	if g.backward {
-		dir = "backward"
-	}
-	return fmt.Sprintf("%v %s", g.gate, dir)
 }
