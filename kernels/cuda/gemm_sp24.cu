@@ -1,0 +1,215 @@
+// gemm_sp24.cu: the 2:4-sparse forward on sparse tensor cores,
+// Y[M,N] = epilogue(X[M,K] · W[K,N] (+ bias)) with W 2:4-sparse along K and
+// given compressed (docs/contract.md, "2:4 sparse format" and "2:4 sparse
+// forward"): values V[N][K/2] and metadata E[N][ceil(K/32)].
+//
+// The product is computed transposed, Yᵀ = Wᵀ·Xᵀ, so that the sparse
+// operand is mma.sp's A: a tile's instruction rows are columns n of Y, its
+// instruction columns rows m of X. Per element the chain starts at bias[n]
+// (or +0) and takes one mma.sp.m16n8k32 step for every 32 positions of K in
+// ascending order (16 kept products a step; a step wholly past K is not
+// taken), then the Matmul epilogue and one rounding at the store. Every
+// tile shape below runs that chain, so the tile may depend on M.
+//
+// Register layouts (measured on an H100 with register-level probes): A as
+// mma.m16n8k16's A over the compressed columns; B as two m16n8k16 B
+// fragments stacked (k 0..15, 16..31); metadata with selector 0: lane 4g+h
+// (h = 0, 1) holds rows g (bits 0-15) and g+8 (bits 16-31), groups 4h..4h+3
+// of the step, a nibble each in group order, which is each row's word of E
+// cut in half.
+#include "tc_common.cuh"
+
+namespace sp24 {
+
+using epi::F32;
+using epi::BF16;
+using epi::F16;
+using tc::cp_async16;
+using dgcp::cp_async4;
+using tc::cp_async_commit;
+using tc::cp_async_wait;
+using tc::ldmatrix_x4;
+
+// A tile shape: WN × WM warps, each owning FN 16-row (n) by FM 8-row (m)
+// fragments; BK positions of K a pipeline stage, STAGES stages.
+template <int WN_, int WM_, int FN_, int FM_, int BK_, int STAGES_>
+struct Cfg {
+    static constexpr int WN = WN_, WM = WM_, FN = FN_, FM = FM_, BK = BK_, STAGES = STAGES_;
+    static constexpr int THREADS = 32 * WN * WM;
+    static constexpr int BN = WN * FN * 16;  // columns n of Y a block
+    static constexpr int BM = WM * FM * 8;   // rows m a block
+    static constexpr int VROW = BK;          // bytes of a value row a stage (BK/2 values)
+    static constexpr int XROW = 2 * BK;      // bytes of an X row a stage
+    static constexpr int EW = BK / 32;       // metadata words a row a stage
+    static constexpr int VBYTES = BN * VROW, XBYTES = BM * XROW, EBYTES = BN * EW * 4;
+    static constexpr int STAGE = VBYTES + XBYTES + EBYTES;
+    static constexpr int SMEM = STAGES * STAGE;
+    static_assert(BK % 64 == 0, "a stage is whole 16-byte chunks of values");
+};
+
+// The three tile shapes (gemm/internal/entries: "s", "m", "l").
+using CfgS = Cfg<2, 1, 1, 2, 256, 4>;  // M <= 16: 32 columns a block, long stages (memory-bound)
+using CfgM = Cfg<2, 2, 2, 4, 64, 4>;   // M <= 128: 64 × 64
+using CfgL = Cfg<2, 4, 4, 4, 64, 4>;   // 128 × 128
+
+// The 16-byte chunk c of row r of a shared tile whose rows are rb bytes:
+// an XOR swizzle that keeps the 8 rows one ldmatrix reads in distinct banks.
+DETGEMM_INLINE int swz(int r, int c, int rb) { return rb >= 128 ? (c ^ (r & 7)) : (c ^ ((r >> 1) & 3)); }
+
+// Metadata word as staged: a zero-filled word (a row past N, a step past
+// K) becomes 0x44444444, a valid pattern (0x0 nibbles are undefined on the
+// hardware); such rows are never stored and such steps never taken.
+DETGEMM_INLINE dg_u32 meta_word(dg_u32 w) { return w != 0u ? w : 0x44444444u; }
+
+template <int IN>
+DETGEMM_INLINE void mma_sp(float (&d)[4], const dg_u32 (&a)[4], const dg_u32 (&b)[4], dg_u32 e) {
+    if constexpr (IN == BF16) {
+        asm volatile(
+            "mma.sp.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
+            "{%0,%1,%2,%3}, %12, 0x0;\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+    } else {
+        asm volatile(
+            "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
+            "{%0,%1,%2,%3}, %12, 0x0;\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+    }
+}
+
+// Stages k-tile kt (positions kt·BK ..) of the block's values, metadata and
+// X rows; everything past N, M or K is zero-filled.
+template <class C>
+DETGEMM_INLINE void load_stage(unsigned char* st, const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx,
+                               const dg_u16* DETGEMM_RESTRICT V, const dg_u32* DETGEMM_RESTRICT E, dg_i64 M,
+                               dg_i64 N, dg_i64 K, dg_i64 m0, dg_i64 n0, dg_i64 kt, int tid) {
+    unsigned char* sv = st;
+    unsigned char* sx = st + C::VBYTES;
+    unsigned char* se = st + C::VBYTES + C::XBYTES;
+    const dg_i64 k0 = kt * C::BK;
+    const dg_i64 kw = (K + 31) / 32;
+    constexpr int VCH = C::VROW / 16, XCH = C::XROW / 16;
+#pragma unroll
+    for (int i = tid; i < C::BN * VCH; i += C::THREADS) {
+        const int r = i / VCH, c = i % VCH;
+        const dg_i64 n = n0 + r, kc = k0 / 2 + c * 8;  // compressed position
+        const bool ok = n < N && kc < K / 2;
+        cp_async16(sv + r * C::VROW + swz(r, c, C::VROW) * 16, ok ? V + n * (K / 2) + kc : V, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = tid; i < C::BM * XCH; i += C::THREADS) {
+        const int r = i / XCH, c = i % XCH;
+        const dg_i64 m = m0 + r, k = k0 + c * 8;
+        const bool ok = m < M && k < K;
+        cp_async16(sx + r * C::XROW + swz(r, c, C::XROW) * 16, ok ? X + m * ldx + k : X, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = tid; i < C::BN * C::EW; i += C::THREADS) {
+        const int r = i / C::EW, w = i % C::EW;
+        const dg_i64 n = n0 + r, kk = k0 / 32 + w;
+        const bool ok = n < N && kk < kw;
+        cp_async4(se + (r * C::EW + w) * 4, ok ? E + n * kw + kk : E, ok ? 4 : 0);
+    }
+}
+
+// One block: a BN × BM tile of Yᵀ (columns n0.., rows m0..).
+template <int IN, int OUT, class C>
+DETGEMM_INLINE void forward(const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx, const dg_u16* DETGEMM_RESTRICT V,
+                            const dg_u32* DETGEMM_RESTRICT E, void* DETGEMM_RESTRICT Y, dg_i64 ldy,
+                            const float* DETGEMM_RESTRICT bias, void* aux, unsigned char* mask, dg_i64 ldaux, int act,
+                            dg_i64 M, dg_i64 N, dg_i64 K) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wn = warp % C::WN, wm = warp / C::WN;
+    const dg_i64 n0 = (dg_i64)blockIdx.x * C::BN, m0 = (dg_i64)blockIdx.y * C::BM;
+    const int g = lane >> 2, q = lane & 3;
+
+    float acc[C::FN][C::FM][4];
+#pragma unroll
+    for (int i = 0; i < C::FN; ++i) {
+        const dg_i64 na = n0 + (wn * C::FN + i) * 16 + g;
+        const float b0 = bias != nullptr && na < N ? epi::tc_start(bias, na) : 0.0f;
+        const float b1 = bias != nullptr && na + 8 < N ? epi::tc_start(bias, na + 8) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < C::FM; ++j) {
+            acc[i][j][0] = b0;
+            acc[i][j][1] = b0;
+            acc[i][j][2] = b1;
+            acc[i][j][3] = b1;
+        }
+    }
+
+    const dg_i64 KT = (K + C::BK - 1) / C::BK;
+#pragma unroll
+    for (int s = 0; s < C::STAGES - 1; ++s) {
+        if (s < KT) load_stage<C>(smem + s * C::STAGE, X, ldx, V, E, M, N, K, m0, n0, s, tid);
+        cp_async_commit();
+    }
+    for (dg_i64 kt = 0; kt < KT; ++kt) {
+        cp_async_wait<C::STAGES - 2>();
+        __syncthreads();
+        {
+            const dg_i64 nk = kt + C::STAGES - 1;
+            if (nk < KT) load_stage<C>(smem + (nk % C::STAGES) * C::STAGE, X, ldx, V, E, M, N, K, m0, n0, nk, tid);
+            cp_async_commit();
+        }
+        const unsigned char* st = smem + (kt % C::STAGES) * C::STAGE;
+        const unsigned char* sv = st;
+        const unsigned char* sx = st + C::VBYTES;
+        const dg_u32* se = reinterpret_cast<const dg_u32*>(st + C::VBYTES + C::XBYTES);
+#pragma unroll
+        for (int s = 0; s < C::EW; ++s) {
+            if (kt * C::BK + s * 32 >= K) break;  // a step wholly past K is not taken
+            dg_u32 a[C::FN][4], e[C::FN];
+#pragma unroll
+            for (int i = 0; i < C::FN; ++i) {
+                const int rb = (wn * C::FN + i) * 16;
+                const int r = rb + (lane & 7) + 8 * ((lane >> 3) & 1), c = 2 * s + (lane >> 4);
+                ldmatrix_x4(a[i], sv + r * C::VROW + swz(r, c, C::VROW) * 16);
+                const dg_u32 w0 = meta_word(se[(rb + g) * C::EW + s]);
+                const dg_u32 w1 = meta_word(se[(rb + g + 8) * C::EW + s]);
+                e[i] = __byte_perm(w0, w1, (lane & 1) ? 0x7632 : 0x5410);
+            }
+#pragma unroll
+            for (int j = 0; j < C::FM; ++j) {
+                dg_u32 b[4];
+                const int r = (wm * C::FM + j) * 8 + (lane & 7), c = 4 * s + (lane >> 3);
+                ldmatrix_x4(b, sx + r * C::XROW + swz(r, c, C::XROW) * 16);
+#pragma unroll
+                for (int i = 0; i < C::FN; ++i) mma_sp<IN>(acc[i][j], a[i], b, e[i]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+
+    // The epilogue, element by element: acc[i][j][v] is Y[m][n] with
+    // n = row g (+8 for v >= 2) of fragment i, m = column 2q + (v & 1) of j.
+#pragma unroll
+    for (int i = 0; i < C::FN; ++i) {
+#pragma unroll
+        for (int j = 0; j < C::FM; ++j) {
+#pragma unroll
+            for (int v = 0; v < 4; ++v) {
+                const dg_i64 n = n0 + (wn * C::FN + i) * 16 + g + 8 * (v >> 1);
+                const dg_i64 m = m0 + (wm * C::FM + j) * 8 + 2 * q + (v & 1);
+                if (n < N && m < M) epi::mm_finish<OUT>(acc[i][j][v], act, Y, m * ldy + n, aux, mask, m * ldaux + n);
+            }
+        }
+    }
+}
+
+}  // namespace sp24
+
+// Y = epilogue(X · W (+ bias)) over the compressed W (V, E); act is an
+// epi::ACT_* code (none, ReLU or GELU); aux (GELU) and mask (ReLU) are null
+// unless the epilogue writes them. Grid: (ceil(N/BN), ceil(M/BM)); block
+// CFG::THREADS; dynamic shared memory CFG::SMEM.
+#define DETGEMM_SP24_ENTRY(NAME, IN, OUT, CFG)                                                                  \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS)                                                   \
+        NAME(const dg_u16* X, dg_i64 ldx, const dg_u16* V, const dg_u32* E, void* Y, dg_i64 ldy, const float* bias, \
+             void* aux, unsigned char* mask, dg_i64 ldaux, int act, dg_i64 M, dg_i64 N, dg_i64 K) {              \
+        sp24::forward<IN, OUT, CFG>(X, ldx, V, E, Y, ldy, bias, aux, mask, ldaux, act, M, N, K);               \
+    }
+
+#include "zgemm_sp24_entries.cuh"
