@@ -175,7 +175,7 @@ func sp24Check(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, d
 	want := sp24Dev{d: d, bits: w0}.operand()
 	require.NoError(t, ref.Prune24(d, want, K, N, ld), name)
 	pruned := operandBits(want)
-	require.Equal(t, pruned, download24(t, eng, ctx, d, wp, n), "%s: Prune24", name)
+	sameBits(t, pruned, download24(t, eng, ctx, d, wp, n), "%s: Prune24", name)
 
 	// Mask24 of the original with the kept rows' metadata is the prune;
 	// metadata of a random valid pattern, as ref.Mask24.
@@ -185,7 +185,7 @@ func sp24Check(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, d
 	require.NoError(t, eng.Mask24(d, wm, K, N, ld, mp), name)
 	masked := sp24Dev{d: d, bits: w0}.operand()
 	require.NoError(t, ref.Mask24(d, masked, meta, K, N, ld), name)
-	require.Equal(t, operandBits(masked), download24(t, eng, ctx, d, wm, n), "%s: Mask24", name)
+	sameBits(t, operandBits(masked), download24(t, eng, ctx, d, wm, n), "%s: Mask24", name)
 
 	if !d.Half() || K%16 != 0 {
 		return
@@ -199,9 +199,9 @@ func sp24Check(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, d
 	require.NoError(t, eng.PruneCompress24(d, wc, K, N, ld, vals, mt), name)
 	sp, err := ref.Compress24(d, sp24Dev{d: d, bits: pruned}.operand(), K, N, ld)
 	require.NoError(t, err, name)
-	require.Equal(t, sp.Values, readU16(t, eng, ctx, vals, nv), "%s: PruneCompress24 values", name)
-	require.Equal(t, sp.Meta, readU32(t, eng, ctx, mt, nm), "%s: PruneCompress24 meta", name)
-	require.Equal(t, w0, download24(t, eng, ctx, d, wc, n), "%s: PruneCompress24 leaves W", name)
+	sameBits(t, sp.Values, readU16(t, eng, ctx, vals, nv), "%s: PruneCompress24 values", name)
+	sameBits(t, sp.Meta, readU32(t, eng, ctx, mt, nm), "%s: PruneCompress24 meta", name)
+	sameBits(t, w0, download24(t, eng, ctx, d, wc, n), "%s: PruneCompress24 leaves W", name)
 
 	// Compress24 of the pruned weight (on the device) and of a 2:4 weight
 	// with ±0 at its dropped rows.
@@ -218,8 +218,8 @@ func sp24Check(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, d
 		require.NoError(t, eng.Compress24(d, src.ptr, K, N, ld, vals, mt), "%s: %s", name, src.what)
 		c, err := ref.Compress24(d, sp24Dev{d: d, bits: src.bits}.operand(), K, N, ld)
 		require.NoError(t, err, name)
-		require.Equal(t, c.Values, readU16(t, eng, ctx, vals, nv), "%s: Compress24 values of the %s weight", name, src.what)
-		require.Equal(t, c.Meta, readU32(t, eng, ctx, mt, nm), "%s: Compress24 meta of the %s weight", name, src.what)
+		sameBits(t, c.Values, readU16(t, eng, ctx, vals, nv), "%s: Compress24 values of the %s weight", name, src.what)
+		sameBits(t, c.Meta, readU32(t, eng, ctx, mt, nm), "%s: Compress24 meta of the %s weight", name, src.what)
 
 		// Decompress24 back, into a poisoned W whose padding stays.
 		wd := upload24(t, ctx, d, slices.Repeat([]uint32{0xFFFF}, n), s.off)
@@ -229,7 +229,7 @@ func sp24Check(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, d
 			dst[i] = 0xFFFF
 		}
 		require.NoError(t, c.Decompress(ref.Bits(dst), ld), name)
-		require.Equal(t, operandBits(ref.Bits(dst)), download24(t, eng, ctx, d, wd, n), "%s: Decompress24 of the %s weight", name, src.what)
+		sameBits(t, operandBits(ref.Bits(dst)), download24(t, eng, ctx, d, wd, n), "%s: Decompress24 of the %s weight", name, src.what)
 	}
 
 	// A weight with groups of 3 and 4 nonzeros: the first in (q, n) order
@@ -246,6 +246,27 @@ func sp24Check(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, d
 	_, wantErr := ref.Compress24(d, sp24Dev{d: d, bits: bad}.operand(), K, N, ld)
 	require.ErrorIs(t, gotErr, ErrNot24, name)
 	require.Equal(t, reasonOf(t, wantErr), reasonOf(t, gotErr), name)
+}
+
+// sameBits fails t at the first elements where got differs from want (a
+// diff of millions of elements would not help).
+func sameBits[T comparable](t *testing.T, want, got []T, format string, args ...any) {
+	t.Helper()
+	require.Len(t, got, len(want), fmt.Sprintf(format, args...))
+	var bad []string
+	for i := range want {
+		if want[i] != got[i] {
+			if len(bad) < 8 {
+				bad = append(bad, fmt.Sprintf("[%d] want %#x got %#x", i, any(want[i]), any(got[i])))
+			} else {
+				bad = append(bad, "...")
+				break
+			}
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%s: %v", fmt.Sprintf(format, args...), bad)
+	}
 }
 
 func reasonOf(t *testing.T, err error) string {
@@ -348,10 +369,10 @@ func TestSparse24MetaCheckAndInvalidPatterns(t *testing.T) {
 					dst[i] = 0xFFFF
 				}
 			}
-			require.Equal(t, operandBits(ref.Bits(dst)), download24(t, eng, ctx, BF16, wd, n), "decompress %dx%d", K, N)
+			sameBits(t, operandBits(ref.Bits(dst)), download24(t, eng, ctx, BF16, wd, n), "decompress %dx%d", K, N)
 			wm := upload24(t, ctx, BF16, w0, 0)
 			require.NoError(t, eng.Mask24(BF16, wm, K, N, ld, bp))
-			require.Equal(t, mask, download24(t, eng, ctx, BF16, wm, n), "mask %dx%d", K, N)
+			sameBits(t, mask, download24(t, eng, ctx, BF16, wm, n), "mask %dx%d", K, N)
 		}
 	}
 }
@@ -456,8 +477,8 @@ func TestSparse24FormatSpeed(t *testing.T) {
 	want, err := ref.Compress24(BF16, pw, K, N, N)
 	require.NoError(t, err)
 	nv, nm := ref.Sparse24Len(K, N)
-	require.Equal(t, want.Values, readU16(t, eng, ctx, vals, nv))
-	require.Equal(t, want.Meta, readU32(t, eng, ctx, mt, nm))
+	sameBits(t, want.Values, readU16(t, eng, ctx, vals, nv), "PruneCompress24 4096x11008 values")
+	sameBits(t, want.Meta, readU32(t, eng, ctx, mt, nm), "PruneCompress24 4096x11008 meta")
 
 	cp := timeIt("copy 90 MB (device to device)", func(i int) error { return st.MemcpyDtoDAsync(work[i%2], orig[i%2], wBytes) })
 	cpPrune := timeIt("copy 90 MB + Prune24 4096x11008 bf16", func(i int) error {

@@ -135,3 +135,36 @@ func FuzzSparse24Engine(f *testing.F) {
 		}
 	})
 }
+
+// sp24FormatNames is the name of every format kernel as its key gives it
+// (for TestEveryEntryIsNamedByItsKey's map).
+func sp24FormatNames() map[kernelID]string {
+	named := map[kernelID]string{sp24CheckMetaID: "detgemm_sp24_checkmeta"}
+	for verb, ids := range map[string]map[sp24FKey]kernelID{"prune": sp24PruneIDs, "mask": sp24MaskIDs,
+		"compress": sp24CompressIDs, "prunecompress": sp24PruneCompressIDs, "decompress": sp24DecompressIDs} {
+		for k, id := range ids {
+			name := "detgemm_sp24_" + verb + "_" + k.t.String()
+			if k.v2 {
+				name += "_v2"
+			}
+			named[id] = name
+		}
+	}
+	return named
+}
+
+// TestSparse24FormatEntriesAreNamedByTheirKeys: every entry of the
+// family has one key, whose name is the entry's.
+func TestSparse24FormatEntriesAreNamedByTheirKeys(t *testing.T) {
+	named := sp24FormatNames()
+	n := 0
+	for id, en := range kernelEntries {
+		if en.Family != sp24FormatFamily {
+			continue
+		}
+		n++
+		require.Equal(t, en.Name, named[kernelID(id)])
+	}
+	require.Len(t, named, n)
+	require.Equal(t, 23, n, "prune and mask of 3 types, compress, prune+compress and decompress of 2, 16-bit ones twice, the check")
+}
