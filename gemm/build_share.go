@@ -14,7 +14,7 @@ import (
 // the others (triad, util, and the sm_90a-only families elsewhere) are
 // neither built nor loaded.
 func engineFamilies(arch kernels.Arch) []string {
-	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily, gatedFamily}
+	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily, gatedFamily, sp24Family}
 	if wgArch(arch) {
 		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily, wgMatmulFamily)
 	}
@@ -209,6 +209,9 @@ func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
 		return tcRowsSharedBytes(tileOf(k.Tile), l), true
 	case "wg", "wgmm":
 		return wgSharedBytes(tileOf(k.Tile)), true
+	case "sp24":
+		s := sp24Shared(k.Tile)
+		return s, s <= limit
 	}
 	return 0, true // slabs, fold: static shared memory only
 }

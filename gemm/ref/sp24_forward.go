@@ -54,10 +54,6 @@ var sp24Epilogues = map[Epilogue]struct {
 	GeluAux: {actGelu, false, true}, GeluAuxBias: {actGelu, true, true},
 }
 
-// validMeta24 reports whether a metadata nibble names two distinct
-// positions in ascending order (0x4, 0x8, 0xC, 0x9, 0xD, 0xE).
-func validMeta24(nib uint32) bool { return nib&3 < nib>>2&3 }
-
 // Sparse24Forward computes the window of rows (o.Rows) of r's product in
 // the tensor-core tier of o (Tier TensorCore, In BF16 or F16, Out In or
 // F32, Model the architecture's addition model). Per element (m, n):
@@ -70,7 +66,7 @@ func validMeta24(nib uint32) bool { return nib&3 < nib>>2&3 }
 // be a multiple of 16. The bits depend only on the model, the types and the
 // data: never on M, the window or Workers. Errors are *ArgError (ErrDim,
 // ErrLeadingDim, ErrLength, ErrDType, ErrTier, ErrTCModel, ErrRange,
-// ErrInexact, ErrOperand, ErrEpilogue), before anything is written.
+// ErrInexact, ErrOperand, ErrEpilogue, ErrMeta24), before anything is written.
 func (o Options) Sparse24Forward(r Sparse24Request) error {
 	const op = "Sparse24Forward"
 	if o.Tier != TensorCore {
@@ -164,16 +160,8 @@ func (o Options) Sparse24Forward(r Sparse24Request) error {
 	if err := checkExact(op, "X", o.In, r.X, r0, r1, dx.ld, 0, r.K); err != nil {
 		return err
 	}
-	for n := 0; n < r.N; n++ {
-		for s := 0; s < steps; s++ {
-			w := r.Meta[n*steps+s]
-			for g := 0; g < 8; g++ {
-				nib := w >> (4 * g) & 0xF
-				if !validMeta24(nib) {
-					return argErr(op, "Meta", ErrOperand, "word %d of column %d: nibble %d is %#x, not two ascending positions (0x4, 0x8, 0xC, 0x9, 0xD, 0xE)", s, n, g, nib)
-				}
-			}
-		}
+	if err := checkMeta24(op, "Meta", r.Meta, r.K, r.N); err != nil {
+		return err
 	}
 
 	ep := epilogue{act: spec.act, out: out, f: r.Y.Values, h: r.Y.Bits, ld: dy.ld}

@@ -189,7 +189,7 @@ func TestSparse24ForwardRefuses(t *testing.T) {
 		{"ldx", func(o *Options, r *Sparse24Request) { r.LDX = 16 }, ErrLeadingDim},
 		{"values", func(o *Options, r *Sparse24Request) { r.Values = v[:10] }, ErrLength},
 		{"meta", func(o *Options, r *Sparse24Request) { r.Meta = m[:1] }, ErrLength},
-		{"nibble", func(o *Options, r *Sparse24Request) { r.Meta = bad }, ErrOperand},
+		{"nibble", func(o *Options, r *Sparse24Request) { r.Meta = bad }, ErrMeta24},
 		{"epilogue", func(o *Options, r *Sparse24Request) { r.Epilogue = DGelu }, ErrEpilogue},
 		{"no bias", func(o *Options, r *Sparse24Request) { r.Epilogue = Bias }, ErrLength},
 		{"bias unused", func(o *Options, r *Sparse24Request) { r.Bias = []float32{1, 2, 3, 4} }, ErrOperand},

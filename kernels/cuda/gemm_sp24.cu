@@ -32,9 +32,10 @@ using tc::ldmatrix_x4;
 
 // A tile shape: WN × WM warps, each owning FN 16-row (n) by FM 8-row (m)
 // fragments; BK positions of K a pipeline stage, STAGES stages.
-template <int WN_, int WM_, int FN_, int FM_, int BK_, int STAGES_>
+template <int WN_, int WM_, int FN_, int FM_, int BK_, int STAGES_, int MINB_>
 struct Cfg {
     static constexpr int WN = WN_, WM = WM_, FN = FN_, FM = FM_, BK = BK_, STAGES = STAGES_;
+    static constexpr int MINB = MINB_;  // blocks an SM should hold (__launch_bounds__)
     static constexpr int THREADS = 32 * WN * WM;
     static constexpr int BN = WN * FN * 16;  // columns n of Y a block
     static constexpr int BM = WM * FM * 8;   // rows m a block
@@ -48,9 +49,9 @@ struct Cfg {
 };
 
 // The three tile shapes (gemm/internal/entries: "s", "m", "l").
-using CfgS = Cfg<2, 1, 1, 2, 256, 4>;  // M <= 16: 32 columns a block, long stages (memory-bound)
-using CfgM = Cfg<2, 2, 2, 4, 64, 4>;   // M <= 128: 64 × 64
-using CfgL = Cfg<2, 4, 4, 4, 64, 4>;   // 128 × 128
+using CfgS = Cfg<2, 1, 1, 2, 256, 4, 1>;  // M <= 16: 32 columns a block, long stages (memory-bound)
+using CfgM = Cfg<2, 2, 2, 4, 64, 4, 2>;   // M <= 128: 64 × 64
+using CfgL = Cfg<2, 4, 4, 4, 64, 4, 1>;   // 128 × 128
 
 // The 16-byte chunk c of row r of a shared tile whose rows are rb bytes:
 // an XOR swizzle that keeps the 8 rows one ldmatrix reads in distinct banks.
@@ -61,57 +62,98 @@ DETGEMM_INLINE int swz(int r, int c, int rb) { return rb >= 128 ? (c ^ (r & 7)) 
 // hardware); such rows are never stored and such steps never taken.
 DETGEMM_INLINE dg_u32 meta_word(dg_u32 w) { return w != 0u ? w : 0x44444444u; }
 
+// mma.sp::ordered_metadata (PTX 8.5, NVRTC 12.5 and newer) where the
+// compiler has it: the PTX ISA warns that the unordered form may run much
+// slower on some targets. The metadata here is always in ascending order,
+// the one order both forms define identically.
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 5))
+#define SP24_ORDERED "::ordered_metadata"
+#else
+#define SP24_ORDERED ""
+#endif
+
 template <int IN>
 DETGEMM_INLINE void mma_sp(float (&d)[4], const dg_u32 (&a)[4], const dg_u32 (&b)[4], dg_u32 e) {
     if constexpr (IN == BF16) {
         asm volatile(
-            "mma.sp.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
-            "{%0,%1,%2,%3}, %12, 0x0;\n"
+            "mma.sp" SP24_ORDERED ".sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
     } else {
         asm volatile(
-            "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
-            "{%0,%1,%2,%3}, %12, 0x0;\n"
+            "mma.sp" SP24_ORDERED ".sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
     }
 }
 
-// Stages k-tile kt (positions kt·BK ..) of the block's values, metadata and
-// X rows; everything past N, M or K is zero-filled.
+// One operand's share of a stage for one thread: ITERS copies of B bytes,
+// all in one chunk column (col, in units of B bytes) and RSTEP rows apart,
+// so that only the k offset changes from one k-tile to the next. Rows past
+// the operand's end are zero-filled (copies of 0 bytes).
+template <int ROWS, int CH, int ROWB, int B, int THREADS>
+struct Part {
+    static constexpr int RSTEP = THREADS / CH, ITERS = ROWS * CH / THREADS;
+    static_assert(THREADS % CH == 0 && (ROWS * CH) % THREADS == 0, "chunks must divide evenly among threads");
+    const unsigned char* g;  // the thread's first chunk at k-tile 0
+    dg_i64 rstride;          // bytes between its chunks' rows in global memory
+    int col;                 // its chunk column
+    dg_u32 rows_ok;          // bit it: chunk it's row is inside the operand
+    int soff[ITERS];         // shared-memory offsets in a stage
+
+    DETGEMM_INLINE Part(const void* G, dg_i64 ld_bytes, dg_i64 row0, dg_i64 rows, int tid) {
+        const int r = tid / CH;
+        col = tid % CH;
+        g = static_cast<const unsigned char*>(G) + (row0 + r) * ld_bytes + col * B;
+        rstride = RSTEP * ld_bytes;
+        rows_ok = 0;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const int rr = r + it * RSTEP;
+            if (row0 + rr < rows) rows_ok |= 1u << it;
+            soff[it] = rr * ROWB + (B == 16 ? swz(rr, col, ROWB) * 16 : col * B);
+        }
+    }
+
+    // Issues the copies of the k-tile whose first chunk column is at byte
+    // koff of a row; the chunk is inside the row if its column is below lim.
+    DETGEMM_INLINE void load(unsigned char* s, dg_i64 koff, bool in_k, const void* any) const {
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const bool ok = in_k && (rows_ok >> it & 1u);
+            const void* src = ok ? static_cast<const void*>(g + it * rstride + koff) : any;
+            if constexpr (B == 16) cp_async16(s + soff[it], src, ok ? 16 : 0);
+            else cp_async4(s + soff[it], src, ok ? 4 : 0);
+        }
+    }
+};
+
+// A block's loads: its BN rows of values and metadata and BM rows of X.
 template <class C>
-DETGEMM_INLINE void load_stage(unsigned char* st, const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx,
-                               const dg_u16* DETGEMM_RESTRICT V, const dg_u32* DETGEMM_RESTRICT E, dg_i64 M,
-                               dg_i64 N, dg_i64 K, dg_i64 m0, dg_i64 n0, dg_i64 kt, int tid) {
-    unsigned char* sv = st;
-    unsigned char* sx = st + C::VBYTES;
-    unsigned char* se = st + C::VBYTES + C::XBYTES;
-    const dg_i64 k0 = kt * C::BK;
-    const dg_i64 kw = (K + 31) / 32;
-    constexpr int VCH = C::VROW / 16, XCH = C::XROW / 16;
-#pragma unroll
-    for (int i = tid; i < C::BN * VCH; i += C::THREADS) {
-        const int r = i / VCH, c = i % VCH;
-        const dg_i64 n = n0 + r, kc = k0 / 2 + c * 8;  // compressed position
-        const bool ok = n < N && kc < K / 2;
-        cp_async16(sv + r * C::VROW + swz(r, c, C::VROW) * 16, ok ? V + n * (K / 2) + kc : V, ok ? 16 : 0);
+struct Loader {
+    static constexpr int VCH = C::VROW / 16, XCH = C::XROW / 16;
+    Part<C::BN, VCH, C::VROW, 16, C::THREADS> v;
+    Part<C::BM, XCH, C::XROW, 16, C::THREADS> x;
+    Part<C::BN, C::EW, C::EW * 4, 4, C::THREADS> e;
+    const void *V, *X, *E;
+    dg_i64 K, kw;
+
+    DETGEMM_INLINE Loader(const dg_u16* X_, dg_i64 ldx, const dg_u16* V_, const dg_u32* E_, dg_i64 M, dg_i64 N,
+                          dg_i64 K_, dg_i64 m0, dg_i64 n0, int tid)
+        : v(V_, K_, n0, N, tid), x(X_, 2 * ldx, m0, M, tid), e(E_, 4 * ((K_ + 31) / 32), n0, N, tid), V(V_), X(X_),
+          E(E_), K(K_), kw((K_ + 31) / 32) {}
+
+    // Stages k-tile kt (positions kt·BK ..) into st; everything past N, M
+    // or K is zero-filled.
+    DETGEMM_INLINE void load(unsigned char* st, dg_i64 kt) const {
+        const dg_i64 k0 = kt * C::BK;
+        v.load(st, k0, k0 + v.col * 16 < K, V);  // value chunk: 8 values, 16 positions of K
+        x.load(st + C::VBYTES, 2 * k0, k0 + x.col * 8 < K, X);
+        e.load(st + C::VBYTES + C::XBYTES, 4 * (kt * C::EW), kt * C::EW + e.col < kw, E);
     }
-#pragma unroll
-    for (int i = tid; i < C::BM * XCH; i += C::THREADS) {
-        const int r = i / XCH, c = i % XCH;
-        const dg_i64 m = m0 + r, k = k0 + c * 8;
-        const bool ok = m < M && k < K;
-        cp_async16(sx + r * C::XROW + swz(r, c, C::XROW) * 16, ok ? X + m * ldx + k : X, ok ? 16 : 0);
-    }
-#pragma unroll
-    for (int i = tid; i < C::BN * C::EW; i += C::THREADS) {
-        const int r = i / C::EW, w = i % C::EW;
-        const dg_i64 n = n0 + r, kk = k0 / 32 + w;
-        const bool ok = n < N && kk < kw;
-        cp_async4(se + (r * C::EW + w) * 4, ok ? E + n * kw + kk : E, ok ? 4 : 0);
-    }
-}
+};
 
 // One block: a BN × BM tile of Yᵀ (columns n0.., rows m0..).
 template <int IN, int OUT, class C>
@@ -120,9 +162,19 @@ DETGEMM_INLINE void forward(const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx, const 
                             const float* DETGEMM_RESTRICT bias, void* aux, unsigned char* mask, dg_i64 ldaux, int act,
                             dg_i64 M, dg_i64 N, dg_i64 K) {
     extern __shared__ __align__(128) unsigned char smem[];
+    dg_grid_dependency_wait();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wn = warp % C::WN, wm = warp / C::WN;
-    const dg_i64 n0 = (dg_i64)blockIdx.x * C::BN, m0 = (dg_i64)blockIdx.y * C::BM;
+    // Tiles in groups of 8 m-tiles: the blocks resident at once share a
+    // few m-tiles of X and a band of the weight, which stays in L2.
+    dg_i64 mt, nt;
+    {
+        const dg_i64 tn = (N + C::BN - 1) / C::BN, tm = (M + C::BM - 1) / C::BM, pid = blockIdx.x;
+        const dg_i64 per = 8 * tn, first = pid / per * 8, gs = min((dg_i64)8, tm - first);
+        mt = first + pid % per % gs;
+        nt = pid % per / gs;
+    }
+    const dg_i64 n0 = nt * C::BN, m0 = mt * C::BM;
     const int g = lane >> 2, q = lane & 3;
 
     float acc[C::FN][C::FM][4];
@@ -141,9 +193,10 @@ DETGEMM_INLINE void forward(const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx, const 
     }
 
     const dg_i64 KT = (K + C::BK - 1) / C::BK;
+    const Loader<C> ld(X, ldx, V, E, M, N, K, m0, n0, tid);
 #pragma unroll
     for (int s = 0; s < C::STAGES - 1; ++s) {
-        if (s < KT) load_stage<C>(smem + s * C::STAGE, X, ldx, V, E, M, N, K, m0, n0, s, tid);
+        if (s < KT) ld.load(smem + s * C::STAGE, s);
         cp_async_commit();
     }
     for (dg_i64 kt = 0; kt < KT; ++kt) {
@@ -151,7 +204,7 @@ DETGEMM_INLINE void forward(const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx, const 
         __syncthreads();
         {
             const dg_i64 nk = kt + C::STAGES - 1;
-            if (nk < KT) load_stage<C>(smem + (nk % C::STAGES) * C::STAGE, X, ldx, V, E, M, N, K, m0, n0, nk, tid);
+            if (nk < KT) ld.load(smem + (nk % C::STAGES) * C::STAGE, nk);
             cp_async_commit();
         }
         const unsigned char* st = smem + (kt % C::STAGES) * C::STAGE;
@@ -203,10 +256,10 @@ DETGEMM_INLINE void forward(const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx, const 
 
 // Y = epilogue(X · W (+ bias)) over the compressed W (V, E); act is an
 // epi::ACT_* code (none, ReLU or GELU); aux (GELU) and mask (ReLU) are null
-// unless the epilogue writes them. Grid: (ceil(N/BN), ceil(M/BM)); block
+// unless the epilogue writes them. Grid: ceil(N/BN)·ceil(M/BM) blocks; block
 // CFG::THREADS; dynamic shared memory CFG::SMEM.
 #define DETGEMM_SP24_ENTRY(NAME, IN, OUT, CFG)                                                                  \
-    extern "C" __global__ void __launch_bounds__(CFG::THREADS)                                                   \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, CFG::MINB)                                                   \
         NAME(const dg_u16* X, dg_i64 ldx, const dg_u16* V, const dg_u32* E, void* Y, dg_i64 ldy, const float* bias, \
              void* aux, unsigned char* mask, dg_i64 ldaux, int act, dg_i64 M, dg_i64 N, dg_i64 K) {              \
         sp24::forward<IN, OUT, CFG>(X, ldx, V, E, Y, ldy, bias, aux, mask, ldaux, act, M, N, K);               \

@@ -1,0 +1,309 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
+)
+
+// Sparse24Desc describes one 2:4-sparse forward on sparse tensor cores,
+//
+//	Y[M,N] = epilogue(X[M,K] · W[K,N] (+ bias)),
+//
+// where W keeps at most 2 of every 4 consecutive elements along K and is
+// given compressed (Compress24's values, N × K/2 of In, and metadata, N ×
+// ceil(K/32) words; docs/contract.md, "2:4 sparse format"). X is row-major
+// with leading dimension LDX (0: K; a multiple of 8 so that its rows are
+// whole 16-byte chunks); Y and the aux row-major with LDY and LDAux (0: N).
+//
+// The contract (docs/contract.md, "2:4 sparse forward"): per element the
+// chain starts at bias[n] (or +0) and takes one mma.sp step for every 32
+// positions of K in ascending order, 16 kept products a step, added by the
+// architecture's tensor-core model; then the epilogue and one rounding. A
+// row of Y depends only on the same row of X, never on M: every tile the
+// plan may pick runs that chain. gemm/ref's Options.Sparse24Forward
+// computes the same bits on the CPU.
+type Sparse24Desc struct {
+	// In is X's and the values' type (BF16 or F16); Out is Y's (In or F32).
+	In, Out DType
+	M, N, K int
+	// Leading dimensions in elements; 0 means the row length.
+	LDX, LDY int
+	// Epilogue: Default, Bias, Relu, ReluBias, ReluAux, ReluAuxBias,
+	// Gelu, GeluBias, GeluAux or GeluAuxBias (Matmul's, with the same aux:
+	// the GELU pre-activation of type Out, or the ReLU mask, a byte an
+	// element).
+	Epilogue Epilogue
+	// LDAux is the aux's leading dimension; 0 means N.
+	LDAux int
+}
+
+// Sparse24Args is the device memory of one sparse forward run.
+type Sparse24Args struct {
+	X cudaload.DevicePtr // M × K of In, 16-byte aligned
+	// Values (N × K/2 of In, 16-byte aligned) and Meta (N × ceil(K/32)
+	// uint32, 4-byte aligned): the compressed weight.
+	Values, Meta cudaload.DevicePtr
+	Y            cudaload.DevicePtr // M × N of Out
+	Bias         cudaload.DevicePtr // N f32 for the epilogues with Bias in the name; else 0
+	Aux          cudaload.DevicePtr // the aux for the Aux epilogues; else 0
+}
+
+// Sparse24Plan is a validated sparse forward bound to an engine, its
+// kernel chosen: Run launches it without planning or allocating (CUDA-graph
+// safe). Plans are safe for concurrent use.
+type Sparse24Plan struct {
+	e         *Engine
+	d         Sparse24Desc
+	id        kernelID
+	tile      sp24Tile
+	act       int32
+	bias, aux bool
+	mask      bool
+	precision Precision
+}
+
+// sp24Tile is one of gemm_sp24.cu's tile shapes.
+type sp24Tile struct {
+	name            string
+	bn, bm, threads int64
+	shared          uint32
+}
+
+// sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles).
+var sp24Tiles = map[string]sp24Tile{
+	"s": {"s", 32, 16, 64, 4 * (32*256 + 16*512 + 32*8*4)},
+	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4)},
+	"l": {"l", 128, 128, 256, 4 * (128*64 + 128*128 + 128*2*4)},
+}
+
+// sp24ForceTile, when set (tests only), is the tile every plan takes.
+var sp24ForceTile string
+
+// sp24Shared is the dynamic shared memory of a tile (build_share.go).
+func sp24Shared(tile string) uint32 { return sp24Tiles[tile].shared }
+
+type sp24Key struct {
+	in, out DType
+	tile    string
+}
+
+var sp24IDs = indexOf(func(k entries.Key) sp24Key { return sp24Key{dtypeOf(k.In), dtypeOf(k.Out), k.Tile} }, "sp24")
+
+const sp24Family = entries.SP24Family
+
+// sp24Spec is what each epilogue the sparse forward takes asks of the
+// kernel: its activation code (epilogue.cuh's ACT_*), a bias, an aux.
+var sp24Spec = map[Epilogue]struct {
+	act       int32
+	bias, aux bool
+}{
+	Default: {0, false, false}, Bias: {0, true, false},
+	Relu: {1, false, false}, ReluBias: {1, true, false}, ReluAux: {1, false, true}, ReluAuxBias: {1, true, true},
+	Gelu: {2, false, false}, GeluBias: {2, true, false}, GeluAux: {2, false, true}, GeluAuxBias: {2, true, true},
+}
+
+// CanImplementSparse24 reports whether this engine can run d, and if not,
+// why: the *ArgError PlanSparse24 would return (ErrDType, ErrDimension,
+// ErrLeadingDim, ErrEpilogue, ErrTooLarge, ErrArch). It allocates nothing.
+func (e *Engine) CanImplementSparse24(d Sparse24Desc) error {
+	_, err := e.newSparse24Plan(d)
+	return err
+}
+
+// PlanSparse24 validates d and chooses its kernel. The sparse forward
+// needs no workspace.
+func (e *Engine) PlanSparse24(d Sparse24Desc) (*Sparse24Plan, error) {
+	p, err := e.newSparse24Plan(d)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Sparse24Forward enqueues one sparse forward on the engine's stream:
+// PlanSparse24, then Run.
+func (e *Engine) Sparse24Forward(d Sparse24Desc, a Sparse24Args) error {
+	p, err := e.PlanSparse24(d)
+	if err != nil {
+		return err
+	}
+	return p.Run(a)
+}
+
+func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
+	const op = "Sparse24Forward"
+	p := Sparse24Plan{e: e, d: d}
+	if e.arch.Major < 8 {
+		return p, argErr(op, "Engine", ErrArch, "%v has no sparse tensor cores (sm_80 or newer)", e.arch)
+	}
+	if d.In != BF16 && d.In != F16 {
+		return p, argErr(op, "In", ErrDType, "%v: the sparse tensor cores take BF16 or F16", d.In)
+	}
+	if d.Out != d.In && d.Out != F32 {
+		return p, argErr(op, "Out", ErrDType, "%v: want the input type %v or F32", d.Out, d.In)
+	}
+	spec, ok := sp24Spec[d.Epilogue]
+	if !ok {
+		return p, argErr(op, "Epilogue", ErrEpilogue, "%v: the sparse forward takes Default, Bias, Relu, ReluBias, ReluAux, ReluAuxBias, Gelu, GeluBias, GeluAux or GeluAuxBias", d.Epilogue)
+	}
+	p.act, p.bias, p.aux = spec.act, spec.bias, spec.aux
+	p.mask = spec.aux && spec.act == 1
+	switch {
+	case d.M < 0 || d.N <= 0 || d.K <= 0:
+		return p, argErr(op, "M", ErrDimension, "M %d, N %d, K %d: M must not be negative, N and K positive", d.M, d.N, d.K)
+	case d.K%16 != 0:
+		return p, argErr(op, "K", ErrDimension, "%d is not a multiple of 16: the compressed rows (K/2 values) are whole 16-byte chunks; pad K with zero groups", d.K)
+	case d.N > math.MaxInt32/2 || d.K > math.MaxInt32/2:
+		return p, argErr(op, "N", ErrTooLarge, "N %d, K %d: at most %d each", d.N, d.K, math.MaxInt32/2)
+	}
+	var err error
+	if p.d.LDX, err = gatedLD(op, "LDX", d.LDX, d.M, d.K); err != nil {
+		return p, err
+	}
+	if p.d.LDX%8 != 0 {
+		return p, argErr(op, "LDX", ErrLeadingDim, "%d is not a multiple of 8: X's rows are read as 16-byte chunks", p.d.LDX)
+	}
+	if p.d.LDY, err = gatedLD(op, "LDY", d.LDY, d.M, d.N); err != nil {
+		return p, err
+	}
+	if spec.aux {
+		if p.d.LDAux, err = gatedLD(op, "LDAux", d.LDAux, d.M, d.N); err != nil {
+			return p, err
+		}
+	} else if d.LDAux != 0 {
+		return p, argErr(op, "LDAux", ErrLeadingDim, "%d given, but %v has no aux; leave it 0", d.LDAux, d.Epilogue)
+	}
+	name := "l"
+	switch {
+	case d.M <= 16:
+		name = "s"
+	case d.M <= 128:
+		name = "m"
+	}
+	if sp24ForceTile != "" {
+		name = sp24ForceTile
+	}
+	id := sp24IDs[sp24Key{d.In, d.Out, name}]
+	if name == "l" && (int(id) >= len(e.fns) || e.fns[id] == nil) {
+		name = "m" // a GPU whose blocks cannot take the 128 × 128 tile's shared memory
+		id = sp24IDs[sp24Key{d.In, d.Out, name}]
+	}
+	p.id, p.tile = id, sp24Tiles[name]
+	if ceilDiv(int64(d.M), p.tile.bm)*ceilDiv(int64(d.N), p.tile.bn) > math.MaxInt32 {
+		return p, argErr(op, "M", ErrTooLarge, "%d × %d outputs: more than 2^31-1 tiles of %d × %d", d.M, d.N, p.tile.bm, p.tile.bn)
+	}
+	p.precision = Precision{Math: "sparse tensor-core k32 chains (mma.sp: 16 kept products a step)", Accumulator: F32,
+		Reduction:     "one chain per element: bias (or +0), then one mma.sp step per 32 positions of K, ascending",
+		Deterministic: true, BatchInvariant: true, Arch: e.arch.String()}
+	return p, nil
+}
+
+// Desc returns the description the plan was made for (leading dimensions
+// resolved).
+func (p *Sparse24Plan) Desc() Sparse24Desc { return p.d }
+
+// WorkspaceBytes is the engine workspace the plan uses: none.
+func (p *Sparse24Plan) WorkspaceBytes() uint64 { return 0 }
+
+// Kernels names the entry point a Run launches.
+func (p *Sparse24Plan) Kernels() []string {
+	if p.id == 0 {
+		return nil
+	}
+	return []string{p.id.entry().Name}
+}
+
+// Precision reports the plan's arithmetic and what its bits depend on.
+func (p *Sparse24Plan) Precision() Precision { return p.precision }
+
+// String describes the plan in one line.
+func (p *Sparse24Plan) String() string {
+	d := p.d
+	return fmt.Sprintf("Sparse24Forward %v→%v M=%d N=%d K=%d %s: %v; %s", d.In, d.Out, d.M, d.N, d.K, d.Epilogue, p.Kernels(), p.precision.Reduction)
+}
+
+// Run enqueues the plan on a's memory. It checks the pointers (present
+// where the epilogue needs them, absent where it does not, aligned, the
+// outputs disjoint from every input and from each other) and launches
+// nothing on a bad one.
+func (p *Sparse24Plan) Run(a Sparse24Args) error {
+	const op = "Sparse24Forward"
+	d := p.d
+	in, out := uint64(d.In.Size()), uint64(d.Out.Size())
+	auxSize, auxAlign := out, out
+	if p.mask {
+		auxSize, auxAlign = 1, 1
+	}
+	kw := (d.K + 31) / 32
+	rows := d.M
+	bufs := []mmBuf{
+		{"X", a.X, extentBytes(rows, d.K, d.LDX, int(in)), 16},
+		{"Values", a.Values, uint64(d.N) * uint64(d.K/2) * in, 16},
+		{"Meta", a.Meta, uint64(d.N) * uint64(kw) * 4, 4},
+		{"Y", a.Y, extentBytes(rows, d.N, d.LDY, int(out)), out},
+		{"Bias", a.Bias, uint64(d.N) * 4, 4},
+		{"Aux", a.Aux, extentBytes(rows, d.N, max(d.LDAux, d.N), int(auxSize)), auxAlign},
+	}
+	used := []bool{true, true, true, true, p.bias, p.aux}
+	isOut := []bool{false, false, false, true, false, true}
+	for i := range bufs {
+		b := &bufs[i]
+		switch {
+		case !used[i] && b.ptr != 0:
+			return argErr(op, b.name, ErrOperand, "%v does not use it; pass 0", d.Epilogue)
+		case !used[i]:
+			b.bytes = 0
+			continue
+		case b.ptr == 0:
+			return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
+		case uint64(b.ptr)%b.align != 0:
+			return argErr(op, b.name, ErrMisaligned, "pointer %#x is not aligned to %d bytes", b.ptr, b.align)
+		case uint64(b.ptr)+b.bytes < uint64(b.ptr):
+			return argErr(op, b.name, ErrTooLarge, "range %#x + %d bytes wraps the address space", b.ptr, b.bytes)
+		}
+		if rows == 0 && (i == 0 || isOut[i]) {
+			b.bytes = 0
+		}
+	}
+	for i, o := range bufs {
+		if !isOut[i] || o.bytes == 0 {
+			continue
+		}
+		for j, x := range bufs {
+			if i == j || x.bytes == 0 {
+				continue
+			}
+			if o.ptr < x.ptr+cudaload.DevicePtr(x.bytes) && x.ptr < o.ptr+cudaload.DevicePtr(o.bytes) {
+				return argErr(op, o.name, ErrAlias, "[%#x, +%d) overlaps %s [%#x, +%d); outputs share memory with nothing", o.ptr, o.bytes, x.name, x.ptr, x.bytes)
+			}
+		}
+	}
+	e := p.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	if d.M == 0 {
+		return nil
+	}
+	l := launcher{e: &e.device}
+	prob := problem{op: op, in: d.In, out: d.Out}
+	if err := l.need(&prob, p.id); err != nil {
+		return err
+	}
+	var aux, mask cudaload.DevicePtr
+	if p.mask {
+		mask = a.Aux
+	} else {
+		aux = a.Aux
+	}
+	t := p.tile
+	l.e.args.Reset().Ptr(a.X).Int64(int64(d.LDX)).Ptr(a.Values).Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).
+		Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int32(p.act).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K))
+	grid := cudaload.Dim3{X: uint32(ceilDiv(int64(d.N), t.bn) * ceilDiv(int64(d.M), t.bm)), Y: 1, Z: 1}
+	return l.launch(&prob, p.id, grid, uint32(t.threads), t.shared, t.bm, t.bn)
+}
