@@ -65,6 +65,23 @@ type ops interface {
 	mseLoss(y, t, loss *Tensor) error // loss[0] = mse, loss[1] += mse
 	mseGrad(y, t, dy *Tensor) error   // dy = (2/n)·(y − t)
 	sgd(w, v, g, work *Tensor, lr, mu float32) error
+	// The 2:4 sparse layers' operations (LinearConfig.Sparse24; sparse24.go).
+	allocWords(rows, cols int) (*Tensor, error) // zeroed 32-bit words: 2:4 metadata
+	writeWords(t *Tensor, words []uint32) error
+	readWords(t *Tensor) ([]uint32, error)
+	// check24 refuses what the backend cannot run: a sparse forward of a
+	// K×N weight with activations of d.
+	check24(d DType, k, n int) error
+	// forward24 is y = ep(x·W (+ b)) on the sparse tensor cores, W given
+	// compressed (values [N, K/2] of x's dtype and meta [N, ceil(K/32)]
+	// words), aux as ep says (nil for none).
+	forward24(ep gemm.Epilogue, x, values, meta, b, y, aux *Tensor) error
+	// compress24 prunes the 16-bit work [K, N] by magnitude and compresses
+	// it into values and meta, leaving work unchanged (PruneCompress24).
+	compress24(work, values, meta *Tensor) error
+	// mask24 sets to +0 every element of w [K, N] at a row meta does not
+	// keep (Mask24).
+	mask24(w, meta *Tensor) error
 	// capture records fn as a graph, after preparing work (the engine
 	// products fn makes): presizing the workspace of its calls and planning
 	// its Matmuls, since nothing may be allocated while capturing.

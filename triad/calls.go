@@ -70,13 +70,29 @@ func dxActDescOf(tier gemm.Tier, act Act, dy, w *Tensor) gemm.MatmulDesc {
 // product is one engine product of a step: a Forward, DW or DX call, or a
 // fused Matmul.
 type product struct {
-	call gemm.Call       // Forward, DW or DX; nil for a Matmul
-	desc gemm.MatmulDesc // the Matmul's description, where call is nil
+	call   gemm.Call          // Forward, DW or DX; nil for a Matmul or a sparse forward
+	desc   gemm.MatmulDesc    // the Matmul's description, where call and sparse are nil
+	sparse *gemm.Sparse24Desc // a 2:4 sparse forward's description, or nil
+}
+
+// sparseDesc is a 2:4 sparse layer's forward, y[M,N] = ep(x[M,K]·w[K,N]
+// (+ b)), with w compressed: ep is gemm.Bias for a Linear's Forward, the
+// activation's forward epilogue (ReluAuxBias, GeluAuxBias) for an MLP's
+// hidden layer.
+func sparseDesc(ep gemm.Epilogue, rows, in, out int, d DType) gemm.Sparse24Desc {
+	return gemm.Sparse24Desc{In: d, Out: d, M: rows, N: out, K: in, Epilogue: ep}
+}
+
+// sparseDescOf is the request of the backend operation forward24(ep, x,
+// ..., y, ...).
+func sparseDescOf(ep gemm.Epilogue, x, y *Tensor) gemm.Sparse24Desc {
+	return sparseDesc(ep, x.rows, x.cols, y.cols, x.dtype)
 }
 
 // stepWork lists every engine product one Step on a batch of rows makes,
 // in the order Step makes them: each layer's forward (a fused Matmul for a
-// hidden layer, Forward for the last), then, from the last layer back, its
+// hidden layer, Forward for the last; a sparse forward for every layer of
+// a 2:4 sparse network), then, from the last layer back, its
 // dW and (but for the first layer) its dX, fused with the activation's
 // gradient and (but for a gated act) the bias gradient of the layer
 // before. The triad's own kernels (the gated blocks' bias gradients among
@@ -86,9 +102,17 @@ func (m *MLP) stepWork(rows int) []product {
 	var work []product
 	tier, d, act, last := m.cfg.Tier, m.cfg.DType, m.cfg.Act, len(m.layers)-1
 	for i, l := range m.layers {
-		if i < last {
+		switch {
+		case l.cfg.Sparse24:
+			ep := gemm.Bias
+			if i < last {
+				ep = act.forwardEpilogue()
+			}
+			sd := sparseDesc(ep, rows, l.cfg.In, l.cfg.Out, d)
+			work = append(work, product{sparse: &sd})
+		case i < last:
 			work = append(work, product{desc: forwardActDesc(tier, act, rows, l.cfg.In, l.cfg.Out, d)})
-		} else {
+		default:
 			work = append(work, product{call: forwardCall(tier, rows, l.cfg.In, l.cfg.Out, d)})
 		}
 	}

@@ -95,7 +95,7 @@ func (c *CPU) Synchronize() error { return nil }
 // tensors.
 func (c *CPU) Close() error { c.closed = true; return nil }
 
-func (c *CPU) free(t *Tensor) error { t.f32, t.u16, t.u8 = nil, nil, nil; return nil }
+func (c *CPU) free(t *Tensor) error { t.f32, t.u16, t.u8, t.u32 = nil, nil, nil, nil; return nil }
 
 func (c *CPU) allocMask(rows, cols int) (*Tensor, error) {
 	if c.closed {

@@ -42,7 +42,9 @@ type GPU struct {
 	// plans are the fused Matmuls' plans by description: made once (Plan
 	// validates, picks the kernels and sizes the workspace), then only
 	// run, so a captured step allocates nothing.
-	plans  map[gemm.MatmulDesc]*gemm.MatmulPlan
+	plans map[gemm.MatmulDesc]*gemm.MatmulPlan
+	// splans are the 2:4 sparse forwards' plans, kept likewise.
+	splans map[gemm.Sparse24Desc]*gemm.Sparse24Plan
 	closed bool
 }
 
@@ -131,7 +133,8 @@ func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
 	case ctx == nil:
 		return nil, argErr("NewGPU", "ctx", ErrConfig, "no CUDA context")
 	}
-	g := &GPU{ctx: ctx, fns: map[string]*cudaload.Function{}, live: map[*Tensor]struct{}{}, plans: map[gemm.MatmulDesc]*gemm.MatmulPlan{}}
+	g := &GPU{ctx: ctx, fns: map[string]*cudaload.Function{}, live: map[*Tensor]struct{}{}, plans: map[gemm.MatmulDesc]*gemm.MatmulPlan{},
+		splans: map[gemm.Sparse24Desc]*gemm.Sparse24Plan{}}
 	fail := func(err error) (*GPU, error) {
 		return nil, errors.Join(fmt.Errorf("triad.NewGPU: %w", err), g.release())
 	}
@@ -527,9 +530,10 @@ type gpuGraph struct {
 }
 
 // capture presizes the engine's workspace for work's calls and makes the
-// plans of its Matmuls, then records fn on the stream. The workspace must
-// be allocated before the capture begins: an allocation while capturing
-// would invalidate the graph, so the engine refuses to grow it then.
+// plans of its Matmuls and sparse forwards, then records fn on the stream.
+// The workspace must be allocated before the capture begins: an allocation
+// while capturing would invalidate the graph, so the engine refuses to
+// grow it then.
 func (g *GPU) capture(work []product, fn func() error) (replayer, error) {
 	if err := g.usable("Capture"); err != nil {
 		return nil, err
@@ -544,10 +548,15 @@ func (g *GPU) capture(work []product, fn func() error) (replayer, error) {
 		return nil, fmt.Errorf("triad: sizing the workspace before capturing a graph: %w", err)
 	}
 	for _, w := range work {
-		if w.call == nil {
-			if _, err := g.plan(w.desc); err != nil {
-				return nil, fmt.Errorf("triad: planning a product before capturing a graph: %w", err)
-			}
+		var err error
+		switch {
+		case w.sparse != nil:
+			_, err = g.sparsePlan(*w.sparse)
+		case w.call == nil:
+			_, err = g.plan(w.desc)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("triad: planning a product before capturing a graph: %w", err)
 		}
 	}
 	graph, err := g.stream.Capture(fn)

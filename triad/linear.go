@@ -17,6 +17,15 @@ type LinearConfig struct {
 	// DType is the activations' element type: F32 for TierF32, BF16 or
 	// F16 for TierTyped and TierTensorCore.
 	DType DType
+	// Sparse24 makes W 2:4 sparse along In: in every group of 4
+	// consecutive rows of a column at most 2 elements are nonzero, in a
+	// pattern fixed by SetParams (magnitude pruning of the weight it is
+	// given), kept by every Step (the pruned elements of the master are
+	// reset to +0), and the forward runs on the sparse tensor cores (see
+	// the package comment, "2:4 sparse layers"). It needs TierTensorCore
+	// (else an *Error matching gemm.ErrTier, naming Tier) and In a
+	// multiple of 16 (else ErrShape, naming In); dX and dW stay dense.
+	Sparse24 bool
 }
 
 // SGD is stochastic gradient descent with momentum: for every parameter,
@@ -36,10 +45,11 @@ type SGD struct {
 type Linear struct {
 	be     Backend
 	cfg    LinearConfig
-	w, b   *Tensor // f32 masters
-	work   *Tensor // 16-bit working copy of w (typed tier), nil in the f32 tier
-	dw, db *Tensor // f32 gradients
-	vw, vb *Tensor // f32 velocities
+	w, b   *Tensor   // f32 masters
+	work   *Tensor   // 16-bit working copy of w (typed tier), nil in the f32 tier
+	dw, db *Tensor   // f32 gradients
+	vw, vb *Tensor   // f32 velocities
+	sp     *sparse24 // the 2:4 state of a Sparse24 layer, else nil
 	closed bool
 }
 
@@ -77,6 +87,11 @@ func NewLinear(be Backend, cfg LinearConfig) (*Linear, error) {
 	if err := checkTier(op, cfg.Tier, cfg.DType); err != nil {
 		return nil, err
 	}
+	if cfg.Sparse24 {
+		if err := checkSparse24(op, cfg.Tier, "In", cfg.In); err != nil {
+			return nil, err
+		}
+	}
 	l := &Linear{be: be, cfg: cfg}
 	var err error
 	alloc := func(d DType, rows, cols int) *Tensor {
@@ -91,6 +106,9 @@ func NewLinear(be Backend, cfg LinearConfig) (*Linear, error) {
 	l.b, l.db, l.vb = alloc(F32, 1, cfg.Out), alloc(F32, 1, cfg.Out), alloc(F32, 1, cfg.Out)
 	if cfg.DType.Half() {
 		l.work = alloc(cfg.DType, cfg.In, cfg.Out)
+	}
+	if err == nil && cfg.Sparse24 {
+		l.sp, err = newSparse24(be, cfg.DType, cfg.In, cfg.Out)
 	}
 	if err != nil {
 		return nil, errors.Join(err, l.Close())
@@ -117,7 +135,8 @@ func (l *Linear) DW() *Tensor { return l.dw }
 func (l *Linear) DB() *Tensor { return l.db }
 
 // Work is the weight the products read: the 16-bit working copy in the
-// typed and tensor-core tiers, the master in the f32 tier.
+// typed and tensor-core tiers, the master in the f32 tier. (A Sparse24
+// layer's forward reads it compressed; dX reads it dense.)
 func (l *Linear) Work() *Tensor {
 	if l.work != nil {
 		return l.work
@@ -133,7 +152,11 @@ func (l *Linear) usable(op string) error {
 }
 
 // SetParams writes the master weight (In·Out values, row-major) and bias
-// (Out values) and refreshes the working copy from the master.
+// (Out values) and refreshes the working copy from the master. A Sparse24
+// layer first prunes the weight by magnitude along In (ref.Prune24: in
+// every group of 4 rows of a column the two largest magnitudes stay, ties
+// to the lower row, the others become +0); the positions kept are the
+// layer's pattern from then on (Pattern24).
 func (l *Linear) SetParams(w, b []float32) error {
 	const op = "Linear.SetParams"
 	if err := l.usable(op); err != nil {
@@ -142,10 +165,13 @@ func (l *Linear) SetParams(w, b []float32) error {
 	if len(w) != l.cfg.In*l.cfg.Out || len(b) != l.cfg.Out {
 		return argErr(op, "w/b", ErrShape, "%d and %d values, want %d and %d", len(w), len(b), l.cfg.In*l.cfg.Out, l.cfg.Out)
 	}
-	if err := l.be.Write(l.w, w); err != nil {
+	if err := l.be.Write(l.b, b); err != nil {
 		return err
 	}
-	if err := l.be.Write(l.b, b); err != nil {
+	if l.sp != nil {
+		return l.setSparse(w)
+	}
+	if err := l.be.Write(l.w, w); err != nil {
 		return err
 	}
 	if l.work != nil {
@@ -156,7 +182,9 @@ func (l *Linear) SetParams(w, b []float32) error {
 
 // Forward queues y = x·W + b: x [M, In] and y [M, Out] of the layer's
 // dtype, for any M ≥ 1. Each row of y depends on its own row of x only (the
-// engine's batch invariance).
+// engine's batch invariance). A Sparse24 layer runs the sparse forward
+// (gemm.Engine.Sparse24Forward, epilogue Bias) on the compressed working
+// copy.
 func (l *Linear) Forward(x, y *Tensor) error {
 	const op = "Linear.Forward"
 	if err := l.usable(op); err != nil {
@@ -167,6 +195,9 @@ func (l *Linear) Forward(x, y *Tensor) error {
 	}
 	if err := check(op, "y", l.be, y, l.cfg.DType, x.rows, l.cfg.Out); err != nil {
 		return err
+	}
+	if l.sp != nil {
+		return l.be.forward24(gemm.Bias, x, l.sp.values, l.sp.meta, l.b, y, nil)
 	}
 	return l.be.forward(l.cfg.Tier, x, l.Work(), l.b, y)
 }
@@ -205,7 +236,9 @@ func (l *Linear) Backward(x, dy, dx *Tensor) error {
 }
 
 // Step queues the optimizer step on W and b, clears DW and DB, and
-// refreshes the working copy of W.
+// refreshes the working copy of W. A Sparse24 layer then resets the
+// master's and the working copy's pruned elements to +0 (Mask24 with the
+// pattern) and compresses the working copy for the next forward.
 func (l *Linear) Step(opt SGD) error {
 	const op = "Linear.Step"
 	if err := l.usable(op); err != nil {
@@ -213,6 +246,11 @@ func (l *Linear) Step(opt SGD) error {
 	}
 	if err := l.be.sgd(l.w, l.vw, l.dw, l.work, opt.LR, opt.Momentum); err != nil {
 		return err
+	}
+	if l.sp != nil {
+		if err := l.stepSparse(); err != nil {
+			return err
+		}
 	}
 	return l.be.sgd(l.b, l.vb, l.db, nil, opt.LR, opt.Momentum)
 }
@@ -227,5 +265,5 @@ func (l *Linear) Close() error {
 	for _, t := range []*Tensor{l.w, l.b, l.work, l.dw, l.db, l.vw, l.vb} {
 		err = errors.Join(err, t.Free())
 	}
-	return err
+	return errors.Join(err, l.sp.free())
 }

@@ -21,6 +21,13 @@ type MLPConfig struct {
 	// Act is the hidden layers' activation; the zero value is ActReLU.
 	// A gated one (Act.Gated) makes each hidden layer a gated block.
 	Act Act
+	// Sparse24 makes every layer 2:4 sparse (LinearConfig.Sparse24): each
+	// hidden layer's fused forward and the last layer's forward run on the
+	// sparse tensor cores, the backward stays dense. It needs
+	// TierTensorCore (gemm.ErrTier, naming Tier), every width but the
+	// output's a multiple of 16 (ErrShape, naming Sizes), and ReLU or GELU
+	// (ErrConfig, naming Act: the sparse forward has no gated epilogues).
+	Sparse24 bool
 }
 
 // MLP is a small network whose every buffer (parameters, activations,
@@ -99,12 +106,35 @@ func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 	if err := checkGatedWidths(op, "Sizes", cfg.Act, cfg.Sizes); err != nil {
 		return nil, err
 	}
+	if cfg.Sparse24 {
+		if err := checkSparseMLP(op, cfg.Tier, cfg.Act, "Sizes", cfg.Sizes[:len(cfg.Sizes)-1]); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Sizes = append([]int(nil), cfg.Sizes...)
 	m := &MLP{be: be, cfg: cfg}
 	if err := m.build(); err != nil {
 		return nil, errors.Join(err, m.Close())
 	}
 	return m, nil
+}
+
+// checkSparseMLP refuses a 2:4 sparse network that cannot be one: outside
+// the tensor-core tier, with a gated act, or with a layer input width (of
+// ins, named arg) that is not a multiple of 16.
+func checkSparseMLP(op string, tier gemm.Tier, act Act, arg string, ins []int) error {
+	if err := checkSparse24(op, tier, arg, 16); err != nil {
+		return err
+	}
+	if act.Gated() {
+		return argErr(op, "Act", ErrConfig, "%v: a Sparse24 network takes relu or gelu (the sparse forward has no gated epilogues)", act)
+	}
+	for i, in := range ins {
+		if in%16 != 0 {
+			return argErr(op, arg, ErrShape, "width %d (index %d) is not a multiple of 16: Sparse24 compresses each W along its input width into rows of whole 16-byte chunks", in, i)
+		}
+	}
+	return nil
 }
 
 // checkGatedWidths refuses, for a gated act, a hidden width (sizes[1] to
@@ -131,7 +161,7 @@ func (m *MLP) build() error {
 		if i < n-1 {
 			out = cfg.Act.projection(width) // a gated block's Linear: both halves
 		}
-		l, err := NewLinear(m.be, LinearConfig{In: in, Out: out, Tier: cfg.Tier, DType: cfg.DType})
+		l, err := NewLinear(m.be, LinearConfig{In: in, Out: out, Tier: cfg.Tier, DType: cfg.DType, Sparse24: cfg.Sparse24})
 		if err != nil {
 			return err
 		}
@@ -226,12 +256,19 @@ func (m *MLP) Forward(x *Tensor) (*Tensor, error) {
 
 // forward runs each hidden layer as one fused product, y = act(x·W + b)
 // (gated: y = a·act(b) of the halves of x·W + b) with its aux, and the
-// last layer as a Forward.
+// last layer as a Forward; a Sparse24 network's products are sparse
+// forwards with the same epilogues.
 func (m *MLP) forward(x *Tensor) (*Tensor, error) {
 	rows, in, last := x.rows, x, len(m.layers)-1
 	for i, l := range m.layers[:last] {
-		a := rowsOf(m.a[i], rows)
-		if err := m.be.forwardAct(m.cfg.Tier, m.cfg.Act, in, l.Work(), l.b, a, rowsOf(m.aux[i], rows)); err != nil {
+		a, aux := rowsOf(m.a[i], rows), rowsOf(m.aux[i], rows)
+		var err error
+		if l.sp != nil {
+			err = m.be.forward24(m.cfg.Act.forwardEpilogue(), in, l.sp.values, l.sp.meta, l.b, a, aux)
+		} else {
+			err = m.be.forwardAct(m.cfg.Tier, m.cfg.Act, in, l.Work(), l.b, a, aux)
+		}
+		if err != nil {
 			return nil, err
 		}
 		in = a

@@ -29,17 +29,25 @@ type Tensor struct {
 	// ReluMaskPass, ReluMaskNaN): an MLP's internal aux buffer, made by
 	// the backends' allocMask, never handed out; its dtype is 0.
 	mask bool
+	// words marks 32-bit words (2:4 metadata, ref.Sparse24's layout): a
+	// sparse layer's internal buffer, made by the backends' allocWords,
+	// never handed out; its dtype is 0.
+	words bool
 
 	dev cudaload.DevicePtr // GPU
 	f32 []float32          // CPU, F32
 	u16 []uint16           // CPU, BF16 and F16 (raw bits)
 	u8  []uint8            // CPU, a ReLU mask
+	u32 []uint32           // CPU, words
 }
 
 // elemSize is the bytes of one element.
 func (t *Tensor) elemSize() int {
-	if t.mask {
+	switch {
+	case t.mask:
 		return 1
+	case t.words:
+		return 4
 	}
 	return t.dtype.Size()
 }
@@ -84,6 +92,8 @@ func (t *Tensor) View(row0, rows int) (*Tensor, error) {
 		v.f32 = t.f32[off : off+rows*t.cols]
 	case t.mask:
 		v.u8 = t.u8[off : off+rows*t.cols]
+	case t.words:
+		v.u32 = t.u32[off : off+rows*t.cols]
 	default:
 		v.u16 = t.u16[off : off+rows*t.cols]
 	}

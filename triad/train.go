@@ -16,6 +16,9 @@ type TrainConfig struct {
 	Seed            uint64
 	Opt             SGD
 	Act             Act // the hidden layers' activation; the zero value is ActReLU; a gated one makes gated blocks
+	// Sparse24 makes every layer 2:4 sparse (MLPConfig.Sparse24): tier
+	// tensor-core, In and Hidden multiples of 16, ReLU or GELU.
+	Sparse24 bool
 }
 
 // Sizes are the student's layer widths.
@@ -43,13 +46,21 @@ func NewRun(be Backend, cfg TrainConfig) (*Run, error) {
 	if cfg.Act.Gated() && cfg.Hidden%8 != 0 {
 		return nil, argErr("NewRun", "Hidden", ErrShape, "%d is not a multiple of 8: a %v block pairs 8-column blocks of its two halves", cfg.Hidden, cfg.Act)
 	}
+	if cfg.Sparse24 {
+		if err := checkSparseMLP("NewRun", cfg.Tier, cfg.Act, "In", []int{cfg.In}); err != nil {
+			return nil, err
+		}
+		if err := checkSparseMLP("NewRun", cfg.Tier, cfg.Act, "Hidden", []int{cfg.Hidden}); err != nil {
+			return nil, err
+		}
+	}
 	rows := cfg.Batch * cfg.Steps
 	task, err := NewTask(cfg.Seed, cfg.In, cfg.Hidden, cfg.Out, rows)
 	if err != nil {
 		return nil, err
 	}
 	r := &Run{Task: task, be: be, cfg: cfg}
-	r.Model, err = NewMLP(be, MLPConfig{Sizes: cfg.Sizes(), Tier: cfg.Tier, DType: cfg.DType, MaxRows: rows, Seed: cfg.Seed, Opt: cfg.Opt, Act: cfg.Act})
+	r.Model, err = NewMLP(be, MLPConfig{Sizes: cfg.Sizes(), Tier: cfg.Tier, DType: cfg.DType, MaxRows: rows, Seed: cfg.Seed, Opt: cfg.Opt, Act: cfg.Act, Sparse24: cfg.Sparse24})
 	if err != nil {
 		return nil, err
 	}
