@@ -14,7 +14,7 @@ import (
 // the others (triad, util, and the sm_90a-only families elsewhere) are
 // neither built nor loaded.
 func engineFamilies(arch kernels.Arch) []string {
-	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily, gatedFamily, sp24Family}
+	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily, gatedFamily, sp24Family, sp24FormatFamily}
 	if wgArch(arch) {
 		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily, wgMatmulFamily)
 	}

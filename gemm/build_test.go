@@ -22,11 +22,11 @@ func TestEngineFamiliesAreWhatItLoads(t *testing.T) {
 		arch kernels.Arch
 		n    int
 	}{
-		{kernels.Arch{Major: 8}, 11},
-		{kernels.Arch{Major: 8, Minor: 6}, 11},
-		{kernels.Arch{Major: 8, Minor: 9}, 11},
-		{kernels.Arch{Major: 9}, 11},
-		{kernels.Arch{Major: 9, Specific: true}, 16},
+		{kernels.Arch{Major: 8}, 13},
+		{kernels.Arch{Major: 8, Minor: 6}, 13},
+		{kernels.Arch{Major: 8, Minor: 9}, 13},
+		{kernels.Arch{Major: 9}, 13},
+		{kernels.Arch{Major: 9, Specific: true}, 18},
 	} {
 		fams := engineFamilies(tc.arch)
 		require.Len(t, fams, tc.n, "%s", tc.arch)

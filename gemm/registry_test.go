@@ -3,6 +3,7 @@ package gemm
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,10 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 	for k, id := range gatedBwdFIDs {
 		named[id] = fmt.Sprintf("detgemm_gated_bwd_%v_f32dy%s", k.h, map[bool]string{true: "_v4"}[k.v4])
 	}
+	for k, id := range sp24IDs {
+		named[id] = fmt.Sprintf("detgemm_sp24_%s_%v_%v", k.tile, k.in, k.out)
+	}
+	maps.Copy(named, sp24FormatNames())
 	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
 	for id, name := range named {
 		require.Equal(t, id.entry().Name, name)
