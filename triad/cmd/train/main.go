@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--act relu|gelu|swiglu|geglu|glu|reglu] [--cpu] [--quiet] ...
+//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--act relu|gelu|swiglu|geglu|glu|reglu] [--sparse24] [--cpu] [--quiet] ...
 //
 // train -h says what it does and lists every flag. A progress bar is drawn
 // on stderr only when stderr is a terminal; in a pipe or a log the output is
@@ -40,7 +40,7 @@ type options struct {
 	batch, steps, epochs     int
 	seed                     uint64
 	lr, momentum             float64
-	cpu, quiet               bool
+	cpu, quiet, sparse24     bool
 	device, workers, compare int
 	// bar draws a progress bar on stderr, rewriting its line; only when
 	// stderr is a terminal, so a pipe or a log gets no carriage returns or
@@ -88,6 +88,14 @@ backward; the bias gradient is a separate pass:
   glu    a·σ(b)
   reglu  a·relu(b)
 
+--sparse24 makes every layer's weight 2:4 sparse along its input: in every
+group of 4 consecutive input rows of a column at most 2 weights are nonzero.
+The dense f32 master is pruned by magnitude at initialisation, that pattern is
+fixed for the run and re-applied after every optimizer step (the pruned
+weights stay exactly +0), the forward runs on the sparse tensor cores, and dX
+and dW stay dense with the masked weight. It needs --tier tc, --in and
+--hidden multiples of 16, and --act relu or gelu.
+
 Exit status: 0 when every check passes, 1 when a check fails, 2 on bad flags
 or an error.
 
@@ -116,6 +124,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the task, the teacher and the initial weights")
 	fs.Float64Var(&o.lr, "lr", 0.05, "learning rate")
 	fs.Float64Var(&o.momentum, "momentum", 0.9, "momentum")
+	fs.BoolVar(&o.sparse24, "sparse24", false, "2:4 sparse weights along each layer's input, forward on the sparse tensor cores (--tier tc; --in and --hidden multiples of 16; --act relu or gelu)")
 	fs.BoolVar(&o.cpu, "cpu", false, "use the CPU backend even when a GPU is present")
 	fs.BoolVar(&o.quiet, "quiet", false, "print the results only: no progress bar, no loss line per epoch")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
@@ -195,6 +204,17 @@ func (o options) config() (triad.TrainConfig, error) {
 		return cfg, fmt.Errorf("--hidden %d: --act %s makes gated blocks, which need a multiple of 8", o.hidden, act)
 	}
 	cfg.Act = act
+	if o.sparse24 {
+		switch {
+		case cfg.Tier != gemm.TierTensorCore:
+			return cfg, fmt.Errorf("--sparse24 runs on the sparse tensor cores: use --tier tc, not %s", o.tier)
+		case act.Gated():
+			return cfg, fmt.Errorf("--sparse24 takes --act relu or gelu, not %s (the sparse forward has no gated epilogues)", act)
+		case o.in%16 != 0 || o.hidden%16 != 0:
+			return cfg, fmt.Errorf("--sparse24 needs --in and --hidden multiples of 16 (the compressed rows are whole 16-byte chunks), not %d and %d", o.in, o.hidden)
+		}
+		cfg.Sparse24 = true
+	}
 	if o.epochs <= 0 {
 		return cfg, fmt.Errorf("--epochs %d: want at least 1", o.epochs)
 	}
@@ -241,6 +261,9 @@ func run(o options, stdout, stderr io.Writer) (bool, error) {
 	if cfg.Act.Gated() {
 		fmt.Fprintf(stdout, "gated blocks: each hidden layer projects to %d columns (a and b, alternating blocks of 8) and outputs a·%s(b), %d wide\n",
 			2*cfg.Hidden, gateName(cfg.Act), cfg.Hidden)
+	}
+	if cfg.Sparse24 {
+		fmt.Fprintf(stdout, "2:4 sparse: every layer keeps 2 of every 4 weights along its input (magnitude-pruned at initialisation, the pattern fixed and re-applied after every step); forward on the sparse tensor cores, dX and dW dense\n")
 	}
 	be, name := backend(o, stdout)
 	defer be.Close()

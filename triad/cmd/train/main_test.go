@@ -92,6 +92,16 @@ func TestDemoDigestsMatchGolden(t *testing.T) {
 			got = append(got, golden.Entry{Key: key, Digest: d})
 		}
 	}
+	for _, act := range []string{"relu", "gelu"} {
+		o, err := parseFlags([]string{"--cpu", "--quiet", "--act", act, "--tier", "tc", "--sparse24"}, io.Discard)
+		require.NoError(t, err)
+		cfg, err := o.config()
+		require.NoError(t, err)
+		r, d, err := train(triad.NewCPU(0), cfg, o, 1, io.Discard, io.Discard)
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+		got = append(got, golden.Entry{Key: sparseGoldenKey(act, cfg, o), Digest: d})
+	}
 	if *update {
 		require.NoError(t, golden.Write(demoGoldenPath, golden.Colon, demoGoldenHeader, got))
 		return
@@ -101,11 +111,89 @@ func TestDemoDigestsMatchGolden(t *testing.T) {
 	require.NoError(t, g.Compare(got))
 }
 
+// sparseGoldenKey is the golden key of a --sparse24 run.
+func sparseGoldenKey(act string, cfg triad.TrainConfig, o options) string {
+	return fmt.Sprintf("--act %s --tier tc --sparse24 (%v) %dx%dx%dx%d batch=%d steps=%d epochs=%d seed=%d", act, cfg.DType,
+		cfg.In, cfg.Hidden, cfg.Hidden, cfg.Out, cfg.Batch, cfg.Steps, o.epochs, cfg.Seed)
+}
+
+// The demo with --sparse24 passes its checks on the CPU, for ReLU and GELU
+// and both 16-bit types, and says what the sparse layers do.
+func TestDemoOnTheCPUPassesEveryCheckWithSparse24(t *testing.T) {
+	for _, act := range []string{"relu", "gelu"} {
+		for _, d := range []string{"bf16", "f16"} {
+			o := small("tc", d)
+			o.act, o.sparse24, o.in, o.hidden = act, true, 16, 32
+			t.Run(act+"/"+d, func(t *testing.T) {
+				var out bytes.Buffer
+				ok, err := run(o, &out, io.Discard)
+				require.NoError(t, err)
+				require.True(t, ok, out.String())
+				require.Contains(t, out.String(), "2:4 sparse: every layer keeps 2 of every 4 weights")
+				require.Contains(t, out.String(), "(bit-identical)")
+			})
+		}
+	}
+	var out bytes.Buffer
+	_, err := run(small("tc", ""), &out, io.Discard)
+	require.NoError(t, err)
+	require.NotContains(t, out.String(), "2:4 sparse", "without --sparse24 the output is what it was")
+}
+
+// On an sm_90 GPU the demo with --sparse24 prints the golden digests (the
+// CPU backend's) and passes every check, graph replay included. It skips
+// without a usable GPU.
+func TestDemoOnTheGPUPrintsTheSparse24GoldenDigests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the demo's default network four times")
+	}
+	g, err := triad.OpenGPU(0)
+	if err != nil {
+		t.Skipf("no usable GPU: %v", err)
+	}
+	arch := g.Engine().Arch()
+	require.NoError(t, g.Close())
+	if arch.Major != 9 || arch.Minor != 0 {
+		t.Skipf("the golden tensor-core digests are an sm_90 GPU's; this GPU is %v", arch)
+	}
+	file, err := golden.Read(demoGoldenPath, golden.Colon)
+	require.NoError(t, err)
+	for _, act := range []string{"relu", "gelu"} {
+		t.Run(act, func(t *testing.T) {
+			o, err := parseFlags([]string{"--quiet", "--act", act, "--tier", "tc", "--sparse24"}, io.Discard)
+			require.NoError(t, err)
+			cfg, err := o.config()
+			require.NoError(t, err)
+			var out bytes.Buffer
+			ok, err := run(o, &out, io.Discard)
+			require.NoError(t, err)
+			s := out.String()
+			t.Log("\n" + s)
+			require.True(t, ok, s)
+			require.Contains(t, s, "backend: gpu")
+			require.Contains(t, s, "graph replay (3 steps)")
+			const prefix = "final weights, run 1: sha256 "
+			i := strings.Index(s, prefix)
+			require.GreaterOrEqual(t, i, 0, s)
+			d := s[i+len(prefix) : i+len(prefix)+64]
+			require.NoError(t, file.Check(sparseGoldenKey(act, cfg, o), d))
+		})
+	}
+}
+
 func TestDemoRejectsBadFlags(t *testing.T) {
 	for _, o := range []options{small("f32", "bf16"), small("typed", "f32"), small("tc", "f32"), small("tensor", ""),
 		func() options { o := small("f32", ""); o.act = "tanh"; return o }(),
 		func() options { o := small("f32", ""); o.act = "swiglu"; o.hidden = 10; return o }(),
-		func() options { o := small("f32", ""); o.epochs = 0; return o }()} {
+		func() options { o := small("f32", ""); o.epochs = 0; return o }(),
+		func() options { o := small("typed", "bf16"); o.sparse24, o.in, o.hidden = true, 16, 32; return o }(),
+		func() options { o := small("f32", ""); o.sparse24, o.in, o.hidden = true, 16, 32; return o }(),
+		func() options { o := small("tc", ""); o.sparse24 = true; return o }(), // --in 6, --hidden 10
+		func() options {
+			o := small("tc", "")
+			o.sparse24, o.in, o.hidden, o.act = true, 16, 32, "swiglu"
+			return o
+		}()} {
 		_, err := run(o, io.Discard, io.Discard)
 		require.Error(t, err)
 	}
@@ -160,7 +248,7 @@ func TestHelpSaysWhatTheProgramDoesAndListsTheFlags(t *testing.T) {
 	_, err := parseFlags([]string{"-h"}, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, want := range []string{"Usage: train [flags]", "bit-identical", "CPU backend",
-		"f32 ", "typed ", "tc ", "relu ", "gelu ", "swiglu ", "geglu ", "glu ", "reglu ", "-tier", "-dtype", "-act", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
+		"f32 ", "typed ", "tc ", "relu ", "gelu ", "swiglu ", "geglu ", "glu ", "reglu ", "-tier", "-dtype", "-act", "-sparse24", "2:4 sparse", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
 		require.Contains(t, help.String(), want)
 	}
 }
@@ -175,6 +263,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--act", "gelu", "--tier", "typed"}, true},
 		{[]string{"--act", "swiglu", "--tier", "tc"}, true},
 		{[]string{"--act", "geglu"}, true},
+		{[]string{"--tier", "tc", "--sparse24"}, true},
 		{[]string{"-quiet", "-cpu", "-epochs", "3"}, true},
 		{[]string{"--bogus"}, false},
 		{[]string{"--epochs", "many"}, false},
