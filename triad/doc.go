@@ -122,6 +122,28 @@
 // one rounding each (docs/contract.md, "Gated epilogues"). Then DW_i and
 // the product back into layer i−1 read dh_i as any layer's gradient.
 //
+// # 2:4 sparse layers
+//
+// With LinearConfig.Sparse24 (MLPConfig.Sparse24 for every layer of a
+// network) W [In, Out] is 2:4 sparse along In: in every group of 4
+// consecutive rows of a column at most 2 elements are nonzero. Only the
+// tensor-core tier runs it, with In a multiple of 16 (and, in an MLP, ReLU
+// or GELU: the sparse forward has no gated epilogues); anything else is
+// refused, never run dense. For such a layer:
+//
+//	SetParams  master = ref.Prune24(w) (magnitude, ties to the lower row);
+//	           pattern = the positions kept (Pattern24), fixed from then on;
+//	           working copy = RNE(master), compressed (PruneCompress24)
+//	Forward    y = x·W + b on the sparse tensor cores (gemm Sparse24Forward,
+//	           epilogue Bias; a hidden layer ReluAuxBias or GeluAuxBias)
+//	Backward   dense: DW += xᵀ·dy, dx = dy·Wᵀ with the masked working copy
+//	Step       SGD on the dense master; Mask24(master), Mask24(working copy)
+//	           with the pattern (pruned elements +0); compress the working copy
+//
+// The CPU backend runs the same steps on gemm/ref (Prune24, Mask24,
+// Compress24, Options.Sparse24Forward with the Hopper model): the bits of
+// an sm_90 GPU.
+//
 // MSE over the n = rows·cols elements of y and t, in row-major order:
 // e_i = y_i − t_i; slab s of 256 consecutive elements is the chain
 // p_s = +0, p_s = fma(e_i, e_i, p_s); total = ((p_0 + p_1) + p_2) + ...;

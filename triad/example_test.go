@@ -1,6 +1,7 @@
 package triad_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/detgemm/detgemm/gemm"
@@ -67,4 +68,48 @@ func ExampleTensor_View() {
 	// Output:
 	// [3 4]
 	// [5 6]
+}
+
+// ExampleLinear_sparse24 makes a 2:4 sparse layer (16 → 1, tensor-core
+// tier) on the CPU backend: SetParams prunes W by magnitude along In, two
+// of every four rows staying; the forward runs on the sparse tensor cores
+// (here their CPU model); and an SGD step keeps the pruned weights at
+// zero although their gradient is not. Other tiers are refused.
+func ExampleLinear_sparse24() {
+	be := triad.NewCPU(0)
+	defer be.Close()
+	l, err := triad.NewLinear(be, triad.LinearConfig{In: 16, Out: 1, Tier: gemm.TierTensorCore, DType: triad.BF16, Sparse24: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	_ = l.SetParams([]float32{1, -4, 3, 2, 0.5, 0, 0, 0.25, 5, 6, -7, 8, 0.125, 0.25, 0.375, 0.5}, []float32{0})
+	w, _ := be.Read(l.W())
+	fmt.Println("W    =", w)
+
+	x, _ := be.Alloc(triad.BF16, 1, 16)
+	y, _ := be.Alloc(triad.BF16, 1, 1)
+	dy, _ := be.Alloc(triad.BF16, 1, 1)
+	_ = be.Write(x, []float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
+	if err := l.Forward(x, y); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := be.Read(y)
+	fmt.Println("y    =", out)
+
+	_ = be.Write(dy, []float32{1})
+	_ = l.Backward(x, dy, nil) // dW = 1 everywhere, pruned rows too
+	_ = l.Step(triad.SGD{LR: 0.5})
+	w, _ = be.Read(l.W())
+	fmt.Println("W'   =", w)
+
+	_, err = triad.NewLinear(be, triad.LinearConfig{In: 16, Out: 1, Tier: gemm.TierTyped, DType: triad.BF16, Sparse24: true})
+	fmt.Println("typed:", errors.Is(err, gemm.ErrTier))
+	// Output:
+	// W    = [0 -4 3 0 0.5 0 0 0.25 0 0 -7 8 0 0 0.375 0.5]
+	// y    = [1.625]
+	// W'   = [0 -4.5 2.5 0 0 0 0 -0.25 0 0 -7.5 7.5 0 0 -0.125 0]
+	// typed: true
 }
