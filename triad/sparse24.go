@@ -53,7 +53,10 @@ func checkSparse24(op string, tier gemm.Tier, inArg string, in int) error {
 }
 
 // newSparse24 allocates a K×N sparse layer's 2:4 state, after asking the
-// backend whether it can run its forward.
+// backend whether it can run its forward: that of the zero weight, as
+// SetParams would make it (every group keeps rows 0 and 1, so every
+// metadata word is 0x44444444; the values are +0), so that a layer whose
+// parameters were never set runs too.
 func newSparse24(be Backend, d DType, k, n int) (*sparse24, error) {
 	if err := be.check24(d, k, n); err != nil {
 		return nil, err
@@ -64,6 +67,15 @@ func newSparse24(be Backend, d DType, k, n int) (*sparse24, error) {
 	if s.pattern, err = be.allocWords(n, mw); err == nil {
 		if s.values, err = be.Alloc(d, n, k/2); err == nil {
 			s.meta, err = be.allocWords(n, mw)
+		}
+	}
+	if err == nil {
+		zero := make([]uint32, n*mw)
+		for i := range zero {
+			zero[i] = 0x44444444
+		}
+		if err = be.writeWords(s.pattern, zero); err == nil {
+			err = be.writeWords(s.meta, zero)
 		}
 	}
 	if err != nil {

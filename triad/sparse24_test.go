@@ -269,3 +269,20 @@ func TestSparse24TrainingIsDeterministicAndBatchInvariant(t *testing.T) {
 		}
 	}
 }
+
+// A sparse layer whose parameters were never set holds the zero weight's
+// 2:4 state (every group keeps rows 0 and 1) and forwards to +0 (found by
+// FuzzTriadCPU: the metadata was all zero, which no pattern is).
+func TestSparse24LayerRunsBeforeSetParams(t *testing.T) {
+	be := NewCPU(1)
+	l, err := NewLinear(be, LinearConfig{In: 48, Out: 3, Tier: gemm.TierTensorCore, DType: BF16, Sparse24: true})
+	require.NoError(t, err)
+	defer l.Close()
+	p, err := l.Pattern24()
+	require.NoError(t, err)
+	require.Equal(t, []uint32{0x44444444, 0x44444444, 0x44444444, 0x44444444, 0x44444444, 0x44444444}, p)
+	x := tensorOf(t, be, BF16, 2, 48, randValues(1, 96, 1))
+	y := poisoned(t, be, BF16, 2, 3)
+	require.NoError(t, l.Forward(x, y))
+	require.Equal(t, make([]uint32, 6), bitsOf(t, be, y))
+}
