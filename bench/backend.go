@@ -56,8 +56,9 @@ var defaultModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX
 
 // allModes is every mode --modes accepts, in table order: the default ones,
 // then cuBLASLt's, then the engine's Matmul modes, then its standalone
-// gated activations.
-var allModes = append(append(append(append([]string{}, defaultModes...), ltModes...), mmModeNames()...), gatedModeNames()...)
+// gated activations, then its 2:4 sparse modes and cuSPARSELt's.
+var allModes = append(append(append(append(append(append([]string{}, defaultModes...), ltModes...), mmModeNames()...), gatedModeNames()...),
+	sparseModes...), modeCuSPARSELt)
 
 // modeGroups are names --modes expands into lists of modes.
 var modeGroups = map[string]func() []string{
@@ -67,6 +68,10 @@ var modeGroups = map[string]func() []string{
 	// gated: issue 23's gated activations: fused, unfused, standalone,
 	// beside the plain product (both libraries) and the copy floor.
 	"gated": gatedGroup,
+	// sparse: issue 24's 2:4 sparse forward and prune + compress beside
+	// the dense products (both libraries and the engine's tensor-core
+	// forward), cuSPARSELt and the copy floor.
+	"sparse": sparseGroup,
 }
 
 // modeGroupNames lists modeGroups' names, sorted, for help and errors.

@@ -20,11 +20,20 @@ func movedBytes(s shape, dt dtype, mode string) (int64, bool) {
 	if m, ok := lookupGated(mode); ok {
 		return gatedBytes(m, s, dt), true
 	}
-	return 0, false
+	return sparseMovedBytes(s, dt, mode)
 }
 
-// fillBandwidth sets a measured data-movement row's BytesPerSec; on a
-// standalone gated row it also replaces the GEMM figures the sweep filled
+// noProduct reports whether a data-movement mode computes no product (a
+// standalone gated activation, the 2:4 prune + compress pass): its row
+// has no FLOPs and its roofline is its own bytes'.
+func noProduct(mode string) bool {
+	_, gated := lookupGated(mode)
+	return gated || mode == modeSP24Prune
+}
+
+// fillBandwidth sets a measured data-movement row's BytesPerSec (and a
+// sparse product's: sparseMovedBytes); on a standalone gated row or a
+// prune + compress row (noProduct) it also replaces the GEMM figures the sweep filled
 // in (there is no product: no FLOPs, no compute peak) with the memory
 // floor of its own bytes at the run's copy bandwidth copyBW, so %roof is
 // the fraction of that bandwidth it reached.
@@ -34,7 +43,7 @@ func fillBandwidth(r *row, copyBW float64) {
 		return
 	}
 	r.BytesPerSec = float64(b) / (r.MedianUS * 1e-6)
-	if _, gated := lookupGated(r.Mode); !gated {
+	if !noProduct(r.Mode) {
 		return
 	}
 	r.TFLOPS, r.PeakName, r.PeakTFLOPS = 0, "", 0

@@ -163,6 +163,28 @@ Columns:
                fused-against-separate-pass table. --modes gated names
                default, copy, tc-mm, the gated tc-mm modes, lt and the
                standalone gated modes.
+               The 2:4 sparse modes (issue 24; bf16/f16; --modes sparse
+               names them with cuBLAS default, lt, tc-fwd and copy):
+                 sp24              the engine's sparse forward Y = X·W, W
+                                   2:4 along K, given compressed (values
+                                   N×K/2, metadata N×K/32 words): the
+                                   sets' random B pruned and compressed by
+                                   PruneCompress24 before timing, more
+                                   compressed copies than sets so they
+                                   rotate past the L2
+                 sp24-prune        PruneCompress24 of the K×N weight (M
+                                   unused): no FLOPs, GB/s of W read plus
+                                   values and metadata written
+                 cusparselt        cuSPARSELt's 2:4 product of the same
+                                   shape (its own prune, compression and
+                                   default algorithm; TN layout); rows
+                                   say why when the library is missing
+               A sparse product's TFLOP/s is dense-equivalent (2·M·N·K over
+               its median); its %roof uses its own bytes (X, values,
+               metadata, Y) and twice the dense datasheet peak. table and
+               md add a sparse table (speed-ups over tc-fwd, cuBLAS and
+               cuSPARSELt, GB/s for M ≤ 128) and a prune table.
+               --shapes-set sparse: issue 24's shapes.
                %roof and bound count A, B and Y only, not the bias or aux.
   µs           median time of one GEMM, in microseconds
   TFLOP/s      2·M·N·K / median time
@@ -203,7 +225,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.shapesSet, "shapes-set", "", "a named built-in shape list instead of the standard one: "+shapeSetNames()+" (not with --shapes or --shapes-file)")
 	fs.StringVar(&c.shapesFile, "shapes-file", "", "file of \"M K N\" lines (default: testdata/bench_shapes.txt under the module root, else a built-in copy)")
 	fs.StringVar(&dtypes, "dtypes", "bf16,f16,f32", "element types to measure")
-	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns); the engine's Matmul modes mm-*, tc-mm-* (see Columns); the standalone gated activations gated-* (see Columns); the groups gated, matmul")
+	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns); the engine's Matmul modes mm-*, tc-mm-* (see Columns); the standalone gated activations gated-* (see Columns); the 2:4 sparse modes sp24, sp24-prune, cusparselt (see Columns); the groups gated, matmul, sparse")
 	fs.IntVar(&c.repeats, "repeats", 15, "timed measurements per row; the median is reported")
 	fs.DurationVar(&c.minTime, "min-time", 2*time.Millisecond, "least GPU time of one measurement")
 	fs.StringVar(&c.jsonPath, "json", "bench-results.json", "write every figure to this JSON `file` (\"\" for none)")

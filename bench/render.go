@@ -30,12 +30,13 @@ var formats = []string{formatTable, formatJSON, formatMD, formatCSV}
 // The Matmul modes: the IEEE tier's against cuBLAS pedantic, the
 // tensor-core tier's against the cuBLASLt mode of the same epilogue and
 // layout (the separate-pass mode, which has none, against cuBLAS
-// default).
+// default). The 2:4 sparse products (sp24, cuSPARSELt's) against cuBLAS
+// default: the dense product they replace.
 func fairReference(mode string) string {
 	switch mode {
 	case modeFwd, modeDX, modeDW:
 		return modePedantic
-	case modeTCFwd, modeTCDX, modeTCDW:
+	case modeTCFwd, modeTCDX, modeTCDW, modeSP24, modeCuSPARSELt:
 		return modeDefault
 	}
 	if _, tc, ok := lookupMM(mode); ok {
@@ -263,6 +264,7 @@ func writeMarkdown(w io.Writer, rep *report, render string) error {
 	}
 	writeMatmulMarkdown(w, ix)
 	writeGatedMarkdown(w, ix)
+	writeSparseMarkdown(w, ix)
 	if len(floors) > 0 {
 		fmt.Fprintln(w, "\n**Memory floors** of the memory-bound problems (memory floor above the compute floor), from the")
 		fmt.Fprintln(w, "same run (backend `copy`: a device copy moving the problem's bytes — inputs read once, output")

@@ -14,8 +14,11 @@ import (
 // startup's embedded_* figures; its startup cold build and warm start are
 // NVRTC's (version 1 predates the embedded kernel set).
 // Version 3 added rows' bytes_per_sec (the copy floors and the standalone
-// gated activations). readReport takes every version (see load.go).
-const reportSchema = schemaPrefix + "3"
+// gated activations). Version 4 added cusparselt (the library of the
+// cuSPARSELt rows) and the 2:4 sparse rows (sp24, sp24-prune, cusparselt:
+// bytes_per_sec, and a roofline of their own bytes at twice the dense
+// peak). readReport takes every version (see load.go).
+const reportSchema = schemaPrefix + "4"
 
 // report is everything one run measured; it is written as JSON (--json).
 type report struct {
@@ -33,13 +36,16 @@ type report struct {
 	CUBLAS    libraryInfo `json:"cublas"`
 	// CUBLASLt is the cuBLASLt of the cuBLASLt rows; absent when the run
 	// had none (every run before the cuBLASLt modes existed).
-	CUBLASLt *libraryInfo  `json:"cublaslt,omitempty"`
-	Config   runConfig     `json:"config"`
-	Inputs   string        `json:"inputs"` // how the operands were made
-	Copy     copyBandwidth `json:"copy_bandwidth"`
-	Peaks    *peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
-	Startup  startup       `json:"startup"`
-	Rows     []row         `json:"rows"`
+	CUBLASLt *libraryInfo `json:"cublaslt,omitempty"`
+	// CuSPARSELt is the cuSPARSELt of the cuSPARSELt rows; absent when the
+	// run had none or the library did not load (its rows then say why).
+	CuSPARSELt *libraryInfo  `json:"cusparselt,omitempty"`
+	Config     runConfig     `json:"config"`
+	Inputs     string        `json:"inputs"` // how the operands were made
+	Copy       copyBandwidth `json:"copy_bandwidth"`
+	Peaks      *peaks        `json:"datasheet_peaks,omitempty"` // absent for GPUs not in the table
+	Startup    startup       `json:"startup"`
+	Rows       []row         `json:"rows"`
 }
 
 // gpuInfo describes the device measured.
@@ -92,8 +98,9 @@ type row struct {
 	// BytesPerSec is the bytes the row reads and writes per second at its
 	// median (movedBytes over it), as copy_bandwidth's bytes_per_sec
 	// counts them: set on the rows that only move data (copy, read, the
-	// standalone gated activations); absent on GEMM rows and before
-	// version 3.
+	// standalone gated activations, the 2:4 prune + compress) and on the
+	// 2:4 sparse products (X, the compressed weight and Y); absent on
+	// dense GEMM rows and before version 3.
 	BytesPerSec float64 `json:"bytes_per_sec,omitempty"`
 	// VsCUBLAS is cuBLAS's median (same shape and type, default math)
 	// divided by this row's: above 1 is faster than cuBLAS. Absent on
@@ -153,6 +160,9 @@ func printReport(w io.Writer, rep *report) {
 	if lt := rep.CUBLASLt; lt != nil {
 		fmt.Fprintf(w, "cuBLASLt %s (%s)\n", lt.Version, lt.Path)
 	}
+	if sl := rep.CuSPARSELt; sl != nil {
+		fmt.Fprintf(w, "cuSPARSELt %s (%s)\n", sl.Version, sl.Path)
+	}
 	c := rep.Copy
 	fmt.Fprintf(w, "memory   %.2f TB/s device-to-device copy, read + written (median of %d; %.0f MiB copies, %d per measurement)\n",
 		c.BytesPerSec/1e12, c.TimeUS.N, float64(c.Bytes)/(1<<20), c.Launches)
@@ -185,6 +195,7 @@ func printReport(w io.Writer, rep *report) {
 	_ = tw.Flush()
 	printMatmulTables(w, indexRows(rep.Rows))
 	printGatedTable(w, indexRows(rep.Rows))
+	printSparseTables(w, indexRows(rep.Rows))
 }
 
 func printStartup(w io.Writer, st *startup) {

@@ -67,6 +67,19 @@ var shapeSets = map[string][]shape{
 		{2048, 768, 3072},
 		{4096, 1536, 3072},
 	},
+	// sparse: issue 24's 2:4 sparse targets: the large products (bf16
+	// 8192³ and a 4096-token MLP up-projection 4096→11008) and decode-like
+	// M = 1, 16, 128 over K = 4096 into N = 4096 and 11008.
+	"sparse": {
+		{8192, 8192, 8192},
+		{4096, 4096, 11008},
+		{1, 4096, 4096},
+		{1, 4096, 11008},
+		{16, 4096, 4096},
+		{16, 4096, 11008},
+		{128, 4096, 4096},
+		{128, 4096, 11008},
+	},
 }
 
 // shapeSetNames lists shapeSets' names, sorted, for help and errors.

@@ -84,7 +84,18 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	copies := &copyBackend{}
 	mb := &matmulBackend{eng: eb.eng, stream: stream}
 	gb := &gatedBackend{eng: eb.eng}
-	backends = append(backends, eb, mb, gb, copies)
+	budget := int64(dev.TotalMemory() / 4)
+	sb := &sparseBackend{eng: eb.eng, stream: stream, l2: int64(dev.L2CacheSize()), budget: budget}
+	backends = append(backends, eb, mb, gb, sb)
+	var spltInfo *libraryInfo
+	if wantsCuSPARSELt(cfg.modes) {
+		// Optional: without the library its rows say why, the run goes on.
+		slb := newCusparseltBackend()
+		slb.l2, slb.budget = sb.l2, budget
+		backends = append(backends, slb)
+		spltInfo = slb.Info()
+	}
+	backends = append(backends, copies)
 
 	ccMajor, ccMinor := dev.ComputeCapability()
 	rep := &report{
@@ -99,12 +110,13 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		},
 		Driver: libraryInfo{Version: cudaload.FormatVersion(drv.Version()), Code: drv.Version(), Path: drv.Path(), Release: driverRelease(),
 			Comment: "CUDA driver API version (cuDriverGetVersion)"},
-		CUBLAS:   libraryInfo{Version: cb.VersionString(), Code: cb.version, Path: cb.Path()},
-		CUBLASLt: ltInfo,
+		CUBLAS:     libraryInfo{Version: cb.VersionString(), Code: cb.version, Path: cb.Path()},
+		CUBLASLt:   ltInfo,
+		CuSPARSELt: spltInfo,
 		Config: runConfig{
 			Shapes: shapes, ShapesSource: source, DTypes: cfg.dtypes, Modes: cfg.modes,
 			Repeats: cfg.repeats, MinTimeUS: float64(cfg.minTime.Microseconds()), Seed: cfg.seed,
-			MemoryBudget: int64(dev.TotalMemory() / 4),
+			MemoryBudget: budget,
 		},
 	}
 
@@ -304,6 +316,7 @@ func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im
 		row.TFLOPS = tflops(s, row.MedianUS)
 		row.Roofline = rooflineOf(s, dt, row.MedianUS, rep.Copy.BytesPerSec, peak, name)
 		fillBandwidth(row, rep.Copy.BytesPerSec)
+		fillSparse(row, rep.Copy.BytesPerSec)
 	}
 	return rows
 }
