@@ -2,7 +2,9 @@ package cusparselt
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,17 @@ func TestSearchAddsTheWheelFolderBesideCuBLASs(t *testing.T) {
 	got := searchDirs([]string{"/usr/local/cuda/lib64", wheel})
 	require.Equal(t, []string{"/usr/local/cuda/lib64", wheel,
 		filepath.FromSlash("/usr/lib/python3/dist-packages/nvidia/cusparselt/lib")}, got)
+}
+
+func TestSearchFindsTheWheelsOfPython3OnPath(t *testing.T) {
+	venv := t.TempDir()
+	bin := filepath.Join(venv, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "python3"), nil, 0o755))
+	got := pythonDirs(strings.Join([]string{"", t.TempDir(), bin}, string(os.PathListSeparator)))
+	site := filepath.Join(venv, "lib", "python3*", "site-packages")
+	require.Equal(t, []string{filepath.Join(site, "nvidia", "cusparselt", "lib"), filepath.Join(site, "nvidia", "cu13", "lib")}, got,
+		"only folders holding a python3 count")
 }
 
 func TestOverrideIsTheWholeList(t *testing.T) {

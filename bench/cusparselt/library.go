@@ -12,7 +12,8 @@
 // (exclusively), else the soname libcusparseLt.so.0 through the system
 // loader, then the folders the cuBLAS binding searches (cublas.SearchDirs)
 // and the Python wheel's nvidia/cusparselt/lib beside each nvidia/cublas/lib
-// (pip's nvidia-cusparselt-cu12 and -cu13, which PyTorch installs).
+// (pip's nvidia-cusparselt-cu12 and -cu13, which PyTorch installs), then
+// the wheel folders of each python3 on PATH (pythonDirs).
 //
 // # Opaque structures
 //
@@ -83,7 +84,26 @@ func search(getenv func(string) string) (cands, skipped []string) {
 	if o := getenv(EnvLibrary); o != "" {
 		return dynlib.Override(libraryNames, o), nil
 	}
-	return dynlib.Search(libraryNames, searchDirs(cublas.SearchDirs(getenv)))
+	return dynlib.Search(libraryNames, append(searchDirs(cublas.SearchDirs(getenv)), pythonDirs(getenv("PATH"))...))
+}
+
+// pythonDirs are the wheel folders of each python3 on PATH, for a virtual
+// environment that is not activated (no VIRTUAL_ENV) but whose python3
+// is the one found first, as on the GPU machine (/opt/torch/.venv):
+// bin/../lib/python3*/site-packages/nvidia/{cusparselt,cu13}/lib.
+func pythonDirs(path string) []string {
+	var out []string
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, "python3")); err != nil {
+			continue
+		}
+		site := filepath.Join(filepath.Dir(d), "lib", "python3*", "site-packages")
+		out = append(out, filepath.Join(site, "nvidia", "cusparselt", "lib"), filepath.Join(site, "nvidia", "cu13", "lib"))
+	}
+	return out
 }
 
 // searchDirs is cuBLAS's folders, each Python wheel's nvidia/cublas/lib
