@@ -123,7 +123,7 @@ func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 // the tensor-core tier, with a gated act, or with a layer input width (of
 // ins, named arg) that is not a multiple of 16.
 func checkSparseMLP(op string, tier gemm.Tier, act Act, arg string, ins []int) error {
-	if err := checkSparse24(op, tier, arg, 16); err != nil {
+	if err := checkSparseTier(op, tier); err != nil {
 		return err
 	}
 	if act.Gated() {

@@ -43,11 +43,19 @@ func (s *sparse24) free() error {
 // multiple of 16 (ErrShape, naming inArg): the sparse tensor cores read
 // the compressed rows, In/2 16-bit values, in 16-byte chunks.
 func checkSparse24(op string, tier gemm.Tier, inArg string, in int) error {
-	if tier != gemm.TierTensorCore {
-		return argErr(op, "Tier", gemm.ErrTier, "%v: Sparse24 runs on the sparse tensor cores, gemm.TierTensorCore only", tier)
+	if err := checkSparseTier(op, tier); err != nil {
+		return err
 	}
 	if in%16 != 0 {
 		return argErr(op, inArg, ErrShape, "%d is not a multiple of 16: Sparse24 compresses W along its input width into rows of whole 16-byte chunks", in)
+	}
+	return nil
+}
+
+// checkSparseTier refuses a 2:4 sparse layer outside the tensor-core tier.
+func checkSparseTier(op string, tier gemm.Tier) error {
+	if tier != gemm.TierTensorCore {
+		return argErr(op, "Tier", gemm.ErrTier, "%v: Sparse24 runs on the sparse tensor cores, gemm.TierTensorCore only", tier)
 	}
 	return nil
 }
