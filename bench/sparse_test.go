@@ -235,6 +235,24 @@ func TestFromSparseMarkdown(t *testing.T) {
 	require.Contains(t, md, "- 1×4096×11008 bf16 cuSPARSELt cusparselt: cusparseLtMatmulPlanInit: CUSPARSE_STATUS_INVALID_VALUE")
 }
 
+func TestSparseTableHasColumnsOnlyForModesMeasured(t *testing.T) {
+	rep := sparseReport()
+	var rows []row
+	for _, r := range rep.Rows {
+		if r.Mode != modeCuSPARSELt && r.Mode != modeLt && r.Mode != modeCopy {
+			rows = append(rows, r)
+		}
+	}
+	head, lines := sparseTable(indexRows(rows), rateCell)
+	require.Equal(t, []string{"M×K×N", "dtype", "detgemm sp24", "detgemm tc-fwd (dense)", "cuBLAS (dense)",
+		"sp24 vs tc-fwd", "sp24 vs cuBLAS", "sp24 GB/s", "tc-fwd GB/s", "copy GB/s"}, head)
+	require.Len(t, lines, 2)
+	require.Equal(t, "—", lines[1][len(head)-1], "no copy row: no copy GB/s")
+	head, lines = sparseTable(indexRows(rows[:2]), rateCell)
+	require.Nil(t, head, "no sp24 row: no table")
+	require.Nil(t, lines)
+}
+
 func TestFromSparseTableAndCSV(t *testing.T) {
 	table := renderSparse(t, formatTable)
 	require.Contains(t, table, "cuSPARSELt 0.8.1 (libcusparseLt.so.0)")
