@@ -76,7 +76,7 @@ type sp24Tile struct {
 var sp24Tiles = map[string]sp24Tile{
 	"s": {"s", 32, 16, 64, 4 * (32*256 + 16*512 + 32*8*4)},
 	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4)},
-	"l": {"l", 128, 128, 256, 4 * (128*64 + 128*128 + 128*2*4)},
+	"l": {"l", 128, 128, 128, 4 * (128*64 + 128*128 + 128*2*4)},
 }
 
 // sp24ForceTile, when set (tests only), is the tile every plan takes.

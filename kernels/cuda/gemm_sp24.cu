@@ -28,7 +28,6 @@ using tc::cp_async16;
 using dgcp::cp_async4;
 using tc::cp_async_commit;
 using tc::cp_async_wait;
-using tc::ldmatrix_x4;
 
 // A tile shape: WN × WM warps, each owning FN 16-row (n) by FM 8-row (m)
 // fragments; BK positions of K a pipeline stage, STAGES stages.
@@ -51,16 +50,11 @@ struct Cfg {
 // The three tile shapes (gemm/internal/entries: "s", "m", "l").
 using CfgS = Cfg<2, 1, 1, 2, 256, 4, 1>;  // M <= 16: 32 columns a block, long stages (memory-bound)
 using CfgM = Cfg<2, 2, 2, 4, 64, 4, 2>;   // M <= 128: 64 × 64
-using CfgL = Cfg<2, 4, 4, 4, 64, 4, 1>;   // 128 × 128
+using CfgL = Cfg<2, 2, 4, 8, 64, 4, 2>;   // 128 × 128, warps of 64 × 64
 
 // The 16-byte chunk c of row r of a shared tile whose rows are rb bytes:
 // an XOR swizzle that keeps the 8 rows one ldmatrix reads in distinct banks.
 DETGEMM_INLINE int swz(int r, int c, int rb) { return rb >= 128 ? (c ^ (r & 7)) : (c ^ ((r >> 1) & 3)); }
-
-// Metadata word as staged: a zero-filled word (a row past N, a step past
-// K) becomes 0x44444444, a valid pattern (0x0 nibbles are undefined on the
-// hardware); such rows are never stored and such steps never taken.
-DETGEMM_INLINE dg_u32 meta_word(dg_u32 w) { return w != 0u ? w : 0x44444444u; }
 
 // mma.sp::ordered_metadata (PTX 8.5, NVRTC 12.5 and newer) where the
 // compiler has it: the PTX ISA warns that the unordered form may run much
@@ -72,16 +66,27 @@ DETGEMM_INLINE dg_u32 meta_word(dg_u32 w) { return w != 0u ? w : 0x44444444u; }
 #define SP24_ORDERED ""
 #endif
 
+// ldmatrix as a plain memory read (ordered against the barriers and the
+// other shared-memory accesses, not against the mma), so the compiler may
+// issue a step's fragment loads ahead of the previous step's mma.
+DETGEMM_INLINE void ldsm_x4(dg_u32 (&r)[4], const void* p) {
+    asm("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "r"(dgcp::smem_addr(p))
+        : "memory");
+}
+
+// mma.sp, not volatile: its only effect is its output.
 template <int IN>
 DETGEMM_INLINE void mma_sp(float (&d)[4], const dg_u32 (&a)[4], const dg_u32 (&b)[4], dg_u32 e) {
     if constexpr (IN == BF16) {
-        asm volatile(
+        asm(
             "mma.sp" SP24_ORDERED ".sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
             "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
     } else {
-        asm volatile(
+        asm(
             "mma.sp" SP24_ORDERED ".sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
             "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -91,13 +96,14 @@ DETGEMM_INLINE void mma_sp(float (&d)[4], const dg_u32 (&a)[4], const dg_u32 (&b
 
 // One operand's share of a stage for one thread: ITERS copies of B bytes,
 // all in one chunk column (col, in units of B bytes) and RSTEP rows apart,
-// so that only the k offset changes from one k-tile to the next. Rows past
-// the operand's end are zero-filled (copies of 0 bytes).
-template <int ROWS, int CH, int ROWB, int B, int THREADS>
+// so that only the k offset changes from one k-tile to the next (rows past
+// the operand's end: see load).
+template <int ROWS, int CH, int ROWB, int B, int THREADS, bool CLAMP = false>
 struct Part {
     static constexpr int RSTEP = THREADS / CH, ITERS = ROWS * CH / THREADS;
     static_assert(THREADS % CH == 0 && (ROWS * CH) % THREADS == 0, "chunks must divide evenly among threads");
-    const unsigned char* g;  // the thread's first chunk at k-tile 0
+    const unsigned char* g;     // the thread's first chunk at k-tile 0
+    const unsigned char* last;  // its column's chunk in the operand's last row (CLAMP)
     dg_i64 rstride;          // bytes between its chunks' rows in global memory
     int col;                 // its chunk column
     dg_u32 rows_ok;          // bit it: chunk it's row is inside the operand
@@ -107,6 +113,7 @@ struct Part {
         const int r = tid / CH;
         col = tid % CH;
         g = static_cast<const unsigned char*>(G) + (row0 + r) * ld_bytes + col * B;
+        last = static_cast<const unsigned char*>(G) + (rows - 1) * ld_bytes + col * B;
         rstride = RSTEP * ld_bytes;
         rows_ok = 0;
 #pragma unroll
@@ -118,12 +125,18 @@ struct Part {
     }
 
     // Issues the copies of the k-tile whose first chunk column is at byte
-    // koff of a row; the chunk is inside the row if its column is below lim.
+    // koff of a row (in_k: that chunk is inside the row). Chunks past the
+    // row's end or in rows past the operand's end are zero-filled, except
+    // the metadata's rows (CLAMP), which copy the last row's: every
+    // executed step needs a valid pattern, and such rows are computed but
+    // never stored. (Skipping the copies of rows past the end, leaving stale
+    // shared memory that feeds only unstored outputs, measured slower.)
     DETGEMM_INLINE void load(unsigned char* s, dg_i64 koff, bool in_k, const void* any) const {
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
-            const bool ok = in_k && (rows_ok >> it & 1u);
-            const void* src = ok ? static_cast<const void*>(g + it * rstride + koff) : any;
+            const bool row = rows_ok >> it & 1u;
+            const bool ok = in_k && (row || CLAMP);
+            const void* src = ok ? static_cast<const void*>((row ? g + it * rstride : last) + koff) : any;
             if constexpr (B == 16) cp_async16(s + soff[it], src, ok ? 16 : 0);
             else cp_async4(s + soff[it], src, ok ? 4 : 0);
         }
@@ -136,7 +149,7 @@ struct Loader {
     static constexpr int VCH = C::VROW / 16, XCH = C::XROW / 16;
     Part<C::BN, VCH, C::VROW, 16, C::THREADS> v;
     Part<C::BM, XCH, C::XROW, 16, C::THREADS> x;
-    Part<C::BN, C::EW, C::EW * 4, 4, C::THREADS> e;
+    Part<C::BN, C::EW, C::EW * 4, 4, C::THREADS, true> e;
     const void *V, *X, *E;
     dg_i64 K, kw;
 
@@ -145,8 +158,8 @@ struct Loader {
         : v(V_, K_, n0, N, tid), x(X_, 2 * ldx, m0, M, tid), e(E_, 4 * ((K_ + 31) / 32), n0, N, tid), V(V_), X(X_),
           E(E_), K(K_), kw((K_ + 31) / 32) {}
 
-    // Stages k-tile kt (positions kt·BK ..) into st; everything past N, M
-    // or K is zero-filled.
+    // Stages k-tile kt (positions kt·BK ..) into st (what lies past N, M
+    // or K: Part::load).
     DETGEMM_INLINE void load(unsigned char* st, dg_i64 kt) const {
         const dg_i64 k0 = kt * C::BK;
         v.load(st, k0, k0 + v.col * 16 < K, V);  // value chunk: 8 values, 16 positions of K
@@ -214,23 +227,24 @@ DETGEMM_INLINE void forward(const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx, const 
 #pragma unroll
         for (int s = 0; s < C::EW; ++s) {
             if (kt * C::BK + s * 32 >= K) break;  // a step wholly past K is not taken
-            dg_u32 a[C::FN][4], e[C::FN];
+            dg_u32 a[C::FN][4], e[C::FN], b[C::FM][4];
 #pragma unroll
             for (int i = 0; i < C::FN; ++i) {
                 const int rb = (wn * C::FN + i) * 16;
                 const int r = rb + (lane & 7) + 8 * ((lane >> 3) & 1), c = 2 * s + (lane >> 4);
-                ldmatrix_x4(a[i], sv + r * C::VROW + swz(r, c, C::VROW) * 16);
-                const dg_u32 w0 = meta_word(se[(rb + g) * C::EW + s]);
-                const dg_u32 w1 = meta_word(se[(rb + g + 8) * C::EW + s]);
+                ldsm_x4(a[i], sv + r * C::VROW + swz(r, c, C::VROW) * 16);
+                const dg_u32 w0 = se[(rb + g) * C::EW + s], w1 = se[(rb + g + 8) * C::EW + s];
                 e[i] = __byte_perm(w0, w1, (lane & 1) ? 0x7632 : 0x5410);
             }
 #pragma unroll
             for (int j = 0; j < C::FM; ++j) {
-                dg_u32 b[4];
                 const int r = (wm * C::FM + j) * 8 + (lane & 7), c = 4 * s + (lane >> 3);
-                ldmatrix_x4(b, sx + r * C::XROW + swz(r, c, C::XROW) * 16);
+                ldsm_x4(b[j], sx + r * C::XROW + swz(r, c, C::XROW) * 16);
+            }
 #pragma unroll
-                for (int i = 0; i < C::FN; ++i) mma_sp<IN>(acc[i][j], a[i], b, e[i]);
+            for (int j = 0; j < C::FM; ++j) {
+#pragma unroll
+                for (int i = 0; i < C::FN; ++i) mma_sp<IN>(acc[i][j], a[i], b[j], e[i]);
             }
         }
     }
