@@ -177,7 +177,7 @@ func (o Options) Sparse24Forward(r Sparse24Request) error {
 	x := r.X.mat(o.In)
 	emin := minNormalExp(o.In)
 	fast := o.Model.fast()
-	const rowBlock = 64 // rows a task: the column's packed weight is reused by all of them
+	const rowBlock = 16
 	tasks := (rows + rowBlock - 1) / rowBlock
 	parallel(tasks, o.workers(tasks, rows*r.N*half), func(lo, hi int) {
 		sk := make([]int32, steps*TCStepK) // the column's kept positions of K
