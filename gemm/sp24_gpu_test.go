@@ -116,29 +116,16 @@ func spfCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mo
 	o := ref.Options{Tier: ref.TensorCore, In: c.in, Out: c.out, Model: model}
 	require.NoError(t, o.Sparse24Forward(req), name)
 	got := readBits(t, eng, ctx, y.dev, c.out, y.n())
-	want := spfBits(y)
+	want := y.bits()
 	requireSameBits(t, want, got, desc.LDY, name+" Y")
 	if spec.aux && spec.act == 1 {
 		gm := make([]uint8, len(mask))
 		require.NoError(t, cudaload.CopyFromDevice(ctx, gm, dmask))
 		require.Equal(t, mask, gm, name+" mask")
 	} else if spec.aux {
-		requireSameBits(t, spfBits(aux), readBits(t, eng, ctx, aux.dev, c.out, aux.n()), desc.LDAux, name+" aux")
+		requireSameBits(t, aux.bits(), readBits(t, eng, ctx, aux.dev, c.out, aux.n()), desc.LDAux, name+" aux")
 	}
 	return got
-}
-
-// spfBits is a reference matrix's bits as readBits gives the device's.
-func spfBits(m mmMat) []uint32 {
-	out := make([]uint32, m.n())
-	for i := range out {
-		if m.d.Half() {
-			out[i] = uint32(m.op.half[i])
-		} else {
-			out[i] = math.Float32bits(m.op.values[i])
-		}
-	}
-	return out
 }
 
 var spfEpilogues = []Epilogue{Default, Bias, Relu, ReluBias, ReluAux, ReluAuxBias, Gelu, GeluBias, GeluAux, GeluAuxBias}
