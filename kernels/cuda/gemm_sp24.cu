@@ -17,6 +17,7 @@
 // (h = 0, 1) holds rows g (bits 0-15) and g+8 (bits 16-31), groups 4h..4h+3
 // of the step, a nibble each in group order, which is each row's word of E
 // cut in half.
+#include "prelude.cuh"
 #include "tc_common.cuh"
 
 namespace sp24 {
@@ -273,7 +274,7 @@ DETGEMM_INLINE void forward(const dg_u16* DETGEMM_RESTRICT X, dg_i64 ldx, const 
 // unless the epilogue writes them. Grid: ceil(N/BN)·ceil(M/BM) blocks; block
 // CFG::THREADS; dynamic shared memory CFG::SMEM.
 #define DETGEMM_SP24_ENTRY(NAME, IN, OUT, CFG)                                                                  \
-    extern "C" __global__ void __launch_bounds__(CFG::THREADS, CFG::MINB)                                                   \
+    DETGEMM_KERNEL void __launch_bounds__(CFG::THREADS, CFG::MINB)                                              \
         NAME(const dg_u16* X, dg_i64 ldx, const dg_u16* V, const dg_u32* E, void* Y, dg_i64 ldy, const float* bias, \
              void* aux, unsigned char* mask, dg_i64 ldaux, int act, dg_i64 M, dg_i64 N, dg_i64 K) {              \
         sp24::forward<IN, OUT, CFG>(X, ldx, V, E, Y, ldy, bias, aux, mask, ldaux, act, M, N, K);               \
