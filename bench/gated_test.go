@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/csv"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -194,16 +192,7 @@ func gatedReport() *report {
 }
 
 func renderGated(t *testing.T, format string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "run.json")
-	require.NoError(t, writeJSON(path, gatedReport()))
-	args := []string{"--from", path, "--format", format}
-	cfg, err := parseFlags(args, io.Discard)
-	require.NoError(t, err)
-	cfg.args = append([]string{"bench"}, args...)
-	var out bytes.Buffer
-	require.NoError(t, renderSaved(cfg, &out, io.Discard))
-	return out.String()
+	return renderSavedReport(t, gatedReport(), format)
 }
 
 func TestFromGatedMarkdown(t *testing.T) {

@@ -230,10 +230,12 @@ func matmulReport() *report {
 		Config: runConfig{Repeats: 15}}
 }
 
-func renderMatmul(t *testing.T, format string) string {
+// renderSavedReport saves rep and renders it with --from in format, as a user
+// renders a saved run.
+func renderSavedReport(t *testing.T, rep *report, format string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.json")
-	require.NoError(t, writeJSON(path, matmulReport()))
+	require.NoError(t, writeJSON(path, rep))
 	args := []string{"--from", path, "--format", format}
 	cfg, err := parseFlags(args, io.Discard)
 	require.NoError(t, err)
@@ -241,6 +243,10 @@ func renderMatmul(t *testing.T, format string) string {
 	var out bytes.Buffer
 	require.NoError(t, renderSaved(cfg, &out, io.Discard))
 	return out.String()
+}
+
+func renderMatmul(t *testing.T, format string) string {
+	return renderSavedReport(t, matmulReport(), format)
 }
 
 func TestFromMatmulMarkdownPairsEachModeWithCuBLASLt(t *testing.T) {

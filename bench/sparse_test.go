@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/csv"
 	"errors"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -192,16 +190,7 @@ func sparseReport() *report {
 }
 
 func renderSparse(t *testing.T, format string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "run.json")
-	require.NoError(t, writeJSON(path, sparseReport()))
-	args := []string{"--from", path, "--format", format}
-	cfg, err := parseFlags(args, io.Discard)
-	require.NoError(t, err)
-	cfg.args = append([]string{"bench"}, args...)
-	var out bytes.Buffer
-	require.NoError(t, renderSaved(cfg, &out, io.Discard))
-	return out.String()
+	return renderSavedReport(t, sparseReport(), format)
 }
 
 func TestFromSparseMarkdown(t *testing.T) {
