@@ -3,6 +3,7 @@ package triad
 import (
 	"testing"
 
+	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm"
 	"github.com/detgemm/detgemm/internal/gputest"
 	"github.com/stretchr/testify/require"
@@ -41,26 +42,7 @@ func TestGPUGatedGraphReplayAndBatchInvariance(t *testing.T) {
 	for _, act := range gatedGPUActs {
 		for _, tc := range gatedGPUTiers {
 			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
-				gpu, err := NewGPU(ctx)
-				require.NoError(t, err)
-				defer func() { require.NoError(t, gpu.Close()) }()
-				cfg := shortConfigAct(tc, act)
-				direct, replay, err := GraphReplay(gpu, cfg, 3)
-				require.NoError(t, err)
-				require.Equal(t, direct, replay, "graph replay vs direct steps")
-
-				r, err := NewRun(gpu, cfg)
-				require.NoError(t, err)
-				defer r.Close()
-				_, err = r.Epoch(nil)
-				require.NoError(t, err)
-				n, diff, err := BatchInvariance(r.Model, r.X, r.X.Rows())
-				require.NoError(t, err)
-				require.Equal(t, r.X.Rows(), n)
-				require.Zero(t, diff)
-
-				skipTCOffHopper(t, gpu, tc)
-				require.Equal(t, cpuStepsDigest(t, cfg, 3), replay, "graph replay vs CPU backend")
+				replayAndInvariance(t, ctx, shortConfigAct(tc, act), tc)
 			})
 		}
 	}
@@ -94,4 +76,31 @@ func TestGPUGatedFusedOpsEqualCPU(t *testing.T) {
 			})
 		}
 	}
+}
+
+// replayAndInvariance checks, on a fresh GPU backend, that cfg's first
+// steps replayed from a CUDA graph give the direct steps' bits, that a
+// trained epoch's rows are batch invariant, and (on sm_90 for the
+// tensor-core tier) that the replay equals the CPU backend's steps.
+func replayAndInvariance(t *testing.T, ctx *cudaload.Context, cfg TrainConfig, tc tierCase) {
+	t.Helper()
+	gpu, err := NewGPU(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gpu.Close()) }()
+	direct, replay, err := GraphReplay(gpu, cfg, 3)
+	require.NoError(t, err)
+	require.Equal(t, direct, replay, "graph replay vs direct steps")
+
+	r, err := NewRun(gpu, cfg)
+	require.NoError(t, err)
+	defer r.Close()
+	_, err = r.Epoch(nil)
+	require.NoError(t, err)
+	n, diff, err := BatchInvariance(r.Model, r.X, r.X.Rows())
+	require.NoError(t, err)
+	require.Equal(t, r.X.Rows(), n)
+	require.Zero(t, diff)
+
+	skipTCOffHopper(t, gpu, tc)
+	require.Equal(t, cpuStepsDigest(t, cfg, 3), replay, "graph replay vs CPU backend")
 }

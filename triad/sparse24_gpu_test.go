@@ -83,26 +83,7 @@ func TestGPUSparse24GraphReplayAndBatchInvariance(t *testing.T) {
 	for _, act := range acts {
 		for _, tc := range sparseCases {
 			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
-				gpu, err := NewGPU(ctx)
-				require.NoError(t, err)
-				defer func() { require.NoError(t, gpu.Close()) }()
-				cfg := sparseConfig(tc.d, act)
-				direct, replay, err := GraphReplay(gpu, cfg, 3)
-				require.NoError(t, err)
-				require.Equal(t, direct, replay, "graph replay vs direct steps")
-
-				r, err := NewRun(gpu, cfg)
-				require.NoError(t, err)
-				defer r.Close()
-				_, err = r.Epoch(nil)
-				require.NoError(t, err)
-				n, diff, err := BatchInvariance(r.Model, r.X, r.X.Rows())
-				require.NoError(t, err)
-				require.Equal(t, r.X.Rows(), n)
-				require.Zero(t, diff)
-
-				skipTCOffHopper(t, gpu, tc)
-				require.Equal(t, cpuStepsDigest(t, cfg, 3), replay, "graph replay vs CPU backend")
+				replayAndInvariance(t, ctx, sparseConfig(tc.d, act), tc)
 			})
 		}
 	}
