@@ -70,9 +70,14 @@ struct Tile {
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int B_BYTES = BN * BK * 2;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    // The 16-bit store path's staging (store_whole): 16 rows x 64 columns
+    // of halves (2 KiB) per consumer warp.
+    static constexpr int EPI_WARP_BYTES = 16 * 64 * 2;
+    static constexpr int EPI_BYTES = 4 * CONSUMERS * EPI_WARP_BYTES;
     // The ring, 1 KiB of slack to align it to the swizzle atom, the
-    // barriers, then BN zero floats (the bias of a call without one).
-    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4;
+    // barriers, BN zero floats (the bias of a call without one), then
+    // 128 bytes of slack and the staging, 128-byte aligned.
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + EPI_BYTES;
     static_assert(BN == 128 || BN == 192 || BN == 256, "consumers issue m64n128, m64n192 or m64n256");
     // Whether the tile has WS_RUNSUM (runsum_add): two consumer
     // warpgroups (168 registers a thread).
@@ -326,14 +331,19 @@ DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db) {
 // Grouped tile order: tile index -> origin (i0, j0), GROUP row tiles at a
 // time, so the tiles in flight at once share rows of A and columns of B in
 // L2. It decides where a tile is computed, never how.
+// The engine launches these kernels only where M, N and the tile count
+// stay below 2^31 (wgFits), so the arithmetic is 32-bit: 64-bit divisions
+// are long instruction sequences on every tile.
 template <int BM, int BN>
 DETGEMM_INLINE void tile_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_i64& i0, dg_i64& j0) {
-    const dg_i64 tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const dg_i64 per_group = (dg_i64)GROUP * tiles_n;
-    const dg_i64 first = (t / per_group) * GROUP;
-    const dg_i64 rows_in_group = tiles_m - first < GROUP ? tiles_m - first : GROUP;
-    i0 = (first + (t % per_group) % rows_in_group) * BM;
-    j0 = ((t % per_group) / rows_in_group) * BN;
+    const dg_u32 tiles_m = (dg_u32)((M + BM - 1) / BM), tiles_n = (dg_u32)((N + BN - 1) / BN);
+    const dg_u32 per_group = (dg_u32)GROUP * tiles_n;
+    const dg_u32 tt = (dg_u32)t, g = tt / per_group, in_group = tt - g * per_group;
+    const dg_u32 first = g * GROUP;
+    const dg_u32 rows_in_group = tiles_m - first < (dg_u32)GROUP ? tiles_m - first : (dg_u32)GROUP;
+    const dg_u32 col = in_group / rows_in_group;
+    i0 = (dg_i64)(first + (in_group - col * rows_in_group)) * BM;
+    j0 = (dg_i64)col * BN;
 }
 
 // How a call runs the plan's slabs (the ws_mode argument; 0 with one slab).
@@ -359,6 +369,23 @@ struct Work {
     }
 };
 
+// A position in the ring: the block's k-tiles take slots 0, 1, ...,
+// STAGES - 1, 0, ... in turn; phase is the parity of the slot's use (its
+// full barrier's phase, and the empty barrier's one behind). Counted, not
+// divided: it % STAGES and it / STAGES of a 64-bit count cost a long
+// sequence per k-tile.
+struct Ring {
+    int slot = 0;
+    dg_u32 phase = 0;
+    template <int STAGES>
+    DETGEMM_INLINE void next() {
+        if (++slot == STAGES) {
+            slot = 0;
+            phase ^= 1u;
+        }
+    }
+};
+
 // Producer: one thread keeps the ring full across all of the block's tiles,
 // so the next tile's first stages load while the consumers store this one.
 template <class T, bool A_RC, bool B_JC>
@@ -367,14 +394,16 @@ DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32
     constexpr int BN = T::BN, STAGES = T::STAGES;
     prefetch_map(tmA);
     prefetch_map(tmB);
-    dg_i64 it = 0;  // the block's k-tile count: it % STAGES is the slot, it / STAGES its use
+    // The ring position of the block's k-tiles, in order: slot s, and the
+    // parity of its use (Ring).
+    Ring r;
     for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
         dg_i64 i0, j0, kb, ke;
         w.item<T>(item, kb, ke);
         tile_origin<T::BM, BN>(item % w.tiles, M, N, i0, j0);
-        for (dg_i64 kt = kb; kt < ke; ++kt, ++it) {
-            const int s = (int)(it % STAGES);
-            mbar_wait(bars + 8 * (STAGES + s), ((dg_u32)(it / STAGES) & 1u) ^ 1u);
+        for (dg_i64 kt = kb; kt < ke; ++kt, r.next<STAGES>()) {
+            const int s = r.slot;
+            mbar_wait(bars + 8 * (STAGES + s), r.phase ^ 1u);
             const dg_u32 full = bars + 8 * s;
             mbar_expect_tx(full, T::STAGE_BYTES);
             const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
@@ -392,6 +421,77 @@ DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32
                 tma::load_2d(b, tmB, k0, (int)j0, full);  // box 64 (r) x BN (j)
             }
         }
+    }
+}
+
+// The descriptor of step kk of a stage's operand at addr: K-major
+// (swizzled rows of 64 halves) starts 32 bytes further along the row;
+// MN-major 16 rows (two 8-row groups) on. A is K-major where A_RC (CONTIG
+// of A), B where !B_JC (CONTIG of B).
+template <bool CONTIG, bool IS_A>
+DETGEMM_INLINE dg_u64 step_desc(dg_u32 addr, int kk) {
+    constexpr bool KMAJOR = IS_A ? CONTIG : !CONTIG;
+    return KMAJOR ? sw128_desc(addr + kk * 32, 16, 1024) : sw128_desc(addr + kk * 2048, BOX, 1024);
+}
+
+// Two f32 values rounded to OUT (RNE) and packed, lo in the low half: one
+// cvt for the pair, and a NaN half replaced by the contract's canonical
+// 0x7fff (epi::round16's), by selects: a branch here, beside the
+// accumulators, made ptxas serialise the wgmma pipeline (C7520).
+template <int OUT>
+DETGEMM_INLINE dg_u32 pack16(float lo, float hi) {
+    dg_u32 p;
+    if constexpr (OUT == BF16) {
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(p) : "f"(hi), "f"(lo));
+    } else {
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(p) : "f"(hi), "f"(lo));
+    }
+    p = lo != lo ? (p & 0xffff0000u) | 0x7fffu : p;
+    p = hi != hi ? (p & 0x0000ffffu) | 0x7fff0000u : p;
+    return p;
+}
+
+// The 16-bit store of a warp's 16 whole rows (wrow ..) of the tile's BN
+// columns from j0, 64 columns at a time: the accumulators rounded and
+// packed, written to the warp's 2 KiB of shared memory with stmatrix (the
+// accumulator layout is stmatrix's fragment: lane l holds row l/4, column
+// pair l%4 of each 8x8 block), rows of 128 bytes with the 16-byte units
+// XOR-swizzled by row (conflict-free), then read back a 16-byte unit a
+// lane and stored so that each warp access writes four whole 128-byte
+// lines. Same values and bits as store_tile, in far fewer instructions.
+template <int BN, int DTOUT>
+DETGEMM_INLINE void store_whole(const float (&acc)[BN / 2], void* C, dg_i64 ldc, dg_i64 wrow, dg_i64 j0, int lane,
+                                dg_u32 stage) {
+    // stmatrix.x4: lane l gives the address of row l%8 of matrix l/8;
+    // matrices (q, rows 0-7), (q, rows 8-15), (q+1, 0-7), (q+1, 8-15).
+    const int mrow = ((lane >> 3) & 1) * 8 + (lane & 7), munit = lane >> 4;
+    dg_u16* out = static_cast<dg_u16*>(C) + wrow * ldc + j0;
+#pragma unroll
+    for (int ch = 0; ch < BN / 64; ++ch) {
+#pragma unroll
+        for (int qq = 0; qq < 4; ++qq) {
+            const int q = 8 * ch + 2 * qq;
+            const dg_u32 r0 = pack16<DTOUT>(acc[4 * q], acc[4 * q + 1]);
+            const dg_u32 r1 = pack16<DTOUT>(acc[4 * q + 2], acc[4 * q + 3]);
+            const dg_u32 r2 = pack16<DTOUT>(acc[4 * q + 4], acc[4 * q + 5]);
+            const dg_u32 r3 = pack16<DTOUT>(acc[4 * q + 6], acc[4 * q + 7]);
+            const dg_u32 addr = stage + mrow * 128 + (((2 * qq + munit) ^ (mrow & 7)) << 4);
+            asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+                         "r"(r1), "r"(r2), "r"(r3)
+                         : "memory");
+        }
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int u = lane + 32 * k, row = u >> 3, cu = u & 7;
+            uint4 v;
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "r"(stage + row * 128 + ((cu ^ (row & 7)) << 4))
+                         : "memory");
+            *reinterpret_cast<uint4*>(out + row * ldc + 64 * ch + 8 * cu) = v;
+        }
+        __syncwarp();
     }
 }
 
@@ -705,7 +805,8 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
     dg_u64 policy = 0;
     if constexpr (T::RUNSUM) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
 
-    dg_i64 it = 0;  // as the producer's
+    Ring r;        // as the producer's
+    int prev = 0;  // the slot of the k-tile before, released once its steps are done
     for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
         dg_i64 i0, j0, kb, ke;
         w.item<T>(item, kb, ke);
@@ -764,30 +865,27 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         // (WS_RUNSUM); the hot loop itself has no fold.
         for (dg_i64 sb = kb; sb < ke;) {
             const dg_i64 se = T::RUNSUM && w.runsum && sb + w.slab_tiles < ke ? sb + w.slab_tiles : ke;
-            for (dg_i64 kt = sb; kt < se; ++kt, ++it) {
-                const int s = (int)(it % STAGES);
-                mbar_wait(bars + 8 * s, (dg_u32)(it / STAGES) & 1u);
+            for (dg_i64 kt = sb; kt < se; ++kt, r.next<STAGES>()) {
+                const int s = r.slot;
+                mbar_wait(bars + 8 * s, r.phase);
                 const dg_u32 a = ring + s * T::STAGE_BYTES + c * BOX, b = ring + s * T::STAGE_BYTES + T::A_BYTES;
                 const dg_i64 left = R - kt * BK;
                 const int steps = left >= BK ? BK / 16 : (int)((left + 15) / 16);  // never a step wholly past the end
                 wgmma_fence();
+                // One code path for every stage: with a second path for
+                // whole stages, ptxas 13 serialised the wgmma pipeline
+                // (a wait after every step).
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {
-                    if (kk < steps) {
-                        // K-major (swizzled rows of 64 halves): step kk starts 32
-                        // bytes further along the row; MN-major: 16 rows (two
-                        // 8-row groups) on.
-                        const dg_u64 da = A_RC ? sw128_desc(a + kk * 32, 16, 1024) : sw128_desc(a + kk * 2048, BOX, 1024);
-                        const dg_u64 db = B_JC ? sw128_desc(b + kk * 2048, BOX, 1024) : sw128_desc(b + kk * 32, 16, 1024);
-                        mma_step<BN, DTIN, TA, TB>(acc, da, db);
-                    }
-                }
+                for (int kk = 0; kk < BK / 16; ++kk)
+                    if (kk < steps)
+                        mma_step<BN, DTIN, TA, TB>(acc, step_desc<A_RC, true>(a, kk), step_desc<B_JC, false>(b, kk));
                 wgmma_commit();
                 // The previous stage's steps are done once at most this one's
                 // group is pending: hand its buffers back to the producer.
                 wgmma_wait<1>();
                 fence_acc(acc);
-                if (kt > kb && lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+                if (kt > kb && lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+                prev = s;
             }
             if constexpr (T::RUNSUM) {
                 if (se < ke) {
@@ -806,7 +904,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         }
         wgmma_wait<0>();
         fence_acc(acc);
-        if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (int)((it - 1) % STAGES)));
+        if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
         if constexpr (T::RUNSUM) {
             if (w.runsum && ke - kb > w.slab_tiles) runsum_add<BN, 128 * T::CONSUMERS>(acc, run, false, false, policy);
         }
@@ -826,6 +924,32 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         } else if constexpr (INIT != INIT_OLD && !T::SLABS) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = epi::act<Act>(acc[i]);
+        }
+        if constexpr (DTOUT == F32) {
+            // A tile wholly inside the output, pairs 8-byte aligned: one
+            // access a pair, no bounds (the condition is the block's, as
+            // below).
+            if (i0 + T::BM <= M && j0 + BN <= N && (ldo & 1) == 0 && (reinterpret_cast<dg_u64>(out) & 7u) == 0) {
+                float* o0 = static_cast<float*>(out) + row0 * ldo + col0;
+                float* o1 = o0 + 8 * ldo;
+#pragma unroll
+                for (int q = 0; q < BN / 8; ++q) {
+                    *reinterpret_cast<float2*>(o0 + 8 * q) = make_float2(acc[4 * q], acc[4 * q + 1]);
+                    *reinterpret_cast<float2*>(o1 + 8 * q) = make_float2(acc[4 * q + 2], acc[4 * q + 3]);
+                }
+                continue;
+            }
+        } else {
+            // A tile wholly inside D, 16-byte aligned: staged through
+            // shared memory and stored by whole lines. The condition is the
+            // block's (tile origin and arguments), never a warp's: a branch
+            // that ptxas cannot prove uniform, around code that reads the
+            // accumulators, makes it serialise the wgmma pipeline (C7520).
+            if (i0 + T::BM <= M && j0 + BN <= N && (ldo & 7) == 0 && (reinterpret_cast<dg_u64>(out) & 15u) == 0) {
+                const dg_u32 stage = ((bars + 16 * STAGES + BN * 4 + 127u) & ~127u) + (c * 4 + warp) * T::EPI_WARP_BYTES;
+                store_whole<BN, DTOUT>(acc, out, ldo, i0 + c * 64 + warp * 16, j0, lane, stage);
+                continue;
+            }
         }
         store_tile<BN, DTOUT>(acc, out, M, N, ldo, row0, col0, j0, lane);
     }

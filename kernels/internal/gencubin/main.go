@@ -42,6 +42,9 @@ import (
 	"github.com/detgemm/detgemm/nvrtc"
 )
 
+// useCache: -use-cache, read by buildArch.
+var useCache = flag.Bool("use-cache", false, "reuse the kernels disk cache (DETGEMM_CACHE_DIR, else the user cache): entries an engine compiled on this machine from the same sources, flags and NVRTC (the cache key covers them all), so a set rebuilt right after a GPU run compiles only what that run did not")
+
 func main() {
 	out := flag.String("out", "embedded", "directory of the compressed CUBINs")
 	table := flag.String("table", "zembedded.go", "generated Go file recording the set")
@@ -197,7 +200,7 @@ func upToDate(out, variant string, archs []kernels.Arch) (bool, error) {
 // buildArch compiles every family of arch (concurrently, inside Build) and
 // packs each module with its metadata.
 func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv string) ([]file, error) {
-	b, err := kernels.NewBuilder(c, kernels.WithMode(kernels.ModeNVRTC), kernels.WithCache(false)).Build(arch)
+	b, err := kernels.NewBuilder(c, kernels.WithMode(kernels.ModeNVRTC), kernels.WithCache(*useCache)).Build(arch)
 	if err != nil {
 		return nil, err
 	}
