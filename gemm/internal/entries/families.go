@@ -362,13 +362,8 @@ func tcDW() (out []Entry) {
 
 // wgTiles is the wgmma tiles of one family and their CUDA names.
 func wgEntries(family string, tiles [][2]string, f32Only bool) (out []Entry) {
-	return wgEntriesFor(family, tiles, f32Only, layouts)
-}
-
-// wgEntriesFor is wgEntries over the layouts ls.
-func wgEntriesFor(family string, tiles [][2]string, f32Only bool, ls []string) (out []Entry) {
 	for _, t := range tiles {
-		for _, l := range ls {
+		for _, l := range layouts {
 			for _, io := range halfIO(l) {
 				if f32Only && io[1] != "f32" {
 					continue
@@ -388,12 +383,9 @@ func wgmma() []Entry {
 	return wgEntries(WGFamily, [][2]string{{"wg128x256", "T128x256"}, {"wg128x192", "T128x192"}, {"wg128x128", "T128x128"}, {"wg192x192", "T192x192"}}, false)
 }
 
-// wgmmaSlabs: gemm_wgmma_slabs (sm_90a), the slab variants, f32 out only,
-// and the register running-sum variant 128×192 (any output; nn and nt:
-// Forward and dX, the cuts that keep running sums).
+// wgmmaSlabs: gemm_wgmma_slabs (sm_90a), the slab variants, f32 out only.
 func wgmmaSlabs() []Entry {
-	return append(wgEntries(WGSlabsFamily, [][2]string{{"wg128x128s", "T128x128S"}, {"wg128x192s", "T128x192S"}, {"wg128x256s", "T128x256S"}}, true),
-		wgEntriesFor(WGSlabsFamily, [][2]string{{"wg128x192r", "T128x192R"}}, false, []string{"nn", "nt"})...)
+	return wgEntries(WGSlabsFamily, [][2]string{{"wg128x128s", "T128x128S"}, {"wg128x192s", "T128x192S"}, {"wg128x256s", "T128x256S"}}, true)
 }
 
 // MatmulActs are the activations of Matmul's fused kernels, in the order
