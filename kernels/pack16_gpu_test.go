@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/internal/gputest"
 	"github.com/detgemm/detgemm/nvrtc"
 )
 
@@ -46,31 +47,11 @@ func TestGPUPack16MatchesContract(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pack check does not compile: %v", err)
 	}
-	drv, err := cudaload.Open()
-	if err != nil {
-		t.Skipf("compiled; no CUDA driver to run it: %v", err)
-	}
-	dev, err := drv.Device(0)
-	if err != nil {
-		t.Skipf("compiled; no GPU: %v", err)
-	}
-	if maj, _ := dev.ComputeCapability(); maj != 9 {
+	ctx := gputest.Context(t)
+	if maj, _ := ctx.Device().ComputeCapability(); maj != 9 {
 		t.Skipf("compiled for sm_90a; the GPU is sm_%d", maj)
 	}
-	ctx, err := dev.PrimaryContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
-	mod, err := ctx.LoadModule(res.CUBIN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close()
-	fn, err := mod.Function("dg_pack_check")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := gputest.Kernel(t, ctx, res.CUBIN, "dg_pack_check")
 	bad, err := cudaload.NewBuffer[uint64](ctx, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/ref"
+	"github.com/detgemm/detgemm/internal/gputest"
 	"github.com/detgemm/detgemm/kernels"
 	"github.com/detgemm/detgemm/nvrtc"
 )
@@ -97,16 +98,8 @@ func TestTranscendentalsCUDATextMatchesGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctx.Close()
-	mod, err := ctx.LoadModule(res.CUBIN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close()
-	fn, err := mod.Function("dg_eval")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { ctx.Close() }) // after the module's (cleanups run last first)
+	fn := gputest.Kernel(t, ctx, res.CUBIN, "dg_eval")
 	var xs []float32
 	for h := range 1 << 16 {
 		xs = append(xs, ref.F32FromBF16(uint16(h)))

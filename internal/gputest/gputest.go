@@ -86,3 +86,19 @@ func skip(t testing.TB, err error) {
 	}
 	t.Skip(msg)
 }
+
+// Kernel loads cubin into ctx for the rest of the test and returns its
+// entry point name; it fails t when either step does.
+func Kernel(t testing.TB, ctx *cudaload.Context, cubin []byte, name string) *cudaload.Function {
+	t.Helper()
+	mod, err := ctx.LoadModule(cubin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mod.Close() })
+	fn, err := mod.Function(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
+}
