@@ -30,21 +30,7 @@ func TestGatedTrainingIsDeterministicAndBatchInvariant(t *testing.T) {
 				cfg := shortConfigAct(tc, act)
 				require.Equal(t, trainDigest(t, NewCPU(1), cfg, shortEpochs), trainDigest(t, NewCPU(2), cfg, shortEpochs),
 					"two runs (1 and 2 workers) from one seed")
-				r, err := NewRun(NewCPU(0), cfg)
-				require.NoError(t, err)
-				defer r.Close()
-				first, err := r.Epoch(nil)
-				require.NoError(t, err)
-				var last float64
-				for range 3 {
-					last, err = r.Epoch(nil)
-					require.NoError(t, err)
-				}
-				require.Less(t, last, first)
-				n, diff, err := BatchInvariance(r.Model, r.X, 64)
-				require.NoError(t, err)
-				require.Equal(t, 64, n)
-				require.Zero(t, diff)
+				requireLearnsInvariantly(t, NewCPU(0), cfg, 3)
 			})
 		}
 	}

@@ -2,7 +2,6 @@ package triad
 
 import (
 	"errors"
-	"math"
 	"slices"
 	"testing"
 
@@ -249,22 +248,7 @@ func TestSparse24TrainingIsDeterministicAndBatchInvariant(t *testing.T) {
 				dense.Sparse24 = false
 				require.NotEqual(t, a, trainDigest(t, NewCPU(0), dense, shortEpochs), "the sparse network is not the dense one")
 
-				r, err := NewRun(NewCPU(2), cfg)
-				require.NoError(t, err)
-				defer r.Close()
-				first, err := r.Epoch(nil)
-				require.NoError(t, err)
-				var last float64
-				for range 3 {
-					last, err = r.Epoch(nil)
-					require.NoError(t, err)
-				}
-				require.Less(t, last, first)
-				require.False(t, math.IsNaN(last))
-				n, diff, err := BatchInvariance(r.Model, r.X, 64)
-				require.NoError(t, err)
-				require.Equal(t, 64, n)
-				require.Zero(t, diff)
+				requireLearnsInvariantly(t, NewCPU(2), cfg, 3)
 			})
 		}
 	}
