@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 )
 
 // movedBytes is what one launch of a data-movement row reads and writes,
@@ -130,14 +128,5 @@ func printGatedTable(w io.Writer, ix *rowIndex) {
 		}
 		return formatUS(r.MedianUS)
 	})
-	if len(rows) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nGated activations, standalone (rows = M, n = N/2; GB/s read + written, beside the copy floor's)\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
-	}
-	_ = tw.Flush()
+	printTitledTable(w, "Gated activations, standalone (rows = M, n = N/2; GB/s read + written, beside the copy floor's)", head, rows)
 }

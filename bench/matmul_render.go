@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 )
 
 // mmCompare is one Matmul mode's row beside the rows it is judged
@@ -179,17 +177,6 @@ func printMatmulTables(w io.Writer, ix *rowIndex) {
 	if len(rows) == 0 {
 		return
 	}
-	print := func(title string, head []string, rows [][]string) {
-		fmt.Fprintf(w, "\n%s\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-		for _, r := range rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
-		}
-		_ = tw.Flush()
-	}
-	print("Matmul beside cuBLASLt (µs; over plain: time over the same library's plain product)", head, rows)
-	if len(frows) > 0 {
-		print("Fused epilogue against the product and a separate pass (µs)", fhead, frows)
-	}
+	printTitledTable(w, "Matmul beside cuBLASLt (µs; over plain: time over the same library's plain product)", head, rows)
+	printTitledTable(w, "Fused epilogue against the product and a separate pass (µs)", fhead, frows)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 )
 
@@ -211,6 +212,22 @@ func mdTable(w io.Writer, head []string, rows [][]string) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
 	}
+}
+
+// printTitledTable writes a titled table for --format table under the main
+// one: a blank line, the title, then the columns aligned (tabwriter). A
+// table without rows writes nothing.
+func printTitledTable(w io.Writer, title string, head []string, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	_ = tw.Flush()
 }
 
 // writeMarkdown writes a report as the README's "How fast" section: a

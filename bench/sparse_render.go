@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
-	"text/tabwriter"
 )
 
 // decodeMaxM is the largest M the sparse table counts as decode-like
@@ -201,18 +199,6 @@ func writeSparseMarkdown(w io.Writer, ix *rowIndex) {
 // printSparseTables writes the sparse tables under the main table of
 // --format table.
 func printSparseTables(w io.Writer, ix *rowIndex) {
-	print := func(title string, head []string, rows [][]string) {
-		if len(rows) == 0 {
-			return
-		}
-		fmt.Fprintf(w, "\n%s\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-		for _, r := range rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
-		}
-		_ = tw.Flush()
-	}
 	head, rows := sparseTable(ix, func(r *row) string {
 		switch {
 		case r == nil:
@@ -222,12 +208,12 @@ func printSparseTables(w io.Writer, ix *rowIndex) {
 		}
 		return fmt.Sprintf("%s (%.1f)", formatUS(r.MedianUS), r.TFLOPS)
 	})
-	print(fmt.Sprintf("2:4 sparse forward (µs, dense-equivalent TFLOP/s in brackets; speed-up: other / sp24; GB/s for M ≤ %d)", decodeMaxM), head, rows)
+	printTitledTable(w, fmt.Sprintf("2:4 sparse forward (µs, dense-equivalent TFLOP/s in brackets; speed-up: other / sp24; GB/s for M ≤ %d)", decodeMaxM), head, rows)
 	head, rows = pruneTable(ix, func(r *row) string {
 		if r.Error != "" {
 			return "error"
 		}
 		return formatUS(r.MedianUS)
 	})
-	print("2:4 prune + compress (PruneCompress24; GB/s read + written, beside the copy floor's)", head, rows)
+	printTitledTable(w, "2:4 prune + compress (PruneCompress24; GB/s read + written, beside the copy floor's)", head, rows)
 }
