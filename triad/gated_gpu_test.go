@@ -91,15 +91,7 @@ func replayAndInvariance(t *testing.T, ctx *cudaload.Context, cfg TrainConfig, t
 	require.NoError(t, err)
 	require.Equal(t, direct, replay, "graph replay vs direct steps")
 
-	r, err := NewRun(gpu, cfg)
-	require.NoError(t, err)
-	defer r.Close()
-	_, err = r.Epoch(nil)
-	require.NoError(t, err)
-	n, diff, err := BatchInvariance(r.Model, r.X, r.X.Rows())
-	require.NoError(t, err)
-	require.Equal(t, r.X.Rows(), n)
-	require.Zero(t, diff)
+	requireInvariantAfterEpoch(t, gpu, cfg)
 
 	skipTCOffHopper(t, gpu, tc)
 	require.Equal(t, cpuStepsDigest(t, cfg, 3), replay, "graph replay vs CPU backend")
