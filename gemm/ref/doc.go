@@ -230,6 +230,29 @@
 // functions' CUDA text and accuracy are in docs/contract.md, sections
 // "Transcendentals" and "Matmul".
 //
+// # fp8 (E4M3, E5M2)
+//
+// The 8-bit types E4M3 (OCP E4M3FN: bias 7, no infinities, largest 448)
+// and E5M2 (bias 15, ±Inf, largest 57344) are DTypes of their own (FP8
+// reports them; Valid does not: the IEEE and tensor-core tiers do not take
+// them). FP8Decode widens a code exactly; FP8Encode is PTX's
+// cvt.rn.satfinite: round to nearest even on the format's grid, then
+// saturate to ±FP8Max. FP8Quantize turns a float32, bf16 or f16 matrix
+// (or its transpose) into codes and one float32 scale a group (the tensor,
+// a row, 1×128 or 128×128 blocks: FP8Groups), so that x ≈ code·scale.
+//
+// Options.FP8Matmul is the product D = A·Bᵀ of fp8 codes (B stored N × K,
+// cuBLASLt's "TN"), with per-tensor, per-row or block scales (FP8Scaling),
+// promoted or fast accumulation (FP8Accum), the bias, ReLU and GELU
+// epilogues and F32, BF16, F16, E4M3 or E5M2 outputs (an fp8 one
+// scaled by ScaleD, with its amax). Its arithmetic is FP8Step, one
+// 32-product tensor-core step as measured on an H100 (wgmma m64n8k32):
+// the addends are aligned to the largest nominal exponent, cut to 13 bits
+// below it, summed exactly, and the sum cut to 14 significant bits.
+// FP8Step follows the measured rules literally; FP8Matmul runs a faster
+// integer form of the same rules, checked against it. The order of
+// operations is in docs/contract.md, section "fp8 (E4M3, E5M2)".
+//
 // # Oracle
 //
 // ForwardF64, DXF64 and DWF64 compute the same products in float64 with

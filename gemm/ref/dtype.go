@@ -2,7 +2,9 @@ package ref
 
 import "fmt"
 
-// DType names an element type of the IEEE tiers.
+// DType names an element type: F32, BF16 and F16, the types of the IEEE
+// and tensor-core tiers, and the 8-bit floating-point types E4M3 and E5M2,
+// which only the fp8 operations take (FP8Matmul, FP8Quantize, FP8Step).
 type DType uint8
 
 // The element types. The zero DType is invalid, so a forgotten field is
@@ -11,6 +13,12 @@ const (
 	F32  DType = iota + 1 // IEEE binary32
 	BF16                  // bfloat16: 8 significant bits, float32's exponent range
 	F16                   // IEEE binary16
+	// E4M3 is OCP's 8-bit E4M3 ("E4M3FN"): 4 significant bits, bias 7,
+	// subnormals, no infinities, NaN 0x7F and 0xFF, largest finite 448.
+	E4M3
+	// E5M2 is OCP's 8-bit E5M2: 3 significant bits, bias 15, subnormals,
+	// ±Inf, NaNs, largest finite 57344.
+	E5M2
 )
 
 // Size is the element size in bytes (0 for an invalid DType).
@@ -20,17 +28,24 @@ func (d DType) Size() int {
 		return 4
 	case BF16, F16:
 		return 2
+	case E4M3, E5M2:
+		return 1
 	}
 	return 0
 }
 
-// Valid reports whether d is one of F32, BF16, F16.
-func (d DType) Valid() bool { return d.Size() != 0 }
+// Valid reports whether d is one of F32, BF16, F16: a type of the IEEE and
+// tensor-core tiers (Options.In and Out). The 8-bit types are not: see FP8.
+func (d DType) Valid() bool { return d == F32 || d == BF16 || d == F16 }
 
 // Half reports whether d is a 16-bit type (BF16 or F16).
 func (d DType) Half() bool { return d == BF16 || d == F16 }
 
-// String returns "f32", "bf16", "f16", or "DType(n)" for an invalid value.
+// FP8 reports whether d is an 8-bit floating-point type (E4M3 or E5M2).
+func (d DType) FP8() bool { return d == E4M3 || d == E5M2 }
+
+// String returns "f32", "bf16", "f16", "e4m3", "e5m2", or "DType(n)" for an
+// invalid value.
 func (d DType) String() string {
 	switch d {
 	case F32:
@@ -39,6 +54,10 @@ func (d DType) String() string {
 		return "bf16"
 	case F16:
 		return "f16"
+	case E4M3:
+		return "e4m3"
+	case E5M2:
+		return "e5m2"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }

@@ -24,14 +24,19 @@ var (
 	// ErrInexact: an input of a 16-bit type given as float32 Values holds a
 	// value that is not exactly of that type.
 	ErrInexact = errors.New("value not exactly representable in the input type")
+	// ErrScale: an fp8 operation's scaling is invalid: FP8Matmul's Scaling
+	// or Accum is unknown, block scales without promoted accumulation, or
+	// ScaleD for an output that is not fp8; FP8Quantize's Groups unknown.
+	ErrScale = errors.New("invalid fp8 scaling")
 )
 
 // ArgError reports a bad argument to one of the package's operations. It is
 // the module's one argument-error type, also gemm.ArgError and triad.Error:
 // Pkg is "ref", Op the operation (e.g. "Forward"), Arg the argument (e.g.
 // "x" or "K"), Reason what is wrong with it, and Err the sentinel (ErrDim,
-// ErrLength, ErrDType, ErrTier, ErrRange, ErrTCModel or ErrInexact). Its
-// message reads "ref.Forward: K: 0 is not positive".
+// ErrLength, ErrDType, ErrTier, ErrRange, ErrTCModel, ErrInexact, ErrScale
+// and the others the operations list). Its message reads "ref.Forward: K:
+// 0 is not positive".
 type ArgError = argerr.Error
 
 // argErr returns the package's *ArgError.
