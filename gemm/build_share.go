@@ -16,7 +16,7 @@ import (
 func engineFamilies(arch kernels.Arch) []string {
 	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily, gatedFamily, sp24Family, sp24FormatFamily}
 	if wgArch(arch) {
-		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily, wgMatmulFamily)
+		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily, wgMatmulFamily, fp8Family, fp8QuantFamily)
 	}
 	return fams
 }
@@ -209,6 +209,8 @@ func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
 		return tcRowsSharedBytes(tileOf(k.Tile), l), true
 	case "wg", "wgmm":
 		return wgSharedBytes(tileOf(k.Tile)), true
+	case "fp8":
+		return wgSharedBytes(fp8Tile), true
 	case "sp24":
 		s := sp24Shared(k.Tile)
 		return s, s <= limit

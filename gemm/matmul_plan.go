@@ -22,6 +22,10 @@ var (
 	ErrOperand = ref.ErrOperand
 	// ErrEpilogue: the Epilogue is not a known one, or not for this request.
 	ErrEpilogue = ref.ErrEpilogue
+	// ErrScale: an fp8 scaling, accumulation mode or quantization group
+	// that is not known, or not for this request (block scales need
+	// AccumPromoted).
+	ErrScale = ref.ErrScale
 )
 
 // matmulFamily holds the general path's elementwise kernels;

@@ -135,6 +135,19 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 		named[id] = fmt.Sprintf("detgemm_sp24_%s_%v_%v", k.tile, k.in, k.out)
 	}
 	maps.Copy(named, sp24FormatNames())
+	for k, id := range fp8IDs {
+		named[id] = fmt.Sprintf("detgemm_fp8_%s_%s_%s_%s", k.mode, k.act, strings.ReplaceAll(k.pair, "_", ""), k.out)
+	}
+	for k, id := range fp8QuantIDs {
+		switch k.kind {
+		case "fp8amax":
+			named[id] = "detgemm_fp8_amax_" + k.in
+		case "fp8quant":
+			named[id] = fmt.Sprintf("detgemm_fp8_quant_%s_%s", k.in, k.out)
+		default:
+			named[id] = "detgemm_fp8_scales"
+		}
+	}
 	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
 	for id, name := range named {
 		require.Equal(t, id.entry().Name, name)
