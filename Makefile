@@ -37,7 +37,7 @@ test: fmt-check vet
 # fuzz coordinator can fail a target with "context deadline exceeded" at the
 # deadline, having found nothing (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
-FUZZ_TARGETS := ./gemm:FuzzCall ./gemm:FuzzMatmulPlan ./gemm:FuzzGated ./gemm:FuzzSparse24Engine ./gemm:FuzzSparse24Forward ./gemm/ref:FuzzRef ./gemm/ref:FuzzMatmul ./gemm/ref:FuzzFP8Matmul \
+FUZZ_TARGETS := ./gemm:FuzzCall ./gemm:FuzzMatmulPlan ./gemm:FuzzGated ./gemm:FuzzSparse24Engine ./gemm:FuzzSparse24Forward ./gemm/ref:FuzzRef ./gemm/ref:FuzzMatmul ./gemm/ref:FuzzFP8Matmul ./gemm:FuzzFP8Matmul ./gemm:FuzzQuantizeFP8 \
 	./gemm/ref:FuzzSparse24Format ./cudaload:FuzzArgs \
 	./cudaload:FuzzLaunchConfigValidate ./cudaload:FuzzEncodeTiled ./triad:FuzzTriadCPU
 ## fuzz: run each fuzz target for FUZZTIME (the bench's in its own module).
