@@ -82,6 +82,22 @@ type ops interface {
 	// mask24 sets to +0 every element of w [K, N] at a row meta does not
 	// keep (Mask24).
 	mask24(w, meta *Tensor) error
+	// The fp8 layers' operations (LinearConfig.FP8; fp8.go).
+	allocFP8(d DType, rows, cols int) (*Tensor, error) // zeroed codes of E4M3 or E5M2, one byte each
+	// checkFP8 refuses what the backend cannot run: the fp8 products of a
+	// K×N weight with activations of d.
+	checkFP8(d DType, k, n int) error
+	// quantizeFP8 is q = x (or xᵀ with transpose) of q's fp8 type, a scale
+	// per row of q into scales (QuantizeFP8, GroupRow).
+	quantizeFP8(x *Tensor, transpose bool, q, scales *Tensor) error
+	// fp8Matmul is d[M,N] = ep(a[M,K]·b[N,K]ᵀ (+ bias)) on the fp8 tensor
+	// cores, a and b with a scale per row (sa [M], sb [N]), promoted
+	// accumulation (fp8DescOf); bias is read only by a Bias epilogue.
+	fp8Matmul(ep gemm.Epilogue, a, sa, b, sb, bias, d *Tensor) error
+	// geluGrad is dx = RNE(dy·GeluGrad32(h)) elementwise, h, dy and dx of
+	// one 16-bit type and shape; ones (every element 1) and spare (written)
+	// are contiguous scratch of that shape and type.
+	geluGrad(h, dy, dx, ones, spare *Tensor) error
 	// capture records fn as a graph, after preparing work (the engine
 	// products fn makes): presizing the workspace of its calls and planning
 	// its Matmuls, since nothing may be allocated while capturing.

@@ -67,12 +67,41 @@ func dxActDescOf(tier gemm.Tier, act Act, dy, w *Tensor) gemm.MatmulDesc {
 	return dxActDesc(tier, act, dy.rows, w.rows, dy.cols, dy.dtype)
 }
 
-// product is one engine product of a step: a Forward, DW or DX call, or a
-// fused Matmul.
+// product is one engine product of a step: a Forward, DW or DX call, a
+// fused Matmul, a 2:4 sparse forward or an fp8 product.
 type product struct {
-	call   gemm.Call          // Forward, DW or DX; nil for a Matmul or a sparse forward
-	desc   gemm.MatmulDesc    // the Matmul's description, where call and sparse are nil
+	call   gemm.Call          // Forward, DW or DX; nil for a Matmul, a sparse forward or an fp8 product
+	desc   gemm.MatmulDesc    // the Matmul's description, where call, sparse and fp8 are nil
 	sparse *gemm.Sparse24Desc // a 2:4 sparse forward's description, or nil
+	fp8    *gemm.FP8Desc      // an fp8 product's description, or nil
+}
+
+// fp8Desc is an fp8 layer's product d[M,N] = ep(a[M,K]·b[N,K]ᵀ (+ b)) on
+// the fp8 tensor cores: a and b quantized a scale per row (ScaleRow),
+// a chain per 128 positions of K promoted into f32 (AccumPromoted), d of
+// the activations' dtype.
+func fp8Desc(ep gemm.Epilogue, a, b DType, rows, n, k int, d DType) gemm.FP8Desc {
+	return gemm.FP8Desc{A: a, B: b, Out: d, M: rows, N: n, K: k, Scaling: gemm.ScaleRow, Accum: gemm.AccumPromoted, Epilogue: ep}
+}
+
+// fp8ForwardDesc is an fp8 layer's forward, y[M,out] = ep(x·W + b) as
+// x[M,in] (E4M3) times Wᵀ [out,in] (E4M3): ep is gemm.Bias for a Linear's
+// Forward, ReluBias or GeluBias (and Bias for the GELU aux) for an MLP's
+// hidden layer.
+func fp8ForwardDesc(ep gemm.Epilogue, rows, in, out int, d DType) gemm.FP8Desc {
+	return fp8Desc(ep, gemm.E4M3, gemm.E4M3, rows, out, in, d)
+}
+
+// fp8DXDesc is an fp8 layer's dX, dx[M,in] = dy·Wᵀ as dy[M,out] (E5M2)
+// times W [in,out] (E4M3, already N × K).
+func fp8DXDesc(rows, in, out int, d DType) gemm.FP8Desc {
+	return fp8Desc(gemm.Default, gemm.E5M2, gemm.E4M3, rows, in, out, d)
+}
+
+// fp8DescOf is the request of the backend operation fp8Matmul(ep, a, ...,
+// b, ..., d).
+func fp8DescOf(ep gemm.Epilogue, a, b, d *Tensor) gemm.FP8Desc {
+	return fp8Desc(ep, a.dtype, b.dtype, a.rows, b.rows, a.cols, d.dtype)
 }
 
 // sparseDesc is a 2:4 sparse layer's forward, y[M,N] = ep(x[M,K]·w[K,N]
@@ -92,10 +121,12 @@ func sparseDescOf(ep gemm.Epilogue, x, y *Tensor) gemm.Sparse24Desc {
 // stepWork lists every engine product one Step on a batch of rows makes,
 // in the order Step makes them: each layer's forward (a fused Matmul for a
 // hidden layer, Forward for the last; a sparse forward for every layer of
-// a 2:4 sparse network), then, from the last layer back, its
+// a 2:4 sparse network; fp8 products for an fp8 network, two for a GELU
+// hidden layer), then, from the last layer back, its
 // dW and (but for the first layer) its dX, fused with the activation's
 // gradient and (but for a gated act) the bias gradient of the layer
-// before. The triad's own kernels (the gated blocks' bias gradients among
+// before (an fp8 network's dX is an fp8 product, the activation's and
+// bias gradients separate passes). The triad's own kernels (the gated blocks' bias gradients among
 // them) need no scratch memory, so these products are all the workspace a
 // step uses.
 func (m *MLP) stepWork(rows int) []product {
@@ -103,6 +134,17 @@ func (m *MLP) stepWork(rows int) []product {
 	tier, d, act, last := m.cfg.Tier, m.cfg.DType, m.cfg.Act, len(m.layers)-1
 	for i, l := range m.layers {
 		switch {
+		case l.cfg.FP8:
+			ep := gemm.Bias
+			if i < last {
+				ep = act.fp8Epilogue()
+			}
+			fd := fp8ForwardDesc(ep, rows, l.cfg.In, l.cfg.Out, d)
+			work = append(work, product{fp8: &fd})
+			if i < last && act == ActGELU {
+				ad := fp8ForwardDesc(gemm.Bias, rows, l.cfg.In, l.cfg.Out, d)
+				work = append(work, product{fp8: &ad})
+			}
 		case l.cfg.Sparse24:
 			ep := gemm.Bias
 			if i < last {
@@ -119,7 +161,11 @@ func (m *MLP) stepWork(rows int) []product {
 	for i := last; i >= 0; i-- {
 		in, out := m.layers[i].cfg.In, m.layers[i].cfg.Out
 		work = append(work, product{call: dwCall(tier, rows, in, out, d)})
-		if i > 0 {
+		switch {
+		case i > 0 && m.layers[i].cfg.FP8:
+			xd := fp8DXDesc(rows, in, out, d)
+			work = append(work, product{fp8: &xd})
+		case i > 0:
 			work = append(work, product{desc: dxActDesc(tier, act, rows, in, out, d)})
 		}
 	}

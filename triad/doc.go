@@ -144,6 +144,59 @@
 // Compress24, Options.Sparse24Forward with the Hopper model): the bits of
 // an sm_90 GPU.
 //
+// # fp8 layers
+//
+// With LinearConfig.FP8 (MLPConfig.FP8 for every layer of a network) the
+// forward and dX run on Hopper's fp8 tensor cores: Transformer Engine's
+// recipe (E4M3 for activations and weights, E5M2 for gradients, f32
+// accumulation, dW in 16 bits), with every scale taken per row so that the
+// engine's invariance survives. Only the tensor-core tier runs it, with
+// bf16 or f16 activations, In and Out multiples of 16 (the K of the two
+// fp8 products), MaxRows set (the quantized activations are allocated for
+// it), not with Sparse24, and in an MLP with ReLU or GELU (the fp8 product
+// has no gated epilogues); anything else is refused, never run in 16
+// bits. On the GPU it needs sm_90 (else gemm.ErrArch). Each quantization
+// is gemm QuantizeFP8 with GroupRow (a group's scale s = amax/max finite,
+// q = satfinite(RNE(x/s)), q·s ≈ x); each product gemm FP8Matmul with
+// ScaleRow and AccumPromoted (a tensor-core chain per 128 positions of K
+// added in f32, then the two scales, the bias, the activation, one
+// rounding to the activations' dtype). For a layer with working copy W
+// [In, Out]:
+//
+//	SetParams, Step  working copy = RNE(master), as any layer; then
+//	                 Wt8 = E4M3(Wᵀ), a scale per row of Wᵀ (per output column)
+//	                 W8  = E4M3(W), a scale per row of W (per input)
+//	Forward    x8 = E4M3(x), a scale per row of x;
+//	           y = ep(x8·Wt8ᵀ + b)      FP8Matmul(A = x8, B = Wt8), ep Bias
+//	Backward   DW += xᵀ·dy, DB += Σ_rows dy    as any layer, on the 16-bit x and dy
+//	           dy8 = E5M2(dy), a scale per row of dy;
+//	           dx = dy8·W8ᵀ             FP8Matmul(A = dy8, B = W8: W [In, Out] is
+//	                                    already dX's N × K), Default
+//
+// An MLP's hidden layer runs its forward as FP8Matmul with ReluBias or
+// GeluBias; the fp8 product writes no aux, so for GELU a second product of
+// the same quantized input with Bias stores the pre-activation aux =
+// RNE(x·W + b), and ReLU keeps none. The product back into hidden layer i
+// is the fp8 dX into a scratch dpre (rounded once to the dtype), then the
+// activation's gradient as its own pass: ReLU's from the layer's output a
+// (the triad's ReLU gradient, which passes dpre where a > 0: where the
+// stored pre-activation is, the dense network's mask), GELU's
+// RNE(dpre·GeluGrad32(aux)) (gemm GatedBackward, GeGLU, with a = 1: one
+// rounding more than the dense DGeluBgrad, which rounds the unrounded
+// product once); then DB_i += Σ_rows of it, the bias-gradient pass.
+//
+// Why per-row scales: Transformer Engine scales a tensor by its amax, one
+// scale for the whole tensor (delayed from earlier steps), so every row's
+// quantization, and so its output, depends on the other rows of the batch
+// and on the history. A scale per row of x depends on that row alone, and
+// the weight's scales on the weight alone (per output column forward, per
+// input row for dX: each is a row of the stored B, which ScaleRow scales
+// per output column), so a row's output has the same bits at batch 1, in
+// any batch and in any chunking; dW is computed in 16 bits, as the dense
+// layer's. The CPU backend runs the same quantizations and products on
+// gemm/ref (FP8Quantize, Options.FP8Matmul, the fp8 tensor-core step
+// measured on sm_90): the bits of an sm_90 GPU.
+//
 // MSE over the n = rows·cols elements of y and t, in row-major order:
 // e_i = y_i − t_i; slab s of 256 consecutive elements is the chain
 // p_s = +0, p_s = fma(e_i, e_i, p_s); total = ((p_0 + p_1) + p_2) + ...;

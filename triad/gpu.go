@@ -45,6 +45,8 @@ type GPU struct {
 	plans map[gemm.MatmulDesc]*gemm.MatmulPlan
 	// splans are the 2:4 sparse forwards' plans, kept likewise.
 	splans map[gemm.Sparse24Desc]*gemm.Sparse24Plan
+	// fplans are the fp8 products' plans, kept likewise.
+	fplans map[gemm.FP8Desc]*gemm.FP8Plan
 	closed bool
 }
 
@@ -134,7 +136,7 @@ func NewGPU(ctx *cudaload.Context, opts ...GPUOption) (*GPU, error) {
 		return nil, argErr("NewGPU", "ctx", ErrConfig, "no CUDA context")
 	}
 	g := &GPU{ctx: ctx, fns: map[string]*cudaload.Function{}, live: map[*Tensor]struct{}{}, plans: map[gemm.MatmulDesc]*gemm.MatmulPlan{},
-		splans: map[gemm.Sparse24Desc]*gemm.Sparse24Plan{}}
+		splans: map[gemm.Sparse24Desc]*gemm.Sparse24Plan{}, fplans: map[gemm.FP8Desc]*gemm.FP8Plan{}}
 	fail := func(err error) (*GPU, error) {
 		return nil, errors.Join(fmt.Errorf("triad.NewGPU: %w", err), g.release())
 	}
@@ -530,7 +532,8 @@ type gpuGraph struct {
 }
 
 // capture presizes the engine's workspace for work's calls and makes the
-// plans of its Matmuls and sparse forwards, then records fn on the stream.
+// plans of its Matmuls, sparse forwards and fp8 products, then records fn
+// on the stream.
 // The workspace must be allocated before the capture begins: an allocation
 // while capturing would invalidate the graph, so the engine refuses to
 // grow it then.
@@ -552,6 +555,8 @@ func (g *GPU) capture(work []product, fn func() error) (replayer, error) {
 		switch {
 		case w.sparse != nil:
 			_, err = g.sparsePlan(*w.sparse)
+		case w.fp8 != nil:
+			_, err = g.fp8Plan(*w.fp8)
 		case w.call == nil:
 			_, err = g.plan(w.desc)
 		}

@@ -26,6 +26,24 @@ type LinearConfig struct {
 	// (else an *Error matching gemm.ErrTier, naming Tier) and In a
 	// multiple of 16 (else ErrShape, naming In); dX and dW stay dense.
 	Sparse24 bool
+	// FP8 runs the forward and dX on Hopper's fp8 tensor cores,
+	// Transformer Engine's recipe with a scale per row (see the package
+	// comment, "fp8 layers"): y = x·W + b from x quantized to E4M3 a scale
+	// per row and Wᵀ to E4M3 a scale per output column; dx = dy·Wᵀ from dy
+	// quantized to E5M2 a scale per row and W to E4M3 a scale per input
+	// row; dW and the bias gradient stay on the 16-bit tensors. The
+	// quantized weights are refreshed from the working copy by SetParams
+	// and every Step. It needs TierTensorCore (else an *Error matching
+	// gemm.ErrTier, naming Tier), In and Out multiples of 16 (ErrShape,
+	// naming In or Out), MaxRows (ErrShape), and not Sparse24 (ErrConfig,
+	// naming FP8); a GPU other than Hopper (sm_90) refuses it with the
+	// engine's gemm.ErrArch.
+	FP8 bool
+	// MaxRows is the most rows one Forward or Backward of an FP8 layer
+	// takes: NewLinear allocates the quantized input and gradient for it
+	// (a larger batch is refused with ErrShape), so the calls allocate
+	// nothing. Other layers ignore it.
+	MaxRows int
 }
 
 // SGD is stochastic gradient descent with momentum: for every parameter,
@@ -50,6 +68,7 @@ type Linear struct {
 	dw, db *Tensor   // f32 gradients
 	vw, vb *Tensor   // f32 velocities
 	sp     *sparse24 // the 2:4 state of a Sparse24 layer, else nil
+	f8     *fp8State // the quantized tensors of an FP8 layer, else nil
 	closed bool
 }
 
@@ -92,6 +111,11 @@ func NewLinear(be Backend, cfg LinearConfig) (*Linear, error) {
 			return nil, err
 		}
 	}
+	if cfg.FP8 {
+		if err := checkFP8Linear(op, cfg); err != nil {
+			return nil, err
+		}
+	}
 	l := &Linear{be: be, cfg: cfg}
 	var err error
 	alloc := func(d DType, rows, cols int) *Tensor {
@@ -109,6 +133,11 @@ func NewLinear(be Backend, cfg LinearConfig) (*Linear, error) {
 	}
 	if err == nil && cfg.Sparse24 {
 		l.sp, err = newSparse24(be, cfg.DType, cfg.In, cfg.Out)
+	}
+	if err == nil && cfg.FP8 {
+		if l.f8, err = newFP8(be, cfg); err == nil {
+			err = l.refreshFP8() // the zero weight's: codes +0, scales 1
+		}
 	}
 	if err != nil {
 		return nil, errors.Join(err, l.Close())
@@ -136,7 +165,8 @@ func (l *Linear) DB() *Tensor { return l.db }
 
 // Work is the weight the products read: the 16-bit working copy in the
 // typed and tensor-core tiers, the master in the f32 tier. (A Sparse24
-// layer's forward reads it compressed; dX reads it dense.)
+// layer's forward reads it compressed, dX dense; an FP8 layer's products
+// read it quantized, dW's none.)
 func (l *Linear) Work() *Tensor {
 	if l.work != nil {
 		return l.work
@@ -156,7 +186,8 @@ func (l *Linear) usable(op string) error {
 // layer first prunes the weight by magnitude along In (ref.Prune24: in
 // every group of 4 rows of a column the two largest magnitudes stay, ties
 // to the lower row, the others become +0); the positions kept are the
-// layer's pattern from then on (Pattern24).
+// layer's pattern from then on (Pattern24). An FP8 layer then quantizes
+// the working copy for its products.
 func (l *Linear) SetParams(w, b []float32) error {
 	const op = "Linear.SetParams"
 	if err := l.usable(op); err != nil {
@@ -174,8 +205,14 @@ func (l *Linear) SetParams(w, b []float32) error {
 	if err := l.be.Write(l.w, w); err != nil {
 		return err
 	}
-	if l.work != nil {
-		return l.be.Write(l.work, w) // Write rounds once to nearest even
+	if l.work == nil {
+		return nil
+	}
+	if err := l.be.Write(l.work, w); err != nil { // Write rounds once to nearest even
+		return err
+	}
+	if l.f8 != nil {
+		return l.refreshFP8()
 	}
 	return nil
 }
@@ -184,7 +221,8 @@ func (l *Linear) SetParams(w, b []float32) error {
 // dtype, for any M ≥ 1. Each row of y depends on its own row of x only (the
 // engine's batch invariance). A Sparse24 layer runs the sparse forward
 // (gemm.Engine.Sparse24Forward, epilogue Bias) on the compressed working
-// copy.
+// copy; an FP8 layer quantizes x per row and runs the fp8 product
+// (gemm.Engine.FP8Matmul, epilogue Bias), for at most MaxRows rows.
 func (l *Linear) Forward(x, y *Tensor) error {
 	const op = "Linear.Forward"
 	if err := l.usable(op); err != nil {
@@ -199,6 +237,16 @@ func (l *Linear) Forward(x, y *Tensor) error {
 	if l.sp != nil {
 		return l.be.forward24(gemm.Bias, x, l.sp.values, l.sp.meta, l.b, y, nil)
 	}
+	if l.f8 != nil {
+		if err := l.checkFP8Rows(op, x); err != nil {
+			return err
+		}
+		xq, xs, err := l.quantizeInput(x)
+		if err != nil {
+			return err
+		}
+		return l.product8(gemm.Bias, xq, xs, y)
+	}
 	return l.be.forward(l.cfg.Tier, x, l.Work(), l.b, y)
 }
 
@@ -206,7 +254,9 @@ func (l *Linear) Forward(x, y *Tensor) error {
 // DW += xᵀ·dy and DB += Σ_rows dy (f32), and dx = dy·Wᵀ [M, In] unless dx
 // is nil (a first layer needs none). The bias gradient follows the dW plan,
 // so gradients of micro-batches split at multiples of 256 rows, accumulated
-// in order, have the bits of one call on the whole batch.
+// in order, have the bits of one call on the whole batch. An FP8 layer
+// computes dx on the fp8 tensor cores (dy quantized to E5M2 per row, W to
+// E4M3 per input row), DW and DB as any layer.
 func (l *Linear) Backward(x, dy, dx *Tensor) error {
 	const op = "Linear.Backward"
 	if err := l.usable(op); err != nil {
@@ -223,14 +273,22 @@ func (l *Linear) Backward(x, dy, dx *Tensor) error {
 			return err
 		}
 	}
+	if l.f8 != nil {
+		if err := l.checkFP8Rows(op, x); err != nil {
+			return err
+		}
+	}
 	if err := l.be.dw(l.cfg.Tier, x, dy, l.dw); err != nil {
 		return err
 	}
 	if err := l.be.biasGrad(dy, l.db); err != nil {
 		return err
 	}
-	if dx == nil {
+	switch {
+	case dx == nil:
 		return nil
+	case l.f8 != nil:
+		return l.dx8(dy, dx)
 	}
 	return l.be.dx(l.cfg.Tier, dy, l.Work(), dx)
 }
@@ -238,7 +296,8 @@ func (l *Linear) Backward(x, dy, dx *Tensor) error {
 // Step queues the optimizer step on W and b, clears DW and DB, and
 // refreshes the working copy of W. A Sparse24 layer then resets the
 // master's and the working copy's pruned elements to +0 (Mask24 with the
-// pattern) and compresses the working copy for the next forward.
+// pattern) and compresses the working copy for the next forward; an FP8
+// layer quantizes the working copy for its next products.
 func (l *Linear) Step(opt SGD) error {
 	const op = "Linear.Step"
 	if err := l.usable(op); err != nil {
@@ -249,6 +308,11 @@ func (l *Linear) Step(opt SGD) error {
 	}
 	if l.sp != nil {
 		if err := l.stepSparse(); err != nil {
+			return err
+		}
+	}
+	if l.f8 != nil {
+		if err := l.refreshFP8(); err != nil {
 			return err
 		}
 	}
@@ -265,5 +329,5 @@ func (l *Linear) Close() error {
 	for _, t := range []*Tensor{l.w, l.b, l.work, l.dw, l.db, l.vw, l.vb} {
 		err = errors.Join(err, t.Free())
 	}
-	return errors.Join(err, l.sp.free())
+	return errors.Join(err, l.sp.free(), l.f8.free())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/detgemm/detgemm/gemm"
 )
@@ -28,6 +29,14 @@ type MLPConfig struct {
 	// output's a multiple of 16 (ErrShape, naming Sizes), and ReLU or GELU
 	// (ErrConfig, naming Act: the sparse forward has no gated epilogues).
 	Sparse24 bool
+	// FP8 makes every layer an fp8 layer (LinearConfig.FP8): each
+	// forward and each dX runs on the fp8 tensor cores from per-row
+	// scales, dW and the bias gradients stay on the 16-bit tensors (see
+	// the package comment, "fp8 layers"). It needs TierTensorCore
+	// (gemm.ErrTier, naming Tier), every width a multiple of 16 (ErrShape,
+	// naming Sizes), ReLU or GELU (ErrConfig, naming Act: the fp8 product
+	// has no gated epilogues) and not Sparse24 (ErrConfig, naming FP8).
+	FP8 bool
 }
 
 // MLP is a small network whose every buffer (parameters, activations,
@@ -69,10 +78,15 @@ type MLP struct {
 	layers []*Linear
 	out    *Tensor   // the last layer's output [MaxRows, out]
 	a      []*Tensor // per hidden layer: the activation's output [MaxRows, width], the next layer's input
-	aux    []*Tensor // per hidden layer: the ReLU mask, or the GELU or gated pre-activation [MaxRows, its Linear's Out]
+	aux    []*Tensor // per hidden layer: the ReLU mask, or the GELU or gated pre-activation [MaxRows, its Linear's Out]; nil for an FP8 ReLU network
 	dh     []*Tensor // per layer: the gradient of its pre-activation [MaxRows, its Linear's Out]
 	loss   *Tensor   // f32 [1, 2]: the last step's loss, and their running sum
-	closed bool
+	// An FP8 network's scratch, MaxRows × the widest hidden layer of the
+	// dtype, reshaped (flat) to each layer: dpre, the fp8 dX's output
+	// before the activation's gradient; for GELU ones (every element 1)
+	// and spare, geluGrad's.
+	dpre, ones, spare *Tensor
+	closed            bool
 }
 
 // NewMLP allocates the network on be and initialises it from cfg.Seed:
@@ -108,6 +122,11 @@ func NewMLP(be Backend, cfg MLPConfig) (*MLP, error) {
 	}
 	if cfg.Sparse24 {
 		if err := checkSparseMLP(op, cfg.Tier, cfg.Act, "Sizes", cfg.Sizes[:len(cfg.Sizes)-1]); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.FP8 {
+		if err := checkFP8MLP(op, cfg.Tier, cfg.Act, cfg.Sparse24, "Sizes", cfg.Sizes); err != nil {
 			return nil, err
 		}
 	}
@@ -161,7 +180,11 @@ func (m *MLP) build() error {
 		if i < n-1 {
 			out = cfg.Act.projection(width) // a gated block's Linear: both halves
 		}
-		l, err := NewLinear(m.be, LinearConfig{In: in, Out: out, Tier: cfg.Tier, DType: cfg.DType, Sparse24: cfg.Sparse24})
+		lc := LinearConfig{In: in, Out: out, Tier: cfg.Tier, DType: cfg.DType, Sparse24: cfg.Sparse24, FP8: cfg.FP8}
+		if cfg.FP8 {
+			lc.MaxRows = cfg.MaxRows
+		}
+		l, err := NewLinear(m.be, lc)
 		if err != nil {
 			return err
 		}
@@ -181,9 +204,11 @@ func (m *MLP) build() error {
 		if m.a[i], err = m.be.Alloc(cfg.DType, cfg.MaxRows, width); err != nil {
 			return err
 		}
-		if cfg.Act == ActReLU {
+		switch {
+		case cfg.FP8 && cfg.Act == ActReLU: // the backward reads the output
+		case cfg.Act == ActReLU:
 			m.aux[i], err = m.be.allocMask(cfg.MaxRows, out)
-		} else {
+		default:
 			m.aux[i], err = m.be.Alloc(cfg.DType, cfg.MaxRows, out)
 		}
 		if err != nil {
@@ -191,8 +216,34 @@ func (m *MLP) build() error {
 		}
 	}
 	var err error
-	m.loss, err = m.be.Alloc(F32, 1, 2)
-	return err
+	if m.loss, err = m.be.Alloc(F32, 1, 2); err != nil {
+		return err
+	}
+	if cfg.FP8 && n > 1 {
+		return m.buildFP8()
+	}
+	return nil
+}
+
+// buildFP8 allocates an FP8 network's backward scratch: dpre, and for GELU
+// ones (written) and spare.
+func (m *MLP) buildFP8() error {
+	wide := slices.Max(m.cfg.Sizes[1 : len(m.cfg.Sizes)-1])
+	var err error
+	if m.dpre, err = m.be.Alloc(m.cfg.DType, m.cfg.MaxRows, wide); err != nil || m.cfg.Act != ActGELU {
+		return err
+	}
+	if m.spare, err = m.be.Alloc(m.cfg.DType, m.cfg.MaxRows, wide); err != nil {
+		return err
+	}
+	if m.ones, err = m.be.Alloc(m.cfg.DType, m.cfg.MaxRows, wide); err != nil {
+		return err
+	}
+	one := make([]float32, m.ones.Len())
+	for i := range one {
+		one[i] = 1
+	}
+	return m.be.Write(m.ones, one)
 }
 
 // heUniform draws layer i's weights [in, out] from its own generator.
@@ -257,15 +308,21 @@ func (m *MLP) Forward(x *Tensor) (*Tensor, error) {
 // forward runs each hidden layer as one fused product, y = act(x·W + b)
 // (gated: y = a·act(b) of the halves of x·W + b) with its aux, and the
 // last layer as a Forward; a Sparse24 network's products are sparse
-// forwards with the same epilogues.
+// forwards with the same epilogues. An FP8 network's hidden layer
+// quantizes its input once and runs the fp8 product with ReluBias (no
+// aux: the backward reads the output) or GeluBias, and for GELU a second
+// fp8 product with Bias for the aux, the pre-activation RNE(x·W + b).
 func (m *MLP) forward(x *Tensor) (*Tensor, error) {
 	rows, in, last := x.rows, x, len(m.layers)-1
 	for i, l := range m.layers[:last] {
 		a, aux := rowsOf(m.a[i], rows), rowsOf(m.aux[i], rows)
 		var err error
-		if l.sp != nil {
+		switch {
+		case l.f8 != nil:
+			err = m.forwardFP8(l, in, a, aux)
+		case l.sp != nil:
 			err = m.be.forward24(m.cfg.Act.forwardEpilogue(), in, l.sp.values, l.sp.meta, l.b, a, aux)
-		} else {
+		default:
 			err = m.be.forwardAct(m.cfg.Tier, m.cfg.Act, in, l.Work(), l.b, a, aux)
 		}
 		if err != nil {
@@ -275,6 +332,46 @@ func (m *MLP) forward(x *Tensor) (*Tensor, error) {
 	}
 	y := rowsOf(m.out, rows)
 	return y, m.layers[last].Forward(in, y)
+}
+
+// forwardFP8 is an FP8 hidden layer's forward: a = act(x·W + b), and for
+// GELU aux = x·W + b, from x quantized once.
+func (m *MLP) forwardFP8(l *Linear, x, a, aux *Tensor) error {
+	xq, xs, err := l.quantizeInput(x)
+	if err != nil {
+		return err
+	}
+	if err := l.product8(m.cfg.Act.fp8Epilogue(), xq, xs, a); err != nil {
+		return err
+	}
+	if m.cfg.Act == ActGELU {
+		return l.product8(gemm.Bias, xq, xs, aux)
+	}
+	return nil
+}
+
+// backFP8 is the product back into FP8 hidden layer i−1 from layer i's
+// gradient dy: dpre = dy·W_iᵀ on the fp8 tensor cores (Linear.Backward's
+// dX), then the activation's gradient as its own pass, into dh: ReLU's
+// from the layer's output a (> 0 exactly where the stored pre-activation
+// is, as the dense network's mask), GELU's RNE(dpre·GeluGrad32(aux));
+// then DB_(i−1) += Σ_rows dh.
+func (m *MLP) backFP8(i int, dy *Tensor) error {
+	rows, prev := dy.rows, m.layers[i-1]
+	dpre, dh := flat(m.dpre, rows, prev.cfg.Out), rowsOf(m.dh[i-1], rows)
+	if err := m.layers[i].dx8(dy, dpre); err != nil {
+		return err
+	}
+	var err error
+	if m.cfg.Act == ActGELU {
+		err = m.be.geluGrad(rowsOf(m.aux[i-1], rows), dpre, dh, flat(m.ones, rows, prev.cfg.Out), flat(m.spare, rows, prev.cfg.Out))
+	} else {
+		err = m.be.reluGrad(rowsOf(m.a[i-1], rows), dpre, dh)
+	}
+	if err != nil {
+		return err
+	}
+	return m.be.biasGrad(dh, prev.db)
 }
 
 // Step queues one training step on the batch x [rows, in] with targets t
@@ -300,7 +397,9 @@ func (m *MLP) Step(x, t *Tensor) error {
 // DB is summed when the loop reaches layer i−1). Each gradient buffer is
 // accumulated once per step, as Linear.Backward would, so the bits are
 // those of Backward followed by the activation's gradient as separate
-// passes (for ReLU: see the package comment).
+// passes (for ReLU: see the package comment). An FP8 network's product back
+// is backFP8: the fp8 dX, then the activation's and the bias gradients as
+// passes of their own.
 func (m *MLP) step(x, t *Tensor) error {
 	rows, last := x.rows, len(m.layers)-1
 	tier, act := m.cfg.Tier, m.cfg.Act
@@ -327,7 +426,11 @@ func (m *MLP) step(x, t *Tensor) error {
 				return err
 			}
 		}
-		if i > 0 {
+		if i > 0 && l.f8 != nil {
+			if err := m.backFP8(i, dy); err != nil {
+				return err
+			}
+		} else if i > 0 {
 			var db *Tensor // the gated epilogues fuse no bias gradient
 			if !act.Gated() {
 				db = m.layers[i-1].db
@@ -396,7 +499,7 @@ func (m *MLP) Close() error {
 	for _, l := range m.layers {
 		err = errors.Join(err, l.Close())
 	}
-	for _, ts := range [][]*Tensor{m.a, m.aux, m.dh, {m.out, m.loss}} {
+	for _, ts := range [][]*Tensor{m.a, m.aux, m.dh, {m.out, m.loss, m.dpre, m.ones, m.spare}} {
 		for _, t := range ts {
 			if t != nil {
 				err = errors.Join(err, t.Free())

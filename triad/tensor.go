@@ -20,7 +20,10 @@ const (
 // Backend.Alloc (zeroed) and freed by Free or by closing the backend. A
 // View shares its parent's memory.
 type Tensor struct {
-	be         Backend
+	be Backend
+	// dtype is the element type; E4M3 or E5M2 for an fp8 layer's internal
+	// codes (one byte an element, made by the backends' allocFP8, never
+	// handed out).
 	dtype      DType
 	rows, cols int
 	view       bool
@@ -37,7 +40,7 @@ type Tensor struct {
 	dev cudaload.DevicePtr // GPU
 	f32 []float32          // CPU, F32
 	u16 []uint16           // CPU, BF16 and F16 (raw bits)
-	u8  []uint8            // CPU, a ReLU mask
+	u8  []uint8            // CPU, a ReLU mask or fp8 codes
 	u32 []uint32           // CPU, words
 }
 
@@ -90,7 +93,7 @@ func (t *Tensor) View(row0, rows int) (*Tensor, error) {
 		v.dev = t.dev + cudaload.DevicePtr(off*t.elemSize())
 	case t.f32 != nil:
 		v.f32 = t.f32[off : off+rows*t.cols]
-	case t.mask:
+	case t.mask || t.dtype.FP8():
 		v.u8 = t.u8[off : off+rows*t.cols]
 	case t.words:
 		v.u32 = t.u32[off : off+rows*t.cols]

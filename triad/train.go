@@ -19,6 +19,10 @@ type TrainConfig struct {
 	// Sparse24 makes every layer 2:4 sparse (MLPConfig.Sparse24): tier
 	// tensor-core, In and Hidden multiples of 16, ReLU or GELU.
 	Sparse24 bool
+	// FP8 makes every layer an fp8 layer (MLPConfig.FP8): tier
+	// tensor-core, In, Hidden and Out multiples of 16, ReLU or GELU, not
+	// with Sparse24.
+	FP8 bool
 }
 
 // Sizes are the student's layer widths.
@@ -54,13 +58,24 @@ func NewRun(be Backend, cfg TrainConfig) (*Run, error) {
 			return nil, err
 		}
 	}
+	if cfg.FP8 {
+		for _, w := range []struct {
+			arg string
+			n   int
+		}{{"In", cfg.In}, {"Hidden", cfg.Hidden}, {"Out", cfg.Out}} {
+			if err := checkFP8MLP("NewRun", cfg.Tier, cfg.Act, cfg.Sparse24, w.arg, []int{w.n}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	rows := cfg.Batch * cfg.Steps
 	task, err := NewTask(cfg.Seed, cfg.In, cfg.Hidden, cfg.Out, rows)
 	if err != nil {
 		return nil, err
 	}
 	r := &Run{Task: task, be: be, cfg: cfg}
-	r.Model, err = NewMLP(be, MLPConfig{Sizes: cfg.Sizes(), Tier: cfg.Tier, DType: cfg.DType, MaxRows: rows, Seed: cfg.Seed, Opt: cfg.Opt, Act: cfg.Act, Sparse24: cfg.Sparse24})
+	r.Model, err = NewMLP(be, MLPConfig{Sizes: cfg.Sizes(), Tier: cfg.Tier, DType: cfg.DType, MaxRows: rows, Seed: cfg.Seed, Opt: cfg.Opt, Act: cfg.Act, Sparse24: cfg.Sparse24,
+		FP8: cfg.FP8})
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,9 @@ const triadOverflowsFixed = true
 // fuzzed sizes, dtypes and tiers: Alloc, Tensor.View, NewLinear,
 // Linear.SetParams, Linear.Forward, NewTask, and NewMLP with each
 // activation (the gated ones among them, and one that is not an Act) with
-// its Step, Forward and batch invariance, dense or 2:4 sparse (data bits
-// 16 and 17 pick a sparse MLP and a sparse Linear). Nothing may panic; a refusal
+// its Step, Forward and batch invariance, dense, 2:4 sparse or fp8 (data
+// bits 16 and 17 pick a sparse MLP and a sparse Linear, 18 and 19 an fp8
+// MLP and an fp8 Linear). Nothing may panic; a refusal
 // matches one of triad's sentinels (or gemm.ErrTier); small valid shapes
 // are accepted, and an f32 Linear's Forward gives the IEEE f32 bits of
 // ref.Options.Forward.
@@ -80,6 +81,14 @@ func FuzzTriadCPU(f *testing.F) {
 		{uint8(BF16), uint8(gemm.TierTensorCore), 4, 3, 0, 1, 16, 5, 7, 16, 0, 0, 24, 3 << 16},
 		{uint8(BF16), uint8(gemm.TierTyped), 4, 3, 0, 1, 16, 5, 7, 16, 0, 0, 32, 3 << 16},
 		{uint8(BF16), uint8(gemm.TierTensorCore), 4, 3, 0, 1, 16, 5, 7, 16, 0, 0, 32, 3<<16 | 4<<8},
+		// fp8 (data bit 18: the MLP, 19: the Linear): ReLU and GELU in the
+		// tensor-core tier, then a refused width, tier, gate and Sparse24.
+		{uint8(BF16), uint8(gemm.TierTensorCore), 4, 3, 0, 1, 16, 32, 7, 16, 0, 0, 32, 3 << 18},
+		{uint8(F16), uint8(gemm.TierTensorCore), 4, 3, 0, 1, 32, 16, 5, 32, 0, 0, 16, 3<<18 | 1<<8},
+		{uint8(BF16), uint8(gemm.TierTensorCore), 4, 3, 0, 1, 16, 5, 7, 16, 0, 0, 32, 3 << 18},
+		{uint8(BF16), uint8(gemm.TierTyped), 4, 3, 0, 1, 16, 16, 7, 16, 0, 0, 32, 3 << 18},
+		{uint8(BF16), uint8(gemm.TierTensorCore), 4, 3, 0, 1, 16, 16, 7, 16, 0, 0, 32, 3<<18 | 4<<8},
+		{uint8(BF16), uint8(gemm.TierTensorCore), 4, 3, 0, 1, 16, 16, 7, 16, 0, 0, 32, 15 << 16},
 	} {
 		f.Add(s.dtype, s.tier, s.rows, s.cols, s.row0, s.vrows, s.in, s.out, s.xr, s.xc, s.dw, s.db, s.hidden, s.data)
 	}
@@ -123,7 +132,8 @@ func FuzzTriadCPU(f *testing.F) {
 		}
 
 		// A layer, its parameters and a forward pass.
-		cfg := LinearConfig{In: int(in), Out: int(out), Tier: gemm.Tier(tier), DType: d, Sparse24: data>>17&1 == 1}
+		cfg := LinearConfig{In: int(in), Out: int(out), Tier: gemm.Tier(tier), DType: d, Sparse24: data>>17&1 == 1, FP8: data>>19&1 == 1,
+			MaxRows: int(min(max(xr, 0), fuzzSmall))}
 		func() {
 			if !small(in, out) && in > 0 && out > 0 {
 				return
@@ -181,7 +191,7 @@ func FuzzTriadCPU(f *testing.F) {
 
 		// An MLP in → hidden → out on xr rows with the activation data>>8
 		// picks (numActs: not an Act).
-		fuzzMLP(t, cpu, d, gemm.Tier(tier), Act((data>>8)%uint64(numActs+1)), data>>16&1 == 1, in, hidden, out, xr, data, typed)
+		fuzzMLP(t, cpu, d, gemm.Tier(tier), Act((data>>8)%uint64(numActs+1)), data>>16&1 == 1, data>>18&1 == 1, in, hidden, out, xr, data, typed)
 
 		// NewTask with the layer's sizes and a hidden width.
 		tooBig := func(a, b int64) bool { return a > 0 && b > 0 && a > MaxTaskElements/b }
@@ -224,23 +234,26 @@ const fuzzMLPMax = 64
 // exactly when a width or xr is not positive, the tier does not run d, act
 // is not an Act, or act is gated and hidden is not a multiple of 8, or
 // (sparse) the tier is not the tensor cores', act is gated, or in or
-// hidden is not a multiple of 16 (the widths checked before any
+// hidden is not a multiple of 16, or (fp8) the tier is not the tensor
+// cores', act is neither ReLU nor GELU, the network is also sparse, or a
+// width is not a multiple of 16 (the widths checked before any
 // allocation, so huge ones are refused at once);
 // else (small shapes only) a Step, a Forward and the batch invariance of
 // its first rows run without an error.
-func fuzzMLP(t *testing.T, cpu *CPU, d DType, tier gemm.Tier, act Act, sparse bool, in, hidden, out, xr int64, data uint64, typed func(string, error)) {
+func fuzzMLP(t *testing.T, cpu *CPU, d DType, tier gemm.Tier, act Act, sparse, fp8 bool, in, hidden, out, xr int64, data uint64, typed func(string, error)) {
 	t.Helper()
 	valid := in > 0 && hidden > 0 && out > 0 && xr > 0
 	if valid && (in > fuzzMLPMax || hidden > fuzzMLPMax || out > fuzzMLPMax || xr > fuzzMLPMax) {
 		return // a valid shape that would take time or memory
 	}
 	ok := valid && tier.Accepts(d, d) == nil && act.Valid() && (!act.Gated() || hidden%8 == 0) &&
-		(!sparse || tier == gemm.TierTensorCore && !act.Gated() && in%16 == 0 && hidden%16 == 0)
+		(!sparse || tier == gemm.TierTensorCore && !act.Gated() && in%16 == 0 && hidden%16 == 0) &&
+		(!fp8 || tier == gemm.TierTensorCore && (act == ActReLU || act == ActGELU) && !sparse && in%16 == 0 && hidden%16 == 0 && out%16 == 0)
 	m, err := NewMLP(cpu, MLPConfig{Sizes: []int{int(in), int(hidden), int(out)}, Tier: tier, DType: d, MaxRows: int(xr), Seed: data, Act: act,
-		Opt: SGD{LR: 0.01, Momentum: 0.5}, Sparse24: sparse})
+		Opt: SGD{LR: 0.01, Momentum: 0.5}, Sparse24: sparse, FP8: fp8})
 	typed("NewMLP", err)
 	if (err == nil) != ok {
-		t.Fatalf("NewMLP(%d → %d → %d, %d rows, %v, %v, %v, sparse %v): %v", in, hidden, out, xr, tier, d, act, sparse, err)
+		t.Fatalf("NewMLP(%d → %d → %d, %d rows, %v, %v, %v, sparse %v, fp8 %v): %v", in, hidden, out, xr, tier, d, act, sparse, fp8, err)
 	}
 	if err != nil {
 		if act.Gated() && valid && tier.Accepts(d, d) == nil && hidden%8 != 0 && !errors.Is(err, ErrShape) {

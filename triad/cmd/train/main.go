@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--act relu|gelu|swiglu|geglu|glu|reglu] [--sparse24] [--cpu] [--quiet] ...
+//	go run ./triad/cmd/train [--tier f32|typed|tc] [--dtype f32|bf16|f16] [--act relu|gelu|swiglu|geglu|glu|reglu] [--sparse24|--fp8] [--cpu] [--quiet] ...
 //
 // train -h says what it does and lists every flag. A progress bar is drawn
 // on stderr only when stderr is a terminal; in a pipe or a log the output is
@@ -41,6 +41,7 @@ type options struct {
 	seed                     uint64
 	lr, momentum             float64
 	cpu, quiet, sparse24     bool
+	fp8                      bool
 	device, workers, compare int
 	// bar draws a progress bar on stderr, rewriting its line; only when
 	// stderr is a terminal, so a pipe or a log gets no carriage returns or
@@ -96,6 +97,18 @@ weights stay exactly +0), the forward runs on the sparse tensor cores, and dX
 and dW stay dense with the masked weight. It needs --tier tc, --in and
 --hidden multiples of 16, and --act relu or gelu.
 
+--fp8 runs every layer's forward and dX on Hopper's fp8 tensor cores
+(Transformer Engine's recipe with a scale per row, so batch invariance
+holds): the forward quantizes each row of x to E4M3 with its own scale and
+the weight to E4M3 with a scale per output column; dX quantizes each row of
+the gradient to E5M2 and the weight to E4M3 with a scale per input row; both
+products add tensor-core chains of 128 inputs in f32 and store bf16 or f16.
+dW, the bias gradients and the f32 master weights stay as without --fp8; the
+quantized weights are refreshed after every step. It needs --tier tc, --in,
+--hidden and --out multiples of 16 (e.g. --out 16), --act relu or gelu, not
+--sparse24, and on a GPU an sm_90 (Hopper); the CPU backend gives the bits of
+an sm_90 GPU.
+
 Exit status: 0 when every check passes, 1 when a check fails, 2 on bad flags
 or an error.
 
@@ -117,7 +130,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.act, "act", "relu", "hidden layers' activation: relu, gelu, or gated: swiglu, geglu, glu, reglu")
 	fs.IntVar(&o.in, "in", 32, "input width")
 	fs.IntVar(&o.hidden, "hidden", 64, "hidden width (two hidden layers)")
-	fs.IntVar(&o.out, "out", 8, "output width")
+	fs.IntVar(&o.out, "out", 8, "output width (16 with --fp8)")
 	fs.IntVar(&o.batch, "batch", 256, "rows per training step")
 	fs.IntVar(&o.steps, "steps", 32, "steps per epoch (the data set has steps·batch samples)")
 	fs.IntVar(&o.epochs, "epochs", 10, "epochs")
@@ -125,6 +138,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.Float64Var(&o.lr, "lr", 0.05, "learning rate")
 	fs.Float64Var(&o.momentum, "momentum", 0.9, "momentum")
 	fs.BoolVar(&o.sparse24, "sparse24", false, "2:4 sparse weights along each layer's input, forward on the sparse tensor cores (--tier tc; --in and --hidden multiples of 16; --act relu or gelu)")
+	fs.BoolVar(&o.fp8, "fp8", false, "fp8 forward and dX (E4M3 activations and weights, E5M2 gradients, a scale per row) on Hopper's fp8 tensor cores (--tier tc; --in, --hidden and --out multiples of 16; --act relu or gelu)")
 	fs.BoolVar(&o.cpu, "cpu", false, "use the CPU backend even when a GPU is present")
 	fs.BoolVar(&o.quiet, "quiet", false, "print the results only: no progress bar, no loss line per epoch")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
@@ -132,6 +146,13 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.compare, "compare", 1024, "rows compared at batch 1 against the whole data set in one batch")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	// --fp8 needs every width a multiple of 16: its output width defaults to
+	// 16 rather than 8 unless --out is given.
+	outSet := false
+	fs.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if o.fp8 && !outSet {
+		o.out = 16
 	}
 	if fs.NArg() > 0 {
 		err := fmt.Errorf("unexpected arguments %q: train takes flags only (train -h lists them)", fs.Args())
@@ -215,6 +236,20 @@ func (o options) config() (triad.TrainConfig, error) {
 		}
 		cfg.Sparse24 = true
 	}
+	if o.fp8 {
+		switch {
+		case cfg.Tier != gemm.TierTensorCore:
+			return cfg, fmt.Errorf("--fp8 runs on the fp8 tensor cores: use --tier tc, not %s", o.tier)
+		case o.sparse24:
+			return cfg, fmt.Errorf("--fp8 and --sparse24 do not combine (the fp8 product is dense): choose one")
+		case act != triad.ActReLU && act != triad.ActGELU:
+			return cfg, fmt.Errorf("--fp8 takes --act relu or gelu, not %s (the fp8 product has no gated epilogues)", act)
+		case o.in%16 != 0 || o.hidden%16 != 0 || o.out%16 != 0:
+			return cfg, fmt.Errorf("--fp8 needs --in, --hidden and --out multiples of 16 (each is the K of an fp8 product, read in whole 16-byte rows), not %d, %d and %d: try --out 16",
+				o.in, o.hidden, o.out)
+		}
+		cfg.FP8 = true
+	}
 	if o.epochs <= 0 {
 		return cfg, fmt.Errorf("--epochs %d: want at least 1", o.epochs)
 	}
@@ -264,6 +299,9 @@ func run(o options, stdout, stderr io.Writer) (bool, error) {
 	}
 	if cfg.Sparse24 {
 		fmt.Fprintf(stdout, "2:4 sparse: every layer keeps 2 of every 4 weights along its input (magnitude-pruned at initialisation, the pattern fixed and re-applied after every step); forward on the sparse tensor cores, dX and dW dense\n")
+	}
+	if cfg.FP8 {
+		fmt.Fprintf(stdout, "fp8: every layer's forward (x E4M3 a scale per row, W E4M3 a scale per output column) and dX (dy E5M2 a scale per row, W E4M3 a scale per input row) on the fp8 tensor cores, f32 accumulation; dW and the bias gradients in %v\n", cfg.DType)
 	}
 	be, name := backend(o, stdout)
 	defer be.Close()

@@ -70,8 +70,9 @@ func TestDemoOnTheCPUPassesEveryCheckWithEachActivation(t *testing.T) {
 }
 
 // The digests the demo prints at its default flags, for ReLU, GELU and the
-// gated SwiGLU and GeGLU and the three tiers, are the golden ones (for ReLU, those the README
-// quotes: 59d14124…, abe77f67…, 4ff42ba2…).
+// gated SwiGLU and GeGLU and the three tiers, then ReLU and GELU with
+// --sparse24 and with --fp8 (at --out 16), are the golden ones (for ReLU,
+// those the README quotes: 59d14124…, abe77f67…, 4ff42ba2…).
 func TestDemoDigestsMatchGolden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the demo's default network six times")
@@ -102,6 +103,16 @@ func TestDemoDigestsMatchGolden(t *testing.T) {
 		require.NoError(t, r.Close())
 		got = append(got, golden.Entry{Key: sparseGoldenKey(act, cfg, o), Digest: d})
 	}
+	for _, act := range []string{"relu", "gelu"} {
+		o, err := parseFlags(fp8Args(act, "--cpu"), io.Discard)
+		require.NoError(t, err)
+		cfg, err := o.config()
+		require.NoError(t, err)
+		r, d, err := train(triad.NewCPU(0), cfg, o, 1, io.Discard, io.Discard)
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+		got = append(got, golden.Entry{Key: fp8GoldenKey(act, cfg, o), Digest: d})
+	}
 	if *update {
 		require.NoError(t, golden.Write(demoGoldenPath, golden.Colon, demoGoldenHeader, got))
 		return
@@ -115,6 +126,120 @@ func TestDemoDigestsMatchGolden(t *testing.T) {
 func sparseGoldenKey(act string, cfg triad.TrainConfig, o options) string {
 	return fmt.Sprintf("--act %s --tier tc --sparse24 (%v) %dx%dx%dx%d batch=%d steps=%d epochs=%d seed=%d", act, cfg.DType,
 		cfg.In, cfg.Hidden, cfg.Hidden, cfg.Out, cfg.Batch, cfg.Steps, o.epochs, cfg.Seed)
+}
+
+// fp8Args are the flags of the golden --fp8 runs: the default sizes but
+// --out 16 (fp8 widths are multiples of 16), and extra.
+func fp8Args(act string, extra ...string) []string {
+	return append([]string{"--quiet", "--act", act, "--tier", "tc", "--fp8", "--out", "16"}, extra...)
+}
+
+// fp8GoldenKey is the golden key of an --fp8 run.
+func fp8GoldenKey(act string, cfg triad.TrainConfig, o options) string {
+	return fmt.Sprintf("--act %s --tier tc --fp8 (%v) %dx%dx%dx%d batch=%d steps=%d epochs=%d seed=%d", act, cfg.DType,
+		cfg.In, cfg.Hidden, cfg.Hidden, cfg.Out, cfg.Batch, cfg.Steps, o.epochs, cfg.Seed)
+}
+
+// The demo with --fp8 passes its checks on the CPU, for ReLU and GELU and
+// both 16-bit types, and says what the fp8 layers do.
+func TestDemoOnTheCPUPassesEveryCheckWithFP8(t *testing.T) {
+	for _, act := range []string{"relu", "gelu"} {
+		for _, d := range []string{"bf16", "f16"} {
+			o := small("tc", d)
+			o.act, o.fp8, o.in, o.hidden, o.out = act, true, 16, 32, 16
+			t.Run(act+"/"+d, func(t *testing.T) {
+				var out bytes.Buffer
+				ok, err := run(o, &out, io.Discard)
+				require.NoError(t, err)
+				require.True(t, ok, out.String())
+				require.Contains(t, out.String(), "fp8: every layer's forward (x E4M3 a scale per row")
+				require.Contains(t, out.String(), "(bit-identical)")
+				require.Contains(t, out.String(), "50 rows computed at batch 1 vs inside one batch of 120: 0 differ")
+			})
+		}
+	}
+	var out bytes.Buffer
+	_, err := run(small("tc", ""), &out, io.Discard)
+	require.NoError(t, err)
+	require.NotContains(t, out.String(), "fp8", "without --fp8 the output is what it was")
+}
+
+// --fp8's refusals say what to change.
+func TestDemoExplainsWhatFP8Needs(t *testing.T) {
+	fp8 := func(f func(*options)) options {
+		o := small("tc", "")
+		o.fp8, o.in, o.hidden, o.out = true, 16, 32, 16
+		f(&o)
+		return o
+	}
+	for _, c := range []struct {
+		o    options
+		want string
+	}{
+		{fp8(func(o *options) { o.tier, o.dtype = "typed", "bf16" }), "use --tier tc"},
+		{fp8(func(o *options) { o.tier, o.dtype = "f32", "" }), "use --tier tc"},
+		{fp8(func(o *options) { o.sparse24 = true }), "--fp8 and --sparse24 do not combine"},
+		{fp8(func(o *options) { o.act = "swiglu" }), "--act relu or gelu, not swiglu"},
+		{fp8(func(o *options) { o.out = 8 }), "not 16, 32 and 8: try --out 16"},
+		{fp8(func(o *options) { o.in = 6 }), "--fp8 needs --in, --hidden and --out multiples of 16"},
+	} {
+		_, err := run(c.o, io.Discard, io.Discard)
+		require.ErrorContains(t, err, c.want)
+	}
+	// --fp8 alone takes an output width of 16; an explicit --out 8 is refused.
+	o, err := parseFlags([]string{"--tier", "tc", "--fp8"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 16, o.out)
+	_, err = o.config()
+	require.NoError(t, err)
+	o, err = parseFlags([]string{"--tier", "tc", "--fp8", "--out", "8"}, io.Discard)
+	require.NoError(t, err)
+	_, err = o.config()
+	require.ErrorContains(t, err, "try --out 16")
+	o, err = parseFlags([]string{"--tier", "tc"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 8, o.out, "without --fp8 the output width stays 8")
+}
+
+// On an sm_90 GPU the demo with --fp8 prints the golden digests (the CPU
+// backend's) and passes every check, graph replay included. It skips
+// without a usable GPU.
+func TestDemoOnTheGPUPrintsTheFP8GoldenDigests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the demo's default network four times")
+	}
+	g, err := triad.OpenGPU(0)
+	if err != nil {
+		t.Skipf("no usable GPU: %v", err)
+	}
+	arch := g.Engine().Arch()
+	require.NoError(t, g.Close())
+	if arch.Major != 9 || arch.Minor != 0 {
+		t.Skipf("the fp8 products run on an sm_90 GPU; this GPU is %v", arch)
+	}
+	file, err := golden.Read(demoGoldenPath, golden.Colon)
+	require.NoError(t, err)
+	for _, act := range []string{"relu", "gelu"} {
+		t.Run(act, func(t *testing.T) {
+			o, err := parseFlags(fp8Args(act), io.Discard)
+			require.NoError(t, err)
+			cfg, err := o.config()
+			require.NoError(t, err)
+			var out bytes.Buffer
+			ok, err := run(o, &out, io.Discard)
+			require.NoError(t, err)
+			s := out.String()
+			t.Log("\n" + s)
+			require.True(t, ok, s)
+			require.Contains(t, s, "backend: gpu")
+			require.Contains(t, s, "graph replay (3 steps)")
+			const prefix = "final weights, run 1: sha256 "
+			i := strings.Index(s, prefix)
+			require.GreaterOrEqual(t, i, 0, s)
+			d := s[i+len(prefix) : i+len(prefix)+64]
+			require.NoError(t, file.Check(fp8GoldenKey(act, cfg, o), d))
+		})
+	}
 }
 
 // The demo with --sparse24 passes its checks on the CPU, for ReLU and GELU
@@ -193,6 +318,18 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 			o := small("tc", "")
 			o.sparse24, o.in, o.hidden, o.act = true, 16, 32, "swiglu"
 			return o
+		}(),
+		func() options { o := small("typed", "bf16"); o.fp8, o.in, o.hidden, o.out = true, 16, 32, 16; return o }(),
+		func() options { o := small("tc", ""); o.fp8 = true; return o }(), // --in 6, --hidden 10, --out 3
+		func() options {
+			o := small("tc", "")
+			o.fp8, o.in, o.hidden, o.out, o.act = true, 16, 32, 16, "geglu"
+			return o
+		}(),
+		func() options {
+			o := small("tc", "")
+			o.fp8, o.sparse24, o.in, o.hidden, o.out = true, true, 16, 32, 16
+			return o
 		}()} {
 		_, err := run(o, io.Discard, io.Discard)
 		require.Error(t, err)
@@ -248,7 +385,7 @@ func TestHelpSaysWhatTheProgramDoesAndListsTheFlags(t *testing.T) {
 	_, err := parseFlags([]string{"-h"}, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, want := range []string{"Usage: train [flags]", "bit-identical", "CPU backend",
-		"f32 ", "typed ", "tc ", "relu ", "gelu ", "swiglu ", "geglu ", "glu ", "reglu ", "-tier", "-dtype", "-act", "-sparse24", "2:4 sparse", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
+		"f32 ", "typed ", "tc ", "relu ", "gelu ", "swiglu ", "geglu ", "glu ", "reglu ", "-tier", "-dtype", "-act", "-sparse24", "2:4 sparse", "-fp8", "E5M2", "scale per row", "-quiet", "-cpu", "-epochs", "-seed", "Exit status"} {
 		require.Contains(t, help.String(), want)
 	}
 }
@@ -264,6 +401,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--act", "swiglu", "--tier", "tc"}, true},
 		{[]string{"--act", "geglu"}, true},
 		{[]string{"--tier", "tc", "--sparse24"}, true},
+		{[]string{"--tier", "tc", "--fp8", "--out", "16", "--act", "gelu"}, true},
 		{[]string{"-quiet", "-cpu", "-epochs", "3"}, true},
 		{[]string{"--bogus"}, false},
 		{[]string{"--epochs", "many"}, false},
