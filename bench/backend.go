@@ -56,9 +56,10 @@ var defaultModes = []string{modeDefault, modePedantic, modeTF32, modeFwd, modeDX
 
 // allModes is every mode --modes accepts, in table order: the default ones,
 // then cuBLASLt's, then the engine's Matmul modes, then its standalone
-// gated activations, then its 2:4 sparse modes and cuSPARSELt's.
-var allModes = append(append(append(append(append(append([]string{}, defaultModes...), ltModes...), mmModeNames()...), gatedModeNames()...),
-	sparseModes...), modeCuSPARSELt)
+// gated activations, then its 2:4 sparse modes and cuSPARSELt's, then its
+// fp8 modes and cuBLASLt's.
+var allModes = append(append(append(append(append(append(append(append([]string{}, defaultModes...), ltModes...), mmModeNames()...), gatedModeNames()...),
+	sparseModes...), modeCuSPARSELt), fp8Modes...), ltFP8Modes...)
 
 // modeGroups are names --modes expands into lists of modes.
 var modeGroups = map[string]func() []string{
@@ -72,6 +73,9 @@ var modeGroups = map[string]func() []string{
 	// the dense products (both libraries and the engine's tensor-core
 	// forward), cuSPARSELt and the copy floor.
 	"sparse": sparseGroup,
+	// fp8: the fp8 products (the engine's five and cuBLASLt's two) and
+	// the activation's quantization, beside cuBLAS's bf16 product.
+	"fp8": fp8Group,
 }
 
 // modeGroupNames lists modeGroups' names, sorted, for help and errors.
@@ -188,6 +192,15 @@ type backend interface {
 	Prepare(ctx *cudaload.Context, stream *cudaload.Stream, p problem, sets []inputSet) (runner, error)
 	// Close releases what the backend holds.
 	Close() error
+}
+
+// rotator is a runner that rotates over buffers of its own rather than
+// the problem's input sets (the fp8 rows: their operands are fp8 codes,
+// not the sets' bf16 values): rotation is how many copies it cycles
+// through and one launch's traffic, recorded as the row's input_sets and
+// bytes_per_set.
+type rotator interface {
+	rotation() (copies int, bytesPerLaunch int64)
 }
 
 // runner launches one prepared problem.

@@ -18,15 +18,19 @@ func movedBytes(s shape, dt dtype, mode string) (int64, bool) {
 	if m, ok := lookupGated(mode); ok {
 		return gatedBytes(m, s, dt), true
 	}
+	if b, ok := fp8MovedBytes(s, mode); ok {
+		return b, true
+	}
 	return sparseMovedBytes(s, dt, mode)
 }
 
 // noProduct reports whether a data-movement mode computes no product (a
-// standalone gated activation, the 2:4 prune + compress pass): its row
-// has no FLOPs and its roofline is its own bytes'.
+// standalone gated activation, the 2:4 prune + compress pass, the fp8
+// quantization): its row has no FLOPs and its roofline is its own
+// bytes'.
 func noProduct(mode string) bool {
 	_, gated := lookupGated(mode)
-	return gated || mode == modeSP24Prune
+	return gated || mode == modeSP24Prune || mode == modeFP8Quant
 }
 
 // fillBandwidth sets a measured data-movement row's BytesPerSec (and a

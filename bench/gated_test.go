@@ -24,7 +24,7 @@ func TestGatedGroupIsIssue23sComparison(t *testing.T) {
 		require.Contains(t, allModes, m)
 	}
 	_, err = parseFlags([]string{"--modes", "swiglu"}, io.Discard)
-	require.ErrorContains(t, err, "or a group: gated, matmul")
+	require.ErrorContains(t, err, "or a group: fp8, gated, matmul")
 }
 
 func TestGatedModesAreOptIn(t *testing.T) {

@@ -99,11 +99,12 @@ type ltBackend struct {
 	im *inputMaker
 }
 
-// wantsLt reports whether --modes asked for any cuBLASLt mode, so that a
-// run without them neither loads cuBLASLt nor needs it installed.
+// wantsLt reports whether --modes asked for any cuBLASLt mode (its fp8
+// ones too), so that a run without them neither loads cuBLASLt nor needs
+// it installed.
 func wantsLt(modes []string) bool {
 	for _, m := range modes {
-		if _, ok := ltEpilogues[m]; ok {
+		if _, ok := ltEpilogues[m]; ok || isLtFP8(m) {
 			return true
 		}
 	}

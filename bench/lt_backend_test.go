@@ -68,7 +68,7 @@ func TestShapesSetTransformerIsOptIn(t *testing.T) {
 	require.NotContains(t, standardShapes, shape{4096, 4096, 12288}, "the default list is unchanged")
 
 	_, err = parseFlags([]string{"--shapes-set", "nope"}, io.Discard)
-	require.ErrorContains(t, err, "want one of matmul, sparse, transformer")
+	require.ErrorContains(t, err, "want one of fp8, matmul, sparse, transformer")
 	_, err = parseFlags([]string{"--shapes-set", "transformer", "--shapes", "8x8x8"}, io.Discard)
 	require.ErrorContains(t, err, "does not go with")
 	c, err := parseFlags([]string{"--shapes-set", "transformer"}, io.Discard)

@@ -185,6 +185,40 @@ Columns:
                md add a sparse table (speed-ups over tc-fwd, cuBLAS and
                cuSPARSELt, GB/s for M ≤ 128) and a prune table.
                --shapes-set sparse: issue 24's shapes.
+               The fp8 modes (bf16 rows only: their D is bf16 and the
+               quantizer reads bf16; --modes fp8 names them with cuBLAS
+               default, lt-fp8 and lt-fp8-fast): D[M,N] = A[M,K]·B[N,K]ᵀ
+               with A and B random E4M3 codes (never NaN; magnitudes
+               1/16 to 15) stored K-major, f32 scales random in
+               [0.5, 1.5); FP8Plan once, Run per launch; each row rotates
+               over copies of its own past the L2:
+                 fp8-fast          ScaleTensor, AccumFast (one
+                                   tensor-core chain over K), bf16 out
+                 fp8-prom          ScaleTensor, AccumPromoted (a chain per
+                                   128 of K, added in f32), bf16 out
+                 fp8-row           ScaleRow (M and N scales), promoted
+                 fp8-block         ScaleBlock (1×128 of A, 128×128 of B:
+                                   DeepSeek-V3's, DeepGEMM's), promoted
+                 fp8-out8          as fp8-prom with an E4M3 D, ScaleD
+                                   1/√K, amax written
+                 fp8-quant         QuantizeFP8 of the bf16 M×K activation
+                                   to E4M3, 1×128 groups (N unused): no
+                                   FLOPs, GB/s of M·K·2 read plus M·K and
+                                   the scales written
+                 lt-fp8            cuBLASLt's fp8 product: E4M3 × E4M3 →
+                                   bf16, COMPUTE_32F, one scale per tensor
+                                   (A_SCALE_POINTER, B_SCALE_POINTER), TN
+                                   (TRANSA = T, TRANSB = N: our A M×K and
+                                   B N×K), the heuristic's first algorithm
+                 lt-fp8-fast       lt-fp8 with CUBLASLT_MATMUL_DESC_FAST_ACCUM
+               An fp8 product's %roof uses its own bytes (A and B one byte
+               an element, the scales, D) and the fp8 datasheet peak;
+               vs_reference pairs fp8-fast with lt-fp8-fast and the
+               promoted modes with lt-fp8. table and md add an fp8 table
+               (times, TFLOP/s, speed-ups over cuBLASLt and cuBLAS bf16,
+               GB/s for M ≤ 128) and a quantization table.
+               --shapes-set fp8: 4096³, 8192³, DeepGEMM's 4096×16384×7168
+               and M = 64, 128 over K = 7168 into N = 4096, 7168, 24576.
                %roof and bound count A, B and Y only, not the bias or aux.
   µs           median time of one GEMM, in microseconds
   TFLOP/s      2·M·N·K / median time
@@ -193,7 +227,8 @@ Columns:
                written once; copy bandwidth = device-to-device copy measured
                in this run (bytes read + written per second); peak = the
                datasheet dense peak for the type (bf16/f16 tensor, tf32
-               tensor, f32 FMA), only for GPUs in the bench's table
+               tensor, fp8 tensor for the fp8 products, f32 FMA), only
+               for GPUs in the bench's table
   bound        which floor is larger: memory, or the peak that applies
   vs-cuBLAS    cuBLAS default-math median / this row's median (above 1 is
                faster than cuBLAS); "-" on cuBLAS's own rows
@@ -225,7 +260,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.shapesSet, "shapes-set", "", "a named built-in shape list instead of the standard one: "+shapeSetNames()+" (not with --shapes or --shapes-file)")
 	fs.StringVar(&c.shapesFile, "shapes-file", "", "file of \"M K N\" lines (default: testdata/bench_shapes.txt under the module root, else a built-in copy)")
 	fs.StringVar(&dtypes, "dtypes", "bf16,f16,f32", "element types to measure")
-	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns); the engine's Matmul modes mm-*, tc-mm-* (see Columns); the standalone gated activations gated-* (see Columns); the 2:4 sparse modes sp24, sp24-prune, cusparselt (see Columns); the groups gated, matmul, sparse")
+	fs.StringVar(&modes, "modes", strings.Join(defaultModes, ","), "modes to measure: cuBLAS default, pedantic, tf32 (f32 only); the engine's fwd, dx, dw (its f32 tier for f32, typed tier for bf16/f16) and tc-fwd, tc-dx, tc-dw (its tensor-core tier, bf16/f16); copy, read: a device copy moving the problem's bytes, a kernel reading them once (its memory floors); opt-in, bf16/f16 only: "+strings.Join(ltModes, ", ")+" (cuBLASLt with a fused epilogue; see Columns); the engine's Matmul modes mm-*, tc-mm-* (see Columns); the standalone gated activations gated-* (see Columns); the 2:4 sparse modes sp24, sp24-prune, cusparselt (see Columns); bf16 only: the fp8 modes fp8-fast, fp8-prom, fp8-row, fp8-block, fp8-out8, fp8-quant, lt-fp8, lt-fp8-fast (see Columns); the groups fp8, gated, matmul, sparse")
 	fs.IntVar(&c.repeats, "repeats", 15, "timed measurements per row; the median is reported")
 	fs.DurationVar(&c.minTime, "min-time", 2*time.Millisecond, "least GPU time of one measurement")
 	fs.StringVar(&c.jsonPath, "json", "bench-results.json", "write every figure to this JSON `file` (\"\" for none)")

@@ -32,8 +32,13 @@ var formats = []string{formatTable, formatJSON, formatMD, formatCSV}
 // tensor-core tier's against the cuBLASLt mode of the same epilogue and
 // layout (the separate-pass mode, which has none, against cuBLAS
 // default). The 2:4 sparse products (sp24, cuSPARSELt's) against cuBLAS
-// default: the dense product they replace.
+// default: the dense product they replace. The engine's fp8 products
+// against cuBLASLt's fp8 product of the same accumulation (lt-fp8-fast for
+// fp8-fast, lt-fp8 for the promoted ones).
 func fairReference(mode string) string {
+	if m, ok := lookupFP8(mode); ok {
+		return m.lt
+	}
 	switch mode {
 	case modeFwd, modeDX, modeDW:
 		return modePedantic
@@ -282,6 +287,7 @@ func writeMarkdown(w io.Writer, rep *report, render string) error {
 	writeMatmulMarkdown(w, ix)
 	writeGatedMarkdown(w, ix)
 	writeSparseMarkdown(w, ix)
+	writeFP8Markdown(w, ix)
 	if len(floors) > 0 {
 		fmt.Fprintln(w, "\n**Memory floors** of the memory-bound problems (memory floor above the compute floor), from the")
 		fmt.Fprintln(w, "same run (backend `copy`: a device copy moving the problem's bytes — inputs read once, output")

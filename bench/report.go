@@ -17,8 +17,11 @@ import (
 // gated activations). Version 4 added cusparselt (the library of the
 // cuSPARSELt rows) and the 2:4 sparse rows (sp24, sp24-prune, cusparselt:
 // bytes_per_sec, and a roofline of their own bytes at twice the dense
-// peak). readReport takes every version (see load.go).
-const reportSchema = schemaPrefix + "4"
+// peak). Version 5 added datasheet_peaks' fp8_tflops and the fp8 rows
+// (fp8-*, lt-fp8, lt-fp8-fast: bytes_per_sec, a roofline of their own
+// bytes at the fp8 peak; input_sets and bytes_per_set their own copies and
+// one launch's traffic). readReport takes every version (see load.go).
+const reportSchema = schemaPrefix + "5"
 
 // report is everything one run measured; it is written as JSON (--json).
 type report struct {
@@ -107,9 +110,12 @@ type row struct {
 	// cuBLAS's own rows.
 	VsCUBLAS float64 `json:"vs_cublas,omitempty"`
 	Launches int     `json:"launches_per_measurement"`
-	Sets     int     `json:"input_sets"`
-	SetBytes int64   `json:"bytes_per_set"`
-	Error    string  `json:"error,omitempty"` // the row could not be measured
+	// Sets is how many input sets the row's launches rotate over, and
+	// SetBytes one launch's traffic (setBytes); a row with buffers of its
+	// own (rotator: the fp8 rows) gives its copies and its own traffic.
+	Sets     int    `json:"input_sets"`
+	SetBytes int64  `json:"bytes_per_set"`
+	Error    string `json:"error,omitempty"` // the row could not be measured
 }
 
 // fillRatios sets VsCUBLAS on every row of another backend that has a
@@ -167,7 +173,11 @@ func printReport(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "memory   %.2f TB/s device-to-device copy, read + written (median of %d; %.0f MiB copies, %d per measurement)\n",
 		c.BytesPerSec/1e12, c.TimeUS.N, float64(c.Bytes)/(1<<20), c.Launches)
 	if p := rep.Peaks; p != nil {
-		fmt.Fprintf(w, "peaks    datasheet %s, dense: bf16 %g, f16 %g, tf32 %g, f32 FMA %g TFLOP/s\n", p.GPU, p.BF16, p.F16, p.TF32, p.F32)
+		fp8 := ""
+		if p.FP8 > 0 {
+			fp8 = fmt.Sprintf(", fp8 %g", p.FP8)
+		}
+		fmt.Fprintf(w, "peaks    datasheet %s, dense: bf16 %g, f16 %g, tf32 %g%s, f32 FMA %g TFLOP/s\n", p.GPU, p.BF16, p.F16, p.TF32, fp8, p.F32)
 	} else {
 		fmt.Fprintf(w, "peaks    none on file for this GPU: %%roof uses the memory roofline only\n")
 	}
@@ -196,6 +206,7 @@ func printReport(w io.Writer, rep *report) {
 	printMatmulTables(w, indexRows(rep.Rows))
 	printGatedTable(w, indexRows(rep.Rows))
 	printSparseTables(w, indexRows(rep.Rows))
+	printFP8Tables(w, indexRows(rep.Rows))
 }
 
 func printStartup(w io.Writer, st *startup) {

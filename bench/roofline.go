@@ -3,15 +3,17 @@ package main
 import "strings"
 
 // peaks are datasheet dense throughputs in TFLOP/s (no sparsity), by input
-// type: tensor-core bf16/f16 and TF32, and f32 FMA on the CUDA cores. They
-// are the vendor's numbers at boost clock, not measured here, so the table
-// labels them "datasheet".
+// type: tensor-core bf16/f16, TF32 and fp8, and f32 FMA on the CUDA cores.
+// They are the vendor's numbers at boost clock, not measured here, so the
+// table labels them "datasheet".
 type peaks struct {
 	GPU  string  `json:"gpu"` // the datasheet entry matched, e.g. "H200 SXM"
 	BF16 float64 `json:"bf16_tflops"`
 	F16  float64 `json:"f16_tflops"`
 	TF32 float64 `json:"tf32_tflops"`
 	F32  float64 `json:"f32_fma_tflops"`
+	// FP8 is the fp8 (E4M3, E5M2) tensor peak; absent before schema 5.
+	FP8 float64 `json:"fp8_tflops,omitempty"`
 }
 
 // datasheetPeaks matches device names as the driver reports them ("NVIDIA
@@ -23,9 +25,10 @@ var datasheetPeaks = []struct {
 	peaks     peaks
 }{
 	// The PCIe and NVL boards run at lower clocks and power: other peaks.
-	{[]string{"H200"}, []string{"NVL", "PCIE"}, peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
-	{[]string{"H100", "HBM3"}, []string{"NVL", "PCIE"}, peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
-	{[]string{"H100", "SXM"}, []string{"NVL", "PCIE"}, peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}},
+	// FP8: 1979 dense (the datasheets' 3958 is with 2:4 sparsity).
+	{[]string{"H200"}, []string{"NVL", "PCIE"}, peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67, FP8: 1979}},
+	{[]string{"H100", "HBM3"}, []string{"NVL", "PCIE"}, peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67, FP8: 1979}},
+	{[]string{"H100", "SXM"}, []string{"NVL", "PCIE"}, peaks{GPU: "H100 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67, FP8: 1979}},
 }
 
 // lookupPeaks returns the datasheet entry for a device name.
@@ -49,10 +52,14 @@ next:
 }
 
 // peakFor picks the ceiling that applies to a row: the tensor-core peak of
-// the input type for bf16 and f16, TF32 for f32 in tf32 mode, and f32 FMA
-// otherwise (IEEE f32 never runs on tensor cores). 0 means unknown.
+// the input type for bf16 and f16, TF32 for f32 in tf32 mode, the fp8
+// tensor peak for the fp8 products (filed under bf16, their output), and
+// f32 FMA otherwise (IEEE f32 never runs on tensor cores). 0 means
+// unknown.
 func (p peaks) peakFor(dt dtype, mode string) (tflops float64, unit string) {
 	switch {
+	case isFP8Product(mode):
+		return p.FP8, "fp8 tensor"
 	case mode == modeFwd || mode == modeDX || mode == modeDW || isIEEEMatmul(mode):
 		// The engine's IEEE tiers run f32 FMAs on CUDA cores whatever the
 		// input type.

@@ -62,7 +62,7 @@ func TestLookupPeaksByDriverName(t *testing.T) {
 		require.Equal(t, tc.gpu, p.GPU, tc.name)
 	}
 	p, _ := lookupPeaks("NVIDIA H200")
-	require.Equal(t, peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67}, p)
+	require.Equal(t, peaks{GPU: "H200 SXM", BF16: 989, F16: 989, TF32: 494, F32: 67, FP8: 1979}, p)
 }
 
 func TestPeakForPicksTheUnitThatRuns(t *testing.T) {

@@ -80,6 +80,22 @@ var shapeSets = map[string][]shape{
 		{128, 4096, 4096},
 		{128, 4096, 11008},
 	},
+	// fp8: the fp8 products' shapes: the large cubes (4096³, 8192³);
+	// DeepGEMM's M = 4096, N = 7168, K = 16384; and decode / prefill
+	// batches of M = 64 and 128 rows over K = 7168 (DeepSeek-V3's hidden
+	// size) into N = 4096, 7168 and 24576. Every K is a multiple of 128:
+	// whole 1 × 128 blocks for the block scales. (A shape is M, K, N.)
+	"fp8": {
+		{M: 4096, K: 4096, N: 4096},
+		{M: 8192, K: 8192, N: 8192},
+		{M: 4096, K: 16384, N: 7168},
+		{M: 64, K: 7168, N: 4096},
+		{M: 64, K: 7168, N: 7168},
+		{M: 64, K: 7168, N: 24576},
+		{M: 128, K: 7168, N: 4096},
+		{M: 128, K: 7168, N: 7168},
+		{M: 128, K: 7168, N: 24576},
+	},
 }
 
 // shapeSetNames lists shapeSets' names, sorted, for help and errors.

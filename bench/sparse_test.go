@@ -26,7 +26,7 @@ func TestSparseGroupIsIssue24sComparison(t *testing.T) {
 		require.Contains(t, allModes, m)
 	}
 	_, err = parseFlags([]string{"--modes", "sparse24"}, io.Discard)
-	require.ErrorContains(t, err, "or a group: gated, matmul, sparse")
+	require.ErrorContains(t, err, "or a group: fp8, gated, matmul, sparse")
 }
 
 func TestSparseModesAreOptIn(t *testing.T) {

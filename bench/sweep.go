@@ -69,6 +69,7 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		}
 	}()
 	var ltInfo *libraryInfo
+	budget := int64(dev.TotalMemory() / 4)
 	if wantsLt(cfg.modes) {
 		lb, err := newLtBackend(ctx, stream)
 		if err != nil {
@@ -76,6 +77,9 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		}
 		backends = append(backends, lb)
 		ltInfo = lb.Info()
+		if wantsLtFP8(cfg.modes) {
+			backends = append(backends, &ltFP8Backend{lt: lb, l2: int64(dev.L2CacheSize()), budget: budget})
+		}
 	}
 	eb, err := newEngineBackend(ctx, stream)
 	if err != nil {
@@ -84,9 +88,9 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	copies := &copyBackend{}
 	mb := &matmulBackend{eng: eb.eng, stream: stream}
 	gb := &gatedBackend{eng: eb.eng}
-	budget := int64(dev.TotalMemory() / 4)
 	sb := &sparseBackend{eng: eb.eng, stream: stream, l2: int64(dev.L2CacheSize()), budget: budget}
-	backends = append(backends, eb, mb, gb, sb)
+	fb := &fp8Backend{eng: eb.eng, stream: stream, l2: sb.l2, budget: budget}
+	backends = append(backends, eb, mb, gb, sb, fb)
 	var spltInfo *libraryInfo
 	if wantsCuSPARSELt(cfg.modes) {
 		// Optional: without the library its rows say why, the run goes on.
@@ -150,7 +154,7 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	mb.im, gb.im = im, im
+	mb.im, gb.im, fb.im = im, im, im
 	for _, b := range backends {
 		if lb, ok := b.(*ltBackend); ok {
 			lb.im = im
@@ -285,6 +289,10 @@ func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im
 				rows[i].Error = oneLine(err.Error())
 			} else {
 				runners[i] = r
+				if rot, ok := r.(rotator); ok {
+					// The row rotates over copies of its own.
+					rows[i].Sets, rows[i].SetBytes = rot.rotation()
+				}
 				next := 0
 				// Launches cycle through the sets across measurements, so
 				// each launch uses the set least recently touched.
@@ -317,6 +325,7 @@ func measureProblem(ctx *cudaload.Context, stream *cudaload.Stream, t *timer, im
 		row.Roofline = rooflineOf(s, dt, row.MedianUS, rep.Copy.BytesPerSec, peak, name)
 		fillBandwidth(row, rep.Copy.BytesPerSec)
 		fillSparse(row, rep.Copy.BytesPerSec)
+		fillFP8(row, rep.Copy.BytesPerSec)
 	}
 	return rows
 }

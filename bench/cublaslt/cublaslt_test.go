@@ -121,6 +121,11 @@ func TestEnumValuesMatchTheHeader(t *testing.T) {
 		{"CUDA_R_32F", uint32(R32F), 0},
 		{"CUDA_R_16F", uint32(R16F), 2},
 		{"CUDA_R_16BF", uint32(R16BF), 14},
+		{"CUDA_R_8F_E4M3", uint32(R8FE4M3), 28},
+		{"CUDA_R_8F_E5M2", uint32(R8FE5M2), 29},
+		{"MATMUL_DESC_A_SCALE_POINTER", descAScalePointer, 17},
+		{"MATMUL_DESC_B_SCALE_POINTER", descBScalePointer, 18},
+		{"MATMUL_DESC_FAST_ACCUM", descFastAccum, 25},
 	} {
 		require.Equal(t, tc.want, tc.got, tc.name)
 	}
@@ -232,4 +237,40 @@ func TestLeadingDimensionsDefaultToTheStoredRowLength(t *testing.T) {
 	}
 	k := planKey{m: 2, k: 3, n: 5, transA: true, lda: 2, ldb: 5, ldd: 5, epi: EpilogueBGradA}
 	require.Equal(t, "2x3x5 tn lda=2 ldb=5 ldd=5 BGRADA", k.String())
+}
+
+func TestFP8ArgumentsAreTheTNFormOnly(t *testing.T) {
+	h := &Handle{lib: &Library{}, h: 1, plans: map[planKey]*plan{}, scal: &[2]float32{1, 0}}
+	ok := MatmulArgs{M: 64, K: 128, N: 32, A: 1, B: 1, D: 1, TransB: true, In: R8FE4M3, Out: R16BF, ScaleA: 1, ScaleB: 1, FastAccum: true}
+	lda, ldb, ldd, err := validate(&ok, EpilogueDefault)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{128, 128, 32}, [3]int{lda, ldb, ldd}, "A stored M×K and B stored N×K: both rows are K long")
+	for _, tc := range []struct {
+		name string
+		edit func(*MatmulArgs)
+	}{
+		{"NN", func(a *MatmulArgs) { a.TransB = false }},
+		{"TT", func(a *MatmulArgs) { a.TransA = true }},
+		{"E5M2 for both", func(a *MatmulArgs) { a.In = R8FE5M2 }},
+		{"fp8 out", func(a *MatmulArgs) { a.Out = R8FE4M3 }},
+		{"an epilogue", func(a *MatmulArgs) { a.Epilogue, a.Bias = EpilogueBias, 1 }},
+		{"scales on bf16", func(a *MatmulArgs) { a.In, a.TransB = R16BF, false }},
+		{"fast accumulation on bf16", func(a *MatmulArgs) { a.In, a.TransB, a.ScaleA, a.ScaleB = R16BF, false, 0, 0 }},
+	} {
+		a := ok
+		tc.edit(&a)
+		require.ErrorIs(t, h.Matmul(&a), ErrInvalidArgument, tc.name)
+	}
+	require.Empty(t, h.plans, "nothing was planned")
+	for _, out := range []DataType{R16BF, R16F, R32F} {
+		a := ok
+		a.Out, a.ScaleA, a.ScaleB = out, 0, 0
+		_, _, _, err := validate(&a, EpilogueDefault)
+		require.NoError(t, err, "out %d, scales left at 1", out)
+	}
+	require.Equal(t, 1, R8FE4M3.Size())
+	require.True(t, R8FE5M2.FP8())
+	require.False(t, R16BF.FP8())
+	k := planKey{m: 64, k: 128, n: 32, transB: true, lda: 128, ldb: 128, ldd: 32, in: R8FE4M3, out: R16BF, epi: EpilogueDefault, fastAccum: true}
+	require.Equal(t, "64x128x32 nt lda=128 ldb=128 ldd=32 DEFAULT fp8 fast-accum", k.String())
 }

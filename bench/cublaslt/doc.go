@@ -1,8 +1,9 @@
 // Package cublaslt binds the few entry points of NVIDIA's cuBLASLt that the
 // bench needs to time fused GEMM epilogues (bias, GELU, ReLU, their aux
-// outputs and the bias-gradient reductions) beside the engine: handle life
-// cycle, matmul, matrix-layout and preference descriptors, the heuristic's
-// algorithm choice, cublasLtMatmul and the library version. The library is
+// outputs and the bias-gradient reductions) and fp8 products beside the
+// engine: handle life cycle, matmul, matrix-layout and preference
+// descriptors, the heuristic's algorithm choice, cublasLtMatmul and the
+// library version. The library is
 // loaded at run time with purego, so the bench builds with CGO_ENABLED=0
 // and runs where no cuBLASLt is installed (Open then returns an error
 // listing every place it looked).
@@ -36,6 +37,23 @@
 // (TransA, TransB) and padded rows (LDA, LDB, LDD) follow the same view:
 // our TransB is cuBLASLt's CUBLASLT_MATMUL_DESC_TRANSA and our TransA its
 // TRANSB.
+//
+// # fp8 products
+//
+// With In = R8FE4M3, Matmul runs cuBLASLt's fp8 product (CUBLAS_COMPUTE_32F,
+// f32 scale type, alpha 1, beta 0, output R16BF, R16F or R32F). cuBLASLt's
+// fp8 kernels take only the "TN" form: CUBLASLT_MATMUL_DESC_TRANSA =
+// CUBLAS_OP_T and TRANSB = CUBLAS_OP_N, both operands K-major. Through the
+// swap above, that is exactly the row-major D[M,N] = A[M,K]·B[N,K]ᵀ with A
+// stored M×K and B stored N×K (TransB), the layout detgemm's fp8 product
+// takes: cuBLASLt's A is our B, seen column-major as K×N (ld K) and
+// transposed to its m×k = N×K; its B is our A, seen column-major as K×M
+// (ld K), not transposed; its D is N×M column-major (ld N), our row-major
+// D. Any other layout is refused before cuBLASLt is called. The per-tensor
+// scales (MatmulArgs.ScaleA, ScaleB: device pointers to one f32) go to
+// CUBLASLT_MATMUL_DESC_B_SCALE_POINTER and A_SCALE_POINTER respectively
+// (swapped with the operands), and MatmulArgs.FastAccum sets
+// CUBLASLT_MATMUL_DESC_FAST_ACCUM.
 //
 // # Threads and contexts
 //

@@ -17,11 +17,17 @@ import "strconv"
 // DataType is a cudaDataType_t.
 type DataType int32
 
-// The element types Matmul takes.
+// The element types Matmul takes. The 8-bit ones are library_types.h's
+// CUDA_R_8F_E4M3 = 28 and CUDA_R_8F_E5M2 = 29 (the cudaDataType_t list of
+// the CUDA toolkit's library_types.h, which the nvmath-python and PyTorch
+// bindings repeat; NVIDIA's CUDALibrarySamples cuBLASLt/LtFp8Matmul sample
+// passes CUDA_R_8F_E4M3 for A and B).
 const (
-	R32F  DataType = 0  // CUDA_R_32F, float (output only here)
-	R16F  DataType = 2  // CUDA_R_16F, IEEE half
-	R16BF DataType = 14 // CUDA_R_16BF, bfloat16
+	R32F    DataType = 0  // CUDA_R_32F, float (output only here)
+	R16F    DataType = 2  // CUDA_R_16F, IEEE half
+	R16BF   DataType = 14 // CUDA_R_16BF, bfloat16
+	R8FE4M3 DataType = 28 // CUDA_R_8F_E4M3, OCP fp8 E4M3 (inputs only here)
+	R8FE5M2 DataType = 29 // CUDA_R_8F_E5M2, OCP fp8 E5M2 (inputs only here)
 )
 
 // Size is the element size in bytes (0 for a type this package does not
@@ -32,9 +38,14 @@ func (d DataType) Size() int {
 		return 4
 	case R16F, R16BF:
 		return 2
+	case R8FE4M3, R8FE5M2:
+		return 1
 	}
 	return 0
 }
+
+// FP8 reports whether d is one of the 8-bit floating-point types.
+func (d DataType) FP8() bool { return d == R8FE4M3 || d == R8FE5M2 }
 
 // computeType32F is CUBLAS_COMPUTE_32F: f32 accumulation, tensor cores
 // allowed for half-precision inputs (cublasComputeType_t).
@@ -110,6 +121,24 @@ const (
 	descBiasPointer = 8  // CUBLASLT_MATMUL_DESC_BIAS_POINTER, void*
 	descAuxPointer  = 11 // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, void*
 	descAuxLD       = 12 // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64
+)
+
+// The fp8 attributes of cublasLtMatmulDescAttributes_t. A_SCALE_POINTER
+// (17) and B_SCALE_POINTER (18) are listed on the nvmath-python page named
+// in the file comment (...cublasLt.MatmulDescAttribute.html: "A_SCALE_POINTER
+// = 17", "B_SCALE_POINTER = 18", between SM_COUNT_TARGET = 15 and
+// C_SCALE_POINTER = 19); FAST_ACCUM is 25 in cublasLt.h (the enumerator
+// list "... EPILOGUE_AUX_AMAX_POINTER = 24, FAST_ACCUM = 25,
+// BIAS_DATA_TYPE = 26 ..." as the header's transcriptions in public
+// bindings give it), and its value type is int8_t ("int8_t, default: 0 -
+// fast accumulation mode is disabled", the header's own comment; PyTorch's
+// scaled_gemm sets it from an int8_t too). Each scale pointer is a device
+// pointer to one f32 (per-tensor scaling) that multiplies that operand
+// before the product; unset, the scale is 1.
+const (
+	descAScalePointer = 17 // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, void* (device f32)
+	descBScalePointer = 18 // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, void* (device f32)
+	descFastAccum     = 25 // CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t
 )
 
 // The operations of cublasOperation_t (cuBLAS's cublas_api.h) that

@@ -80,9 +80,11 @@ type MatmulArgs struct {
 	// LDA, LDB and LDD are the row strides of A, B and D as stored; 0
 	// means dense (the stored row length).
 	LDA, LDB, LDD int
-	In            DataType // A's and B's type: R16BF or R16F
-	D             uintptr  // row-major D[M,N]
-	Out           DataType // D's type: In, or R32F
+	// In is A's and B's type: R16BF or R16F, or R8FE4M3 (fp8: see
+	// ScaleA).
+	In  DataType
+	D   uintptr  // row-major D[M,N]
+	Out DataType // D's type: In, or R32F; with fp8 In: R16BF, R16F or R32F
 	// Epilogue is what runs on the product; 0 means EpilogueDefault.
 	Epilogue Epilogue
 	// Bias is the bias vector of N elements in Out's type (read by the
@@ -100,6 +102,23 @@ type MatmulArgs struct {
 	WorkspaceBytes uint64
 	// Stream is the CUstream / cudaStream_t the product is enqueued on.
 	Stream uintptr
+
+	// The fp8 product (In R8FE4M3). cuBLASLt's fp8 kernels take one form
+	// only, "TN" in its column-major terms: its A transposed and its B
+	// not. Here that is A stored row-major M×K and B stored row-major N×K
+	// (TransB true, TransA false): see the package documentation.
+	//
+	// ScaleA and ScaleB are device pointers to one f32 each, the
+	// per-tensor scales of our A and our B (D = ScaleA·ScaleB·A·Bᵀ); 0
+	// leaves that scale at 1. cuBLASLt's A is our B, so ScaleB goes to
+	// CUBLASLT_MATMUL_DESC_A_SCALE_POINTER and ScaleA to
+	// B_SCALE_POINTER. Both multiply the whole product, so a swap could
+	// not show in D: the mapping is kept exact anyway.
+	ScaleA, ScaleB uintptr
+	// FastAccum sets CUBLASLT_MATMUL_DESC_FAST_ACCUM to 1: the fp8
+	// kernels then skip the periodic promotion of the tensor cores'
+	// partial sums into f32.
+	FastAccum bool
 }
 
 // planKey is what an algorithm choice depends on; pointers are not in it,
@@ -112,6 +131,7 @@ type planKey struct {
 	epi            Epilogue
 	auxLD          int
 	workspace      uint64
+	fastAccum      bool
 }
 
 // String names the problem in errors: "4096x4096x4096 tn lda=4096 ldb=4096
@@ -124,7 +144,14 @@ func (k planKey) String() string {
 	if k.transB {
 		l[1] = 't'
 	}
-	return fmt.Sprintf("%dx%dx%d %s lda=%d ldb=%d ldd=%d %v", k.m, k.k, k.n, l[:], k.lda, k.ldb, k.ldd, k.epi)
+	s := fmt.Sprintf("%dx%dx%d %s lda=%d ldb=%d ldd=%d %v", k.m, k.k, k.n, l[:], k.lda, k.ldb, k.ldd, k.epi)
+	if k.in.FP8() {
+		s += " fp8"
+		if k.fastAccum {
+			s += " fast-accum"
+		}
+	}
+	return s
 }
 
 // plan is one problem's descriptors and the heuristic's first algorithm.
@@ -133,9 +160,10 @@ type plan struct {
 	la, lb, ld uintptr // cuBLASLt's A (our B), its B (our A), C and D
 	// algo is cublasLtMatmulAlgo_t: 8 uint64 of opaque state.
 	algo [8]uint64
-	// bias and aux are the pointers last written into desc, so a launch
-	// on the same set skips the attribute calls.
-	bias, aux uintptr
+	// bias, aux and the fp8 scales are the pointers last written into
+	// desc, so a launch on the same set skips the attribute calls.
+	bias, aux      uintptr
+	scaleA, scaleB uintptr // ours: scaleB is in A_SCALE_POINTER
 }
 
 // heuristicResult is cublasLtMatmulHeuristicResult_t: the algorithm, the
@@ -151,9 +179,10 @@ type heuristicResult struct {
 
 // Matmul enqueues one product on a.Stream. The first call for a problem
 // (shape, layouts, leading dimensions, types, epilogue, aux leading
-// dimension, workspace size) makes its
-// descriptors and asks cublasLtMatmulAlgoGetHeuristic for one algorithm;
-// later calls reuse both and only update the bias and aux pointers. An
+// dimension, workspace size, fast accumulation) makes its descriptors
+// (with that call's fp8 scale pointers) and asks
+// cublasLtMatmulAlgoGetHeuristic for one algorithm; later calls reuse
+// both and only update the bias, aux and scale pointers. An
 // epilogue or type combination cuBLASLt does not offer comes back as an
 // *Error matching StatusNotSupported.
 func (h *Handle) Matmul(a *MatmulArgs) error {
@@ -168,13 +197,16 @@ func (h *Handle) Matmul(a *MatmulArgs) error {
 	if err != nil {
 		return err
 	}
-	key := planKey{a.M, a.K, a.N, a.TransA, a.TransB, lda, ldb, ldd, a.In, a.Out, epi, a.AuxLD, a.WorkspaceBytes}
+	key := planKey{a.M, a.K, a.N, a.TransA, a.TransB, lda, ldb, ldd, a.In, a.Out, epi, a.AuxLD, a.WorkspaceBytes, a.FastAccum}
 	p := h.plans[key]
 	if p == nil {
-		if p, err = h.newPlan(key); err != nil {
+		if p, err = h.newPlan(key, a); err != nil {
 			return err
 		}
 		h.plans[key] = p
+	}
+	if err := h.setScales(p, a); err != nil {
+		return err
 	}
 	if epi.NeedsBias() && a.Bias != p.bias {
 		if err := h.setDesc(p.desc, descBiasPointer, unsafe.Pointer(&a.Bias), 8); err != nil {
@@ -189,7 +221,8 @@ func (h *Handle) Matmul(a *MatmulArgs) error {
 		p.aux = a.Aux
 	}
 	// Row-major D = A·B is column-major Dᵀ = Bᵀ·Aᵀ: cuBLASLt's A is our
-	// B and its B our A; C (unused, beta 0) aliases D.
+	// B and its B our A; C (unused, beta 0) aliases D (for fp8 inputs C
+	// then has D's type, as cuBLASLt asks of a bf16, f16 or f32 D).
 	r, _, _ := purego.SyscallN(h.lib.matmul, h.h, p.desc,
 		uintptr(unsafe.Pointer(&h.scal[0])),
 		a.B, p.la, a.A, p.lb,
@@ -236,8 +269,14 @@ func validate(a *MatmulArgs, epi Epilogue) (lda, ldb, ldd int, err error) {
 
 // validateTypes checks the types, the epilogue and its pointers.
 func validateTypes(a *MatmulArgs, epi Epilogue) error {
+	if a.In.FP8() {
+		return validateFP8(a, epi)
+	}
+	if a.ScaleA != 0 || a.ScaleB != 0 || a.FastAccum {
+		return fmt.Errorf("cublaslt: ScaleA, ScaleB and FastAccum are for fp8 inputs, not type %d: %w", a.In, ErrInvalidArgument)
+	}
 	if a.In != R16BF && a.In != R16F {
-		return fmt.Errorf("cublaslt: input type %d: want R16BF or R16F: %w", a.In, ErrInvalidArgument)
+		return fmt.Errorf("cublaslt: input type %d: want R16BF, R16F or R8FE4M3: %w", a.In, ErrInvalidArgument)
 	}
 	if a.Out != a.In && a.Out != R32F {
 		return fmt.Errorf("cublaslt: output type %d with input %d: want the input type or R32F: %w", a.Out, a.In, ErrInvalidArgument)
@@ -260,8 +299,9 @@ func validateTypes(a *MatmulArgs, epi Epilogue) error {
 }
 
 // newPlan makes the descriptors of one problem and picks its algorithm;
-// on failure it releases what it made.
-func (h *Handle) newPlan(k planKey) (_ *plan, err error) {
+// on failure it releases what it made. a is the call that asked: its fp8
+// scale pointers are set before the heuristic runs.
+func (h *Handle) newPlan(k planKey, a *MatmulArgs) (_ *plan, err error) {
 	l := h.lib
 	p := &plan{}
 	defer func() {
@@ -280,6 +320,18 @@ func (h *Handle) newPlan(k planKey) (_ *plan, err error) {
 	if k.epi.NeedsAux() {
 		ld := int64(k.auxLD)
 		if err := h.setDesc(p.desc, descAuxLD, unsafe.Pointer(&ld), 8); err != nil {
+			return nil, err
+		}
+	}
+	if k.in.FP8() {
+		var fast int8
+		if k.fastAccum {
+			fast = 1
+		}
+		if err := h.setDesc(p.desc, descFastAccum, unsafe.Pointer(&fast), 1); err != nil {
+			return nil, err
+		}
+		if err := h.setScales(p, a); err != nil {
 			return nil, err
 		}
 	}
@@ -377,4 +429,47 @@ func (p *plan) release(l *Library) error {
 		p.desc = 0
 	}
 	return first
+}
+
+// validateFP8 checks an fp8 product: E4M3 inputs (one In for both
+// operands, and cuBLASLt has no E5M2 × E5M2), the TN form, a 16-bit or f32
+// output, no epilogue.
+func validateFP8(a *MatmulArgs, epi Epilogue) error {
+	if a.In != R8FE4M3 {
+		return fmt.Errorf("cublaslt: fp8 input type %d: want R8FE4M3 (In is both operands' type, and E5M2 × E5M2 is not a pair cuBLASLt offers): %w", a.In, ErrInvalidArgument)
+	}
+	if a.TransA || !a.TransB {
+		return fmt.Errorf("cublaslt: fp8 inputs take the TN form only: A stored M×K, B stored N×K (TransB): %w", ErrInvalidArgument)
+	}
+	switch a.Out {
+	case R16BF, R16F, R32F:
+	default:
+		return fmt.Errorf("cublaslt: output type %d with fp8 inputs: want R16BF, R16F or R32F: %w", a.Out, ErrInvalidArgument)
+	}
+	if epi != EpilogueDefault {
+		return fmt.Errorf("cublaslt: epilogue %v with fp8 inputs: only DEFAULT here: %w", epi, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// setScales writes the fp8 scale pointers of a into the plan's descriptor
+// where they differ from the ones it holds: cuBLASLt's A is our B, so our
+// B's scale is its A_SCALE_POINTER and our A's its B_SCALE_POINTER.
+func (h *Handle) setScales(p *plan, a *MatmulArgs) error {
+	if !a.In.FP8() {
+		return nil
+	}
+	if a.ScaleB != p.scaleB {
+		if err := h.setDesc(p.desc, descAScalePointer, unsafe.Pointer(&a.ScaleB), 8); err != nil {
+			return err
+		}
+		p.scaleB = a.ScaleB
+	}
+	if a.ScaleA != p.scaleA {
+		if err := h.setDesc(p.desc, descBScalePointer, unsafe.Pointer(&a.ScaleA), 8); err != nil {
+			return err
+		}
+		p.scaleA = a.ScaleA
+	}
+	return nil
 }

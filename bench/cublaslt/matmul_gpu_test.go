@@ -12,6 +12,7 @@ import (
 
 	"github.com/detgemm/detgemm/bench/cublaslt"
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/ref"
 	"github.com/detgemm/detgemm/internal/gputest"
 )
 
@@ -191,6 +192,71 @@ func TestLayoutsAndStridesMatchFloat64(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFP8TNMatchesFloat64 runs one small non-square fp8 product (E4M3 ×
+// E4M3 → bf16, M, K and N all different, so a swapped operand, leading
+// dimension or layout shows) in the one form cuBLASLt's fp8 kernels take:
+// A stored M×K, B stored N×K, D[M,N] = ScaleA·ScaleB·A·Bᵀ, with and
+// without fast accumulation. The codes are exact small values, so the
+// only error is the accumulation's and bf16's rounding of D.
+func TestFP8TNMatchesFloat64(t *testing.T) {
+	ctx, stream, h := gpuHandle(t)
+	const m, k, n = 48, 96, 32 // multiples of 16: fp8 rows of whole 16-byte units
+	const sa, sb = 0.5, 3.0
+	r := rand.New(rand.NewPCG(11, 12))
+	// E4M3 codes of ±2^e·(1 + f/8), e in [-3, 3]: exact, never NaN.
+	code := func() uint8 {
+		return uint8(r.IntN(2))<<7 | uint8(7-3+r.IntN(7))<<3 | uint8(r.IntN(8))
+	}
+	a8, b8 := make([]uint8, m*k), make([]uint8, n*k)
+	for i := range a8 {
+		a8[i] = code()
+	}
+	for i := range b8 {
+		b8[i] = code()
+	}
+	want, scale := make([]float64, m*n), make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			for p := 0; p < k; p++ {
+				x := float64(ref.FP8Decode(ref.E4M3, a8[i*k+p])) * float64(ref.FP8Decode(ref.E4M3, b8[j*k+p]))
+				want[i*n+j] += sa * sb * x
+				scale[i*n+j] += sa * sb * math.Abs(x)
+			}
+		}
+	}
+	dA, dB, dD := alloc(t, ctx, m*k), alloc(t, ctx, n*k), alloc(t, ctx, m*n*2)
+	dSA, dSB, ws := alloc(t, ctx, 4), alloc(t, ctx, 4), alloc(t, ctx, 4<<20)
+	require.NoError(t, cudaload.CopyToDevice(ctx, dA, a8))
+	require.NoError(t, cudaload.CopyToDevice(ctx, dB, b8))
+	require.NoError(t, cudaload.CopyToDevice(ctx, dSA, []float32{sa}))
+	require.NoError(t, cudaload.CopyToDevice(ctx, dSB, []float32{sb}))
+	for _, fast := range []bool{false, true} {
+		require.NoError(t, ctx.MemsetD8(dD, 0xff, m*n*2)) // NaN in bf16: an unwritten element shows
+		require.NoError(t, ctx.Synchronize())
+		args := &cublaslt.MatmulArgs{M: m, K: k, N: n, A: uintptr(dA), B: uintptr(dB), TransB: true, In: cublaslt.R8FE4M3,
+			D: uintptr(dD), Out: cublaslt.R16BF, ScaleA: uintptr(dSA), ScaleB: uintptr(dSB), FastAccum: fast,
+			Workspace: uintptr(ws), WorkspaceBytes: 4 << 20, Stream: stream.Handle()}
+		err := h.Matmul(args)
+		if errors.Is(err, cublaslt.StatusNotSupported) {
+			t.Skipf("this GPU or cuBLASLt has no fp8 product: %v", err)
+		}
+		require.NoError(t, err, "fast=%v", fast)
+		require.NoError(t, stream.Synchronize())
+		got16 := make([]uint16, m*n)
+		require.NoError(t, cudaload.CopyFromDevice(ctx, got16, dD))
+		for i, g := range fromBF16(got16) {
+			// bf16 rounding of D, plus the accumulation's (fast: the
+			// tensor cores' partial sums of about 14 significant bits).
+			tol := math.Abs(want[i])/256 + scale[i]/2048 + 1e-6
+			require.False(t, math.IsNaN(g), "fast=%v: element %d was not written", fast, i)
+			require.LessOrEqual(t, math.Abs(g-want[i]), tol, "fast=%v: (%d, %d): got %g, want %g", fast, i/n, i%n, g, want[i])
+		}
+	}
+	bad := &cublaslt.MatmulArgs{M: m, K: k, N: n, A: uintptr(dA), B: uintptr(dB), In: cublaslt.R8FE4M3, D: uintptr(dD), Out: cublaslt.R16BF,
+		Workspace: uintptr(ws), WorkspaceBytes: 4 << 20, Stream: stream.Handle()}
+	require.ErrorIs(t, h.Matmul(bad), cublaslt.ErrInvalidArgument, "NN is refused before cuBLASLt is called")
 }
 
 // gelu is the tanh approximation cuBLASLt's GELU epilogues compute.
