@@ -210,7 +210,7 @@ func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
 	case "wg", "wgmm":
 		return wgSharedBytes(tileOf(k.Tile)), true
 	case "fp8":
-		return wgSharedBytes(fp8Tile), true
+		return fp8SharedBytes(fp8TileWidth(k.Tile)), true
 	case "sp24":
 		s := sp24Shared(k.Tile)
 		return s, s <= limit

@@ -3,6 +3,8 @@ package gemm
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/internal/entries"
@@ -89,12 +91,53 @@ type FP8Plan struct {
 	e         *Engine
 	d         FP8Desc
 	id        kernelID
+	bn        int64 // the tile's columns
 	bias      bool
 	precision Precision
 }
 
 type fp8Key struct {
-	pair, out, mode, act string
+	pair, out, tile, act string
+}
+
+// fp8Geometry is one of gemm_fp8.cu's tiles: 128 rows × bn columns, a
+// ring of stages of 128 positions of K.
+type fp8Geometry struct {
+	bn, stages int64
+}
+
+// fp8Tiles mirror gemm_fp8.cu's T64, T128 and T256 (entries.FP8Tiles).
+var fp8Tiles = map[int64]fp8Geometry{64: {64, 8}, 128: {128, 6}, 256: {256, 4}}
+
+// fp8SharedBytes is a tile's dynamic shared memory (gemm_fp8.cu's
+// F8Tile::SMEM): the ring, 1 KiB of alignment slack, the barriers, bn zero
+// floats, 128 bytes of slack and the 16-bit store's staging.
+func fp8SharedBytes(bn int64) uint32 {
+	g := fp8Tiles[bn]
+	stage := (128 + g.bn) * 128
+	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4 + 128 + 4*2*16*64*2)
+}
+
+// fp8TileWidth is the width of an entry's tile ("fast64" … "prom128").
+func fp8TileWidth(tile string) int64 {
+	w, _ := strconv.ParseInt(strings.TrimLeft(tile, "fastprom"), 10, 64)
+	return w
+}
+
+// fp8TileFor chooses the tile width: 64 columns where 128-column tiles
+// would leave SMs idle (decode and prefill rows: the weight streams from
+// more SMs at once), 256 for the fast chain without an activation where
+// even 256-column tiles fill the GPU, else 128. The width decides where an
+// element is computed, never how: its chain is the same in every tile.
+func fp8TileFor(M, N, sms int64, fast bool, act string) int64 {
+	rows := ceilDiv(M, 128)
+	switch {
+	case rows*ceilDiv(N, 128) < sms:
+		return 64
+	case fast && act == "none" && rows*ceilDiv(N, 256) >= sms:
+		return 256
+	}
+	return 128
 }
 
 var fp8IDs = indexOf(func(k entries.Key) fp8Key { return fp8Key{k.In, k.Out, k.Tile, k.Act} }, "fp8")
@@ -109,9 +152,9 @@ var fp8Spec = map[Epilogue]struct {
 	Gelu: {"gelu", false}, GeluBias: {"gelu", true},
 }
 
-// fp8Tile is the fp8 kernels' tile (gemm_fp8.cu's f8::T): wgmma.cuh's
-// 128 × 128 tile of six stages, 128 positions of K a stage.
-const fp8Tile = tcTileWG128x128
+// fp8ForceTile, when set (tests only), is the tile width every plan takes
+// where it has a kernel.
+var fp8ForceTile int64
 
 // CanImplementFP8 reports whether this engine can run d, and if not, why:
 // the *ArgError PlanFP8 would return. It allocates nothing.
@@ -200,10 +243,14 @@ func (e *Engine) newFP8Plan(d FP8Desc) (FP8Plan, error) {
 	if p.d.LDA%16 != 0 || p.d.LDB%16 != 0 {
 		return p, argErr(op, "LDA", ErrLeadingDim, "LDA %d, LDB %d: want multiples of 16 (TMA row pitches of whole 16-byte units)", p.d.LDA, p.d.LDB)
 	}
-	if ceilDiv(int64(d.M), 128)*ceilDiv(int64(d.N), 128) > math.MaxInt32 {
+	if ceilDiv(int64(d.M), 128)*ceilDiv(int64(d.N), 64) > math.MaxInt32 {
 		return p, argErr(op, "M", ErrTooLarge, "%d × %d outputs: more than 2^31-1 tiles", d.M, d.N)
 	}
-	p.id = fp8IDs[fp8Key{d.A.String() + "_" + d.B.String(), d.Out.String(), mode, spec.act}]
+	p.bn = fp8TileFor(int64(d.M), int64(d.N), int64(max(e.sms, 1)), mode == "fast", spec.act)
+	if fp8ForceTile != 0 && (fp8ForceTile != 256 || mode == "fast" && spec.act == "none") {
+		p.bn = fp8ForceTile
+	}
+	p.id = fp8IDs[fp8Key{d.A.String() + "_" + d.B.String(), d.Out.String(), fmt.Sprint(mode, p.bn), spec.act}]
 	if p.id == 0 {
 		return p, fmt.Errorf("gemm.%s: no kernel for %v × %v → %v %s %s", op, d.A, d.B, d.Out, mode, spec.act)
 	}
@@ -333,7 +380,7 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 	if l.rec == nil {
 		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.A, uint64(d.K/2), uint64(d.M), uint64(d.LDA), 64, 128, sw, l2, oob)
 		if err == nil {
-			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.B, uint64(d.K/2), uint64(d.N), uint64(d.LDB), 64, 128, sw, l2, oob)
+			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.B, uint64(d.K/2), uint64(d.N), uint64(d.LDB), 64, uint32(p.bn), sw, l2, oob)
 		}
 		if err != nil {
 			return fmt.Errorf("gemm.FP8Matmul: encoding the TMA maps: %w", err)
@@ -353,9 +400,8 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).
 		Ptr(a.D).Int64(int64(d.LDD)).Ptr(endA).Int64(rsA).Ptr(endB).Int64(rsB).Ptr(blkA).Int64(ldA).Ptr(blkB).Int64(ldB).
 		Ptr(a.Bias).Ptr(a.ScaleD).Ptr(a.Amax)
-	g := wgGeometries[fp8Tile]
-	tiles := ceilDiv(int64(d.M), g.bm) * ceilDiv(int64(d.N), g.bn)
+	tiles := ceilDiv(int64(d.M), 128) * ceilDiv(int64(d.N), p.bn)
 	blocks := min(tiles, int64(max(e.sms, 1)))
 	prob := problem{op: "FP8Matmul", in: d.A, out: d.Out}
-	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(fp8Tile), g.bm, g.bn)
+	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, 384, fp8SharedBytes(p.bn), 128, p.bn)
 }

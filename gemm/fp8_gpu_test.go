@@ -259,13 +259,19 @@ func TestFP8MatmulMatchesReference(t *testing.T) {
 		t.Skipf("the fp8 product needs sm_90a; this GPU is %v", eng.arch)
 	}
 	r := newRand(t)
+	defer func() { fp8ForceTile = 0 }()
 	for _, c := range fp8Cases() {
 		in := newFP8Inputs(t, ctx, r, c)
 		want, wantAmax := fp8Want(t, c, in, 0, c.M)
-		got, gotAmax := fp8Run(t, eng, ctx, c, in, 0, c.M)
-		requireSameBits(t, want, got, c.N, c.String())
-		if c.out.FP8() {
-			require.Equal(t, wantAmax, gotAmax, "%v: amax %#x, want %#x", c, gotAmax, wantAmax)
+		// Every tile the planner may choose (fp8TileFor), forced.
+		for _, tile := range []int64{0, 64, 128, 256} {
+			fp8ForceTile = tile
+			got, gotAmax := fp8Run(t, eng, ctx, c, in, 0, c.M)
+			what := fmt.Sprintf("%v tile %d", c, tile)
+			requireSameBits(t, want, got, c.N, what)
+			if c.out.FP8() {
+				require.Equal(t, wantAmax, gotAmax, "%s: amax %#x, want %#x", what, gotAmax, wantAmax)
+			}
 		}
 	}
 }
@@ -475,7 +481,7 @@ func TestFP8Throughput(t *testing.T) {
 			args := FP8Args{A: a, B: b, D: d, ScaleA: sa, ScaleB: sb}
 			best := bestPerLaunch(t, eng, start, end, 10, func(int) error { return p.Run(args) })
 			us := float64(best.Nanoseconds()) / 1e3
-			t.Logf("fp8perf %5dx%5dx%5d %v %v %9.1f us %7.1f TFLOP/s", M, N, K, m.s, m.a, us, 2*float64(M)*float64(N)*float64(K)/us/1e6)
+			t.Logf("fp8perf %5dx%5dx%5d %v %v %v %9.1f us %7.1f TFLOP/s", M, N, K, m.s, m.a, p.Kernels(), us, 2*float64(M)*float64(N)*float64(K)/us/1e6)
 		}
 	}
 }

@@ -68,7 +68,32 @@ func TestFP8Refuses(t *testing.T) {
 	p, err := e.PlanFP8(good)
 	require.NoError(t, err)
 	require.ErrorIs(t, p.Run(args), ErrClosed)
-	require.Equal(t, []string{"detgemm_fp8_prom_none_e4m3e4m3_bf16"}, p.Kernels())
+	require.Equal(t, []string{"detgemm_fp8_prom128_none_e4m3e4m3_bf16"}, p.Kernels())
+}
+
+func TestFP8TileChoice(t *testing.T) {
+	for _, c := range []struct {
+		M, N int64
+		fast bool
+		act  string
+		want int64
+	}{
+		{64, 4096, true, "none", 64},     // 32 tiles of 128 columns on 132 SMs
+		{128, 24576, false, "none", 128}, // 192 tiles
+		{4096, 4096, true, "none", 256},  // 512 tiles of 256 columns
+		{4096, 4096, true, "gelu", 128},  // no activation at 256 columns
+		{4096, 4096, false, "none", 128}, // promoted: no 256 tile
+		{1024, 4096, true, "none", 128},  // 128 tiles of 256 columns would leave SMs idle
+		{8192, 8192, true, "relu", 128},
+	} {
+		require.Equal(t, c.want, fp8TileFor(c.M, c.N, 132, c.fast, c.act), "%+v", c)
+	}
+	// gemm_fp8.cu's F8Tile::SMEM.
+	require.Equal(t, uint32(8*(128+64)*128+1024+128+64*4+128+16384), fp8SharedBytes(64))
+	require.Equal(t, uint32(4*(128+256)*128+1024+64+256*4+128+16384), fp8SharedBytes(256))
+	for _, w := range []int64{64, 128, 256} {
+		require.LessOrEqual(t, fp8SharedBytes(w), uint32(227<<10), "tile %d fits a Hopper block", w)
+	}
 }
 
 func TestQuantizeFP8Refuses(t *testing.T) {

@@ -136,7 +136,7 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 	}
 	maps.Copy(named, sp24FormatNames())
 	for k, id := range fp8IDs {
-		named[id] = fmt.Sprintf("detgemm_fp8_%s_%s_%s_%s", k.mode, k.act, strings.ReplaceAll(k.pair, "_", ""), k.out)
+		named[id] = fmt.Sprintf("detgemm_fp8_%s_%s_%s_%s", k.tile, k.act, strings.ReplaceAll(k.pair, "_", ""), k.out)
 	}
 	for k, id := range fp8QuantIDs {
 		switch k.kind {

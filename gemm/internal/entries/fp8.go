@@ -1,6 +1,9 @@
 package entries
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // FP8Family holds the fp8 product's kernels (gemm_fp8.cu): wgmma k32 steps
 // on E4M3/E5M2 operands, both K-major, in 128 × 128 tiles.
@@ -17,9 +20,12 @@ var FP8Pairs = [][2]string{{"e4m3", "e4m3"}, {"e4m3", "e5m2"}, {"e5m2", "e4m3"}}
 // FP8Outs are the fp8 product's output types.
 var FP8Outs = []string{"bf16", "f16", "f32", "e4m3", "e5m2"}
 
-// FP8Modes are the accumulation modes: one chain over K ("fast"), or a
-// chain per 128 positions of K promoted into f32 ("prom").
-var FP8Modes = []string{"fast", "prom"}
+// FP8Tiles are the fp8 product's kernels by accumulation mode and tile
+// width: one chain over K ("fast"), or a chain per 128 positions of K
+// promoted into f32 ("prom"), each in 128 × BN tiles (gemm_fp8.cu's T64,
+// T128, T256; the promoted mode's two accumulator sets leave no registers
+// for 256 columns). The 256-column tile has no activation.
+var FP8Tiles = []string{"fast64", "fast128", "fast256", "prom64", "prom128"}
 
 // FP8Acts are the activations compiled into the fp8 product's epilogue.
 var FP8Acts = []string{"none", "relu", "gelu"}
@@ -49,14 +55,19 @@ func f8Out(ns, d string) string {
 // fp8: the fp8 product by mode, activation, operand pair (In "a_b") and
 // output type.
 func fp8() (out []Entry) {
-	for _, m := range FP8Modes {
+	for _, m := range FP8Tiles {
+		prom := strings.HasPrefix(m, "prom")
+		tile := "f8::T" + strings.TrimLeft(m, "fastprom")
 		for _, act := range FP8Acts {
+			if m == "fast256" && act != "none" {
+				continue // their stores spilled at 256 columns; the activations take the 128 tile
+			}
 			for _, p := range FP8Pairs {
 				for _, o := range FP8Outs {
 					out = append(out, Entry{Key: Key{Kind: "fp8", In: p[0] + "_" + p[1], Out: o, Tile: m, Act: act},
 						Family: FP8Family, Header: HeaderFor(FP8Family), Macro: "DETGEMM_F8_ENTRY",
 						Name: fmt.Sprintf("detgemm_fp8_%s_%s_%s%s_%s", m, act, p[0], p[1], o),
-						Args: []string{f8Type("f8", p[0]), f8Type("f8", p[1]), f8Out("f8", o), fmt.Sprint(m == "prom"), "epi::ACT_" + map[string]string{"none": "NONE", "relu": "RELU", "gelu": "GELU"}[act]}})
+						Args: []string{tile, f8Type("f8", p[0]), f8Type("f8", p[1]), f8Out("f8", o), fmt.Sprint(prom), "epi::ACT_" + map[string]string{"none": "NONE", "relu": "RELU", "gelu": "GELU"}[act]}})
 				}
 			}
 		}
