@@ -303,50 +303,19 @@ func (p *FP8Plan) Run(a FP8Args) error {
 	out := uint64(d.Out.Size())
 	fp8Out := d.Out.FP8()
 	sa, sb := d.scaleLens()
-	bufs := []mmBuf{
-		{"A", a.A, extentBytes(d.M, d.K, d.LDA, 1), 16},
-		{"B", a.B, extentBytes(d.N, d.K, d.LDB, 1), 16},
-		{"D", a.D, extentBytes(d.M, d.N, d.LDD, int(out)), out},
-		{"ScaleA", a.ScaleA, 4 * sa, 4},
-		{"ScaleB", a.ScaleB, 4 * sb, 4},
-		{"Bias", a.Bias, uint64(d.N) * 4, 4},
-		{"ScaleD", a.ScaleD, 4, 4},
-		{"Amax", a.Amax, 4, 4},
+	none := d.M == 0
+	bufs := []callBuf{
+		{mmBuf{"A", a.A, extentBytes(d.M, d.K, d.LDA, 1), 16}, true, false, false, none},
+		{mmBuf{"B", a.B, extentBytes(d.N, d.K, d.LDB, 1), 16}, true, false, false, false},
+		{mmBuf{"D", a.D, extentBytes(d.M, d.N, d.LDD, int(out)), out}, true, false, true, none},
+		{mmBuf{"ScaleA", a.ScaleA, 4 * sa, 4}, true, false, false, none && d.Scaling != ScaleTensor},
+		{mmBuf{"ScaleB", a.ScaleB, 4 * sb, 4}, true, false, false, false},
+		{mmBuf{"Bias", a.Bias, uint64(d.N) * 4, 4}, p.bias, false, false, false},
+		{mmBuf{"ScaleD", a.ScaleD, 4, 4}, fp8Out, true, false, false},
+		{mmBuf{"Amax", a.Amax, 4, 4}, fp8Out, true, true, false},
 	}
-	used := []bool{true, true, true, true, true, p.bias, fp8Out, fp8Out}
-	optional := []bool{false, false, false, false, false, false, true, true}
-	isOut := []bool{false, false, true, false, false, false, false, true}
-	for i := range bufs {
-		b := &bufs[i]
-		switch {
-		case !used[i] && b.ptr != 0:
-			return argErr(op, b.name, ErrOperand, "%v → %v with %v does not use it; pass 0", d.A, d.Out, d.Epilogue)
-		case !used[i] || optional[i] && b.ptr == 0:
-			b.bytes = 0
-			continue
-		case b.ptr == 0:
-			return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
-		case uint64(b.ptr)%b.align != 0:
-			return argErr(op, b.name, ErrMisaligned, "pointer %#x is not aligned to %d bytes", b.ptr, b.align)
-		case uint64(b.ptr)+b.bytes < uint64(b.ptr):
-			return argErr(op, b.name, ErrTooLarge, "range %#x + %d bytes wraps the address space", b.ptr, b.bytes)
-		}
-		if d.M == 0 && (i == 0 || i == 2 || (i == 3 && d.Scaling != ScaleTensor)) {
-			b.bytes = 0
-		}
-	}
-	for i, o := range bufs {
-		if !isOut[i] || o.bytes == 0 {
-			continue
-		}
-		for j, x := range bufs {
-			if i == j || x.bytes == 0 {
-				continue
-			}
-			if o.ptr < x.ptr+cudaload.DevicePtr(x.bytes) && x.ptr < o.ptr+cudaload.DevicePtr(o.bytes) {
-				return argErr(op, o.name, ErrAlias, "[%#x, +%d) overlaps %s [%#x, +%d); outputs share memory with nothing", o.ptr, o.bytes, x.name, x.ptr, x.bytes)
-			}
-		}
+	if err := checkCallBufs(op, bufs, fmt.Sprintf("%v → %v with %v does not use it; pass 0", d.A, d.Out, d.Epilogue)); err != nil {
+		return err
 	}
 	e := p.e
 	e.mu.Lock()

@@ -121,34 +121,17 @@ func (e *Engine) QuantizeFP8(d FP8QuantizeDesc, a FP8QuantizeArgs) error {
 	}
 	in := uint64(d.In.Size())
 	ns := uint64(d.ScaleCount())
-	bufs := []mmBuf{
-		{"X", a.X, extentBytes(d.Rows, d.Cols, d.LDX, int(in)), in},
-		{"Q", a.Q, extentBytes(qr, qc, d.LDQ, 1), 1},
-		{"Scales", a.Scales, 4 * ns, 4},
+	none := qr == 0 || qc == 0
+	bufs := []callBuf{
+		{mmBuf{"X", a.X, extentBytes(d.Rows, d.Cols, d.LDX, int(in)), in}, true, false, false, none},
+		{mmBuf{"Q", a.Q, extentBytes(qr, qc, d.LDQ, 1), 1}, true, false, true, none},
+		{mmBuf{"Scales", a.Scales, 4 * ns, 4}, true, false, true, false},
 	}
-	if qr == 0 || qc == 0 {
+	if none {
 		bufs[0].bytes, bufs[1].bytes = 0, 0
 	}
-	for _, b := range bufs {
-		switch {
-		case b.ptr == 0:
-			return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
-		case uint64(b.ptr)%b.align != 0:
-			return argErr(op, b.name, ErrMisaligned, "pointer %#x is not aligned to %d bytes", b.ptr, b.align)
-		case uint64(b.ptr)+b.bytes < uint64(b.ptr):
-			return argErr(op, b.name, ErrTooLarge, "range %#x + %d bytes wraps the address space", b.ptr, b.bytes)
-		}
-	}
-	for i := 1; i < 3; i++ {
-		o := bufs[i]
-		for j, x := range bufs {
-			if i == j || o.bytes == 0 || x.bytes == 0 {
-				continue
-			}
-			if o.ptr < x.ptr+cudaload.DevicePtr(x.bytes) && x.ptr < o.ptr+cudaload.DevicePtr(o.bytes) {
-				return argErr(op, o.name, ErrAlias, "[%#x, +%d) overlaps %s [%#x, +%d); outputs share memory with nothing", o.ptr, o.bytes, x.name, x.ptr, x.bytes)
-			}
-		}
+	if err := checkCallBufs(op, bufs, ""); err != nil {
+		return err
 	}
 	ids := [3]kernelID{fp8QuantIDs[fp8QuantKey{"fp8amax", d.In.String(), ""}],
 		fp8QuantIDs[fp8QuantKey{"fp8quant", d.In.String(), d.Out.String()}], fp8QuantIDs[fp8QuantKey{"fp8scales", "", ""}]}

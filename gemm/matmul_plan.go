@@ -747,6 +747,57 @@ type mmBuf struct {
 	align uint64
 }
 
+// callBuf is one buffer of a call for checkCallBufs: its memory, whether
+// the call uses it, may leave it 0 (optional) and writes it (out); empty
+// marks a buffer the call touches none of (a problem without rows), which
+// is checked but then takes no part in the overlap test.
+type callBuf struct {
+	mmBuf
+	used, optional, out, empty bool
+}
+
+// checkCallBufs checks a call's buffers before anything is launched: a
+// buffer the call does not use must be 0 (ErrOperand; unused says why),
+// one it uses present (unless optional), aligned and not wrapping the
+// address space; then no output may overlap any other buffer (ErrAlias).
+// Unused, absent optional and empty buffers take no part in the overlap
+// test.
+func checkCallBufs(op string, bufs []callBuf, unused string) error {
+	for i := range bufs {
+		b := &bufs[i]
+		switch {
+		case !b.used && b.ptr != 0:
+			return argErr(op, b.name, ErrOperand, "%s", unused)
+		case !b.used || b.optional && b.ptr == 0:
+			b.bytes = 0
+			continue
+		case b.ptr == 0:
+			return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
+		case uint64(b.ptr)%b.align != 0:
+			return argErr(op, b.name, ErrMisaligned, "pointer %#x is not aligned to %d bytes", b.ptr, b.align)
+		case uint64(b.ptr)+b.bytes < uint64(b.ptr):
+			return argErr(op, b.name, ErrTooLarge, "range %#x + %d bytes wraps the address space", b.ptr, b.bytes)
+		}
+		if b.empty {
+			b.bytes = 0
+		}
+	}
+	for i, o := range bufs {
+		if !o.out || o.bytes == 0 {
+			continue
+		}
+		for j, x := range bufs {
+			if i == j || x.bytes == 0 {
+				continue
+			}
+			if o.ptr < x.ptr+cudaload.DevicePtr(x.bytes) && x.ptr < o.ptr+cudaload.DevicePtr(o.bytes) {
+				return argErr(op, o.name, ErrAlias, "[%#x, +%d) overlaps %s [%#x, +%d); outputs share memory with nothing", o.ptr, o.bytes, x.name, x.ptr, x.bytes)
+			}
+		}
+	}
+	return nil
+}
+
 func extentBytes(rows, cols, ld int, size int) uint64 {
 	return (uint64(rows-1)*uint64(ld) + uint64(cols)) * uint64(size)
 }

@@ -239,47 +239,17 @@ func (p *Sparse24Plan) Run(a Sparse24Args) error {
 	}
 	kw := (d.K + 31) / 32
 	rows := d.M
-	bufs := []mmBuf{
-		{"X", a.X, extentBytes(rows, d.K, d.LDX, int(in)), 16},
-		{"Values", a.Values, uint64(d.N) * uint64(d.K/2) * in, 16},
-		{"Meta", a.Meta, uint64(d.N) * uint64(kw) * 4, 4},
-		{"Y", a.Y, extentBytes(rows, d.N, d.LDY, int(out)), out},
-		{"Bias", a.Bias, uint64(d.N) * 4, 4},
-		{"Aux", a.Aux, extentBytes(rows, d.N, max(d.LDAux, d.N), int(auxSize)), auxAlign},
+	none := rows == 0
+	bufs := []callBuf{
+		{mmBuf{"X", a.X, extentBytes(rows, d.K, d.LDX, int(in)), 16}, true, false, false, none},
+		{mmBuf{"Values", a.Values, uint64(d.N) * uint64(d.K/2) * in, 16}, true, false, false, false},
+		{mmBuf{"Meta", a.Meta, uint64(d.N) * uint64(kw) * 4, 4}, true, false, false, false},
+		{mmBuf{"Y", a.Y, extentBytes(rows, d.N, d.LDY, int(out)), out}, true, false, true, none},
+		{mmBuf{"Bias", a.Bias, uint64(d.N) * 4, 4}, p.bias, false, false, false},
+		{mmBuf{"Aux", a.Aux, extentBytes(rows, d.N, max(d.LDAux, d.N), int(auxSize)), auxAlign}, p.aux, false, true, none},
 	}
-	used := []bool{true, true, true, true, p.bias, p.aux}
-	isOut := []bool{false, false, false, true, false, true}
-	for i := range bufs {
-		b := &bufs[i]
-		switch {
-		case !used[i] && b.ptr != 0:
-			return argErr(op, b.name, ErrOperand, "%v does not use it; pass 0", d.Epilogue)
-		case !used[i]:
-			b.bytes = 0
-			continue
-		case b.ptr == 0:
-			return argErr(op, b.name, ErrNilPointer, "device pointer is 0")
-		case uint64(b.ptr)%b.align != 0:
-			return argErr(op, b.name, ErrMisaligned, "pointer %#x is not aligned to %d bytes", b.ptr, b.align)
-		case uint64(b.ptr)+b.bytes < uint64(b.ptr):
-			return argErr(op, b.name, ErrTooLarge, "range %#x + %d bytes wraps the address space", b.ptr, b.bytes)
-		}
-		if rows == 0 && (i == 0 || isOut[i]) {
-			b.bytes = 0
-		}
-	}
-	for i, o := range bufs {
-		if !isOut[i] || o.bytes == 0 {
-			continue
-		}
-		for j, x := range bufs {
-			if i == j || x.bytes == 0 {
-				continue
-			}
-			if o.ptr < x.ptr+cudaload.DevicePtr(x.bytes) && x.ptr < o.ptr+cudaload.DevicePtr(o.bytes) {
-				return argErr(op, o.name, ErrAlias, "[%#x, +%d) overlaps %s [%#x, +%d); outputs share memory with nothing", o.ptr, o.bytes, x.name, x.ptr, x.bytes)
-			}
-		}
+	if err := checkCallBufs(op, bufs, fmt.Sprintf("%v does not use it; pass 0", d.Epilogue)); err != nil {
+		return err
 	}
 	e := p.e
 	e.mu.Lock()

@@ -129,41 +129,16 @@ func checkSp24(op string, t DType, K, N, ldw int, w, values, meta cudaload.Devic
 	c.K, c.N, c.ldw, c.w, c.values, c.meta = int64(K), int64(N), int64(ldw), w, values, meta
 	size := uint64(t.Size())
 	vb, mb := uint64(N)*uint64(K/2)*2, uint64(N)*uint64(ref.Meta24Words(K))*4
-	bufs := []mmBuf{{"w", w, 0, size}, {"values", values, vb, 16}, {"meta", meta, mb, 4}}
-	used := []bool{u.w, u.vals, u.meta}
-	out := []bool{u.wOut, u.compOut, u.compOut}
+	bufs := []callBuf{
+		{mmBuf{"w", w, 0, size}, u.w, false, u.wOut, false},
+		{mmBuf{"values", values, vb, 16}, u.vals, false, u.compOut, false},
+		{mmBuf{"meta", meta, mb, 4}, u.meta, false, u.compOut, false},
+	}
 	if u.w {
 		bufs[0].bytes = extentBytes(K, N, ldw, int(size))
 	}
-	for i := range bufs {
-		b := &bufs[i]
-		switch {
-		case !used[i] && b.ptr != 0:
-			return c, argErr(op, b.name, ErrOperand, "%s does not use it; pass 0", op)
-		case !used[i]:
-			b.bytes = 0
-			continue
-		case b.ptr == 0:
-			return c, argErr(op, b.name, ErrNilPointer, "device pointer is 0")
-		case uint64(b.ptr)%b.align != 0:
-			return c, argErr(op, b.name, ErrMisaligned, "pointer %#x is not aligned to %d bytes", b.ptr, b.align)
-		case uint64(b.ptr)+b.bytes < uint64(b.ptr):
-			return c, argErr(op, b.name, ErrTooLarge, "range %#x + %d bytes wraps the address space", b.ptr, b.bytes)
-		}
-	}
-	for i, o := range bufs {
-		if !out[i] || o.bytes == 0 {
-			continue
-		}
-		for j, x := range bufs {
-			if i == j || x.bytes == 0 {
-				continue
-			}
-			if o.ptr < x.ptr+cudaload.DevicePtr(x.bytes) && x.ptr < o.ptr+cudaload.DevicePtr(o.bytes) {
-				return c, argErr(op, o.name, ErrAlias, "[%#x, +%d) overlaps %s [%#x, +%d); outputs share memory with nothing",
-					o.ptr, o.bytes, x.name, x.ptr, x.bytes)
-			}
-		}
+	if err := checkCallBufs(op, bufs, op+" does not use it; pass 0"); err != nil {
+		return c, err
 	}
 	c.v2 = t.Half() && u.w && N%2 == 0 && ldw%2 == 0 && uint64(w)%4 == 0
 	return c, nil
