@@ -192,7 +192,7 @@ func writeFP8Markdown(w io.Writer, ix *rowIndex) {
 	head, rows = fp8QuantTable(ix, func(r *row) string { return mdCell(r, false) })
 	if len(rows) > 0 {
 		fmt.Fprintln(w, "\n**fp8 quantization** (QuantizeFP8 of a bf16 M×K activation into E4M3, a scale per 1×128 group: reads")
-		fmt.Fprintln(w, "X once, writes Q and the scales; three launches: group maxima, quantization, scales):")
+		fmt.Fprintln(w, "X twice (the group maxima, then the codes), writes Q and the scales; three launches):")
 		fmt.Fprintln(w)
 		mdTable(w, head, rows)
 	}
