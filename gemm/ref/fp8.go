@@ -265,36 +265,14 @@ func fp8SumAddends(ad []tcAddend) float32 {
 	// product of two significands below 2; c is below 2^(e+1)), so its
 	// truncated magnitude is below 2^(e+2-g) <= 2^15 units: at most 33 of
 	// them, |sum| < 2^21. The left shift below cannot overflow either.
-	var sum int64
-	allNegZero := true
-	for _, t := range ad {
-		var u uint64
-		if t.sig != 0 {
-			if sh := t.lsb - g; sh >= 0 {
-				u = t.sig << uint(sh)
-			} else if sh > -64 {
-				u = t.sig >> uint(-sh) // toward zero, on the magnitude
-			}
-		}
-		if u != 0 || !t.neg {
-			allNegZero = false
-		}
-		if t.neg {
-			sum -= int64(u)
-		} else {
-			sum += int64(u)
-		}
-	}
-	if sum == 0 {
-		if allNegZero {
+	neg, mag, zero := truncSum(ad, emax, g, math.MaxInt)
+	if zero {
+		if neg {
 			return float32(math.Copysign(0, -1))
 		}
 		return 0
 	}
-	if sum < 0 {
-		return fp8RZ(true, uint64(-sum), g)
-	}
-	return fp8RZ(false, uint64(sum), g)
+	return fp8RZ(neg, mag, g)
 }
 
 // fp8RZ returns (-1)^neg · mag · 2^g rounded toward zero to 14 significant
@@ -302,24 +280,7 @@ func fp8SumAddends(ad []tcAddend) float32 {
 // step's sum stays below 2^128 (an accumulator near MaxFloat32 is cut to
 // its top 14 bits and every product is far below its grid), so the
 // overflow branch is defensive: ±Inf as the bf16 model's rzF32 gives.
-func fp8RZ(neg bool, mag uint64, g int) float32 {
-	top := g + bits.Len64(mag) - 1 // floor(log2 |value|)
-	var r float32
-	if top >= 128 {
-		r = float32(math.Inf(1))
-	} else {
-		if t := max(top-(fp8SumBits-1), -149); t > g {
-			mag >>= uint(t - g) // t - g < bits.Len64(mag) <= 64
-			g = t
-		}
-		// mag < 2^14 and g >= -149: mag·2^g is a float32, exactly.
-		r = float32(math.Ldexp(float64(mag), g))
-	}
-	if neg {
-		r = -r
-	}
-	return r
-}
+func fp8RZ(neg bool, mag uint64, g int) float32 { return rzSig(neg, mag, g, fp8SumBits) }
 
 // fp8Unit is one code of an 8-bit type unpacked for the fast step: the
 // value (-1)^neg · sig · 2^lsb with nominal exponent e, or special for NaN

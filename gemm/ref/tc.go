@@ -192,14 +192,34 @@ func (m TCModel) sumAddends(ad []tcAddend) float32 {
 	// truncated magnitude is below 2^(e+2-g) <= 2^(25+ExtraBits) <= 2^32
 	// units. At most 17 addends: |sum| < 17·2^32 < 2^37, far inside int64.
 	// The same bound shows the left shift below cannot overflow.
+	// The 31-place rule, literally. It never changes a result of a valid
+	// model: an addend more than 25+ExtraBits <= 32 binades below emax is
+	// below one grid unit and truncates to 0 anyway.
+	neg, mag, zero := truncSum(ad, emax, g, tcDropShift)
+	if zero {
+		// An exact zero: -0 only if every addend is -0 or a negative addend
+		// truncated to 0; any other mix (cancellation included) gives +0, as
+		// an IEEE sum does.
+		if neg {
+			return float32(math.Copysign(0, -1))
+		}
+		return 0
+	}
+	return rzF32(neg, mag, g)
+}
+
+// truncSum truncates every addend toward zero (on its magnitude) to a
+// multiple of 2^g, dropping those more than drop binades below emax, and
+// sums them exactly: the sum's sign and magnitude (in units of 2^g), or
+// zero set with neg telling whether the zero is -0 (every addend -0 or a
+// negative addend truncated to 0). The tensor-core models' step 2 and 3,
+// for the bf16/f16 and the fp8 steps alike.
+func truncSum(ad []tcAddend, emax, g, drop int) (neg bool, mag uint64, zero bool) {
 	var sum int64
 	allNegZero := true
 	for _, t := range ad {
 		var u uint64
-		// The 31-place rule, literally. It never changes a result of a
-		// valid model: an addend more than 25+ExtraBits <= 32 binades
-		// below emax is below one grid unit and truncates to 0 anyway.
-		if t.sig != 0 && emax-t.e <= tcDropShift {
+		if t.sig != 0 && emax-t.e <= drop {
 			if sh := t.lsb - g; sh >= 0 {
 				u = t.sig << uint(sh)
 			} else if sh > -64 {
@@ -215,19 +235,13 @@ func (m TCModel) sumAddends(ad []tcAddend) float32 {
 			sum += int64(u)
 		}
 	}
-	if sum == 0 {
-		// An exact zero: -0 only if every addend is -0 or a negative addend
-		// truncated to 0; any other mix (cancellation included) gives +0, as
-		// an IEEE sum does.
-		if allNegZero {
-			return float32(math.Copysign(0, -1))
-		}
-		return 0
+	switch {
+	case sum == 0:
+		return allNegZero, 0, true
+	case sum < 0:
+		return true, uint64(-sum), false
 	}
-	if sum < 0 {
-		return rzF32(true, uint64(-sum), g)
-	}
-	return rzF32(false, uint64(sum), g)
+	return false, uint64(sum), false
 }
 
 // rzF32 returns (-1)^neg · mag · 2^g rounded toward zero to float32, for a
@@ -236,16 +250,19 @@ func (m TCModel) sumAddends(ad []tcAddend) float32 {
 // cores do, measured 2026-11-21; IEEE round-toward-zero would give
 // ±MaxFloat32). A magnitude that truncates to nothing gives a
 // zero of the sum's sign.
-func rzF32(neg bool, mag uint64, g int) float32 {
+func rzF32(neg bool, mag uint64, g int) float32 { return rzSig(neg, mag, g, 24) }
+
+// rzSig is rzF32 keeping sig <= 24 significant bits (the fp8 step's 14).
+func rzSig(neg bool, mag uint64, g, sig int) float32 {
 	top := g + bits.Len64(mag) - 1 // floor(log2 |value|)
 	var r float32
 	switch {
 	case top >= 128:
 		r = float32(math.Inf(1)) // measured on the H200: overflow gives ±Inf
 	default:
-		// t is the exponent of the result's last bit: 24 bits below top, or
-		// the subnormal grid. Dropping the bits below it truncates.
-		if t := max(top-23, -149); t > g {
+		// t is the exponent of the result's last bit: sig bits below top,
+		// or the subnormal grid. Dropping the bits below it truncates.
+		if t := max(top-(sig-1), -149); t > g {
 			if t-g >= 64 {
 				mag = 0
 			} else {
@@ -253,7 +270,7 @@ func rzF32(neg bool, mag uint64, g int) float32 {
 			}
 			g = t
 		}
-		// mag < 2^24 and g >= -149: mag·2^g is a float32, exactly.
+		// mag < 2^sig and g >= -149: mag·2^g is a float32, exactly.
 		r = float32(math.Ldexp(float64(mag), g))
 	}
 	if neg {
