@@ -144,7 +144,7 @@ func build(out, table, variant, archList string, parallel int, ifStale bool) err
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			t0 := time.Now()
-			results[i], errs[i] = buildArch(c, a, v.Name, nv)
+			results[i], errs[i] = buildArch(c, a, v.Name, nv, out, ifStale)
 			fmt.Fprintf(os.Stderr, "gencubin: %s: %d families in %v\n", a, len(results[i]), time.Since(t0).Round(time.Millisecond))
 		})
 	}
@@ -199,13 +199,44 @@ func upToDate(out, variant string, archs []kernels.Arch) (bool, error) {
 
 // buildArch compiles every family of arch (concurrently, inside Build) and
 // packs each module with its metadata.
-func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv string) ([]file, error) {
-	b, err := kernels.NewBuilder(c, kernels.WithMode(kernels.ModeNVRTC), kernels.WithCache(*useCache)).Build(arch)
+//
+// With reuse (-if-stale), a family whose file in dir already records this
+// checkout's source hash and this NVRTC is kept as it is and not compiled:
+// a change to one family's .cu rebuilds that family alone.
+func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv, dir string, reuse bool) ([]file, error) {
+	kept := map[string]file{}
+	var stale []string
+	for _, fam := range kernels.FamiliesFor(arch) {
+		h, err := kernels.SourceHash(fam, arch)
+		if err != nil {
+			return nil, err
+		}
+		if reuse {
+			if data, err := os.ReadFile(filepath.Join(dir, embedset.Dir(arch.String(), variant), fam+".gz")); err == nil {
+				if m, _, _, err := embedset.Unpack(data, nil); err == nil && m.SourceHash == h && m.NVRTC == nv {
+					kept[fam] = file{m, data}
+					continue
+				}
+			}
+		}
+		stale = append(stale, fam)
+	}
+	var out []file
+	if len(stale) == 0 {
+		for _, fam := range kernels.FamiliesFor(arch) {
+			out = append(out, kept[fam])
+		}
+		return out, nil
+	}
+	b, err := kernels.NewBuilder(c, kernels.WithMode(kernels.ModeNVRTC), kernels.WithCache(*useCache), kernels.WithFamilies(stale...)).Build(arch)
 	if err != nil {
 		return nil, err
 	}
-	var out []file
 	for _, fam := range kernels.FamiliesFor(arch) {
+		if f, ok := kept[fam]; ok {
+			out = append(out, f)
+			continue
+		}
 		m, ok := b.Modules[fam]
 		if !ok {
 			return nil, fmt.Errorf("%s: %s missing from the build", arch, fam)
