@@ -104,18 +104,20 @@ type fp8Key struct {
 // ring of stages of 128 positions of K.
 type fp8Geometry struct {
 	bn, stages int64
+	cluster    int64 // blocks a cluster: 2 run two tiles of a row block side by side, sharing A by multicast
 }
 
-// fp8Tiles mirror gemm_fp8.cu's T64, T128 and T256 (entries.FP8Tiles).
-var fp8Tiles = map[int64]fp8Geometry{64: {64, 8}, 128: {128, 6}, 256: {256, 4}}
+// fp8Tiles mirror gemm_fp8.cu's T32, T64, T128 and T256 (entries.FP8Tiles).
+var fp8Tiles = map[int64]fp8Geometry{32: {32, 10, 1}, 64: {64, 8, 1}, 128: {128, 6, 2}, 256: {256, 4, 1}}
 
 // fp8SharedBytes is a tile's dynamic shared memory (gemm_fp8.cu's
 // F8Tile::SMEM): the ring, 1 KiB of alignment slack, the barriers, bn zero
-// floats, 128 bytes of slack and the 16-bit store's staging.
+// floats, 128 bytes of slack, the 16-bit store's staging and the ring of
+// the stages' block scales (128 + 4 floats a stage).
 func fp8SharedBytes(bn int64) uint32 {
 	g := fp8Tiles[bn]
 	stage := (128 + g.bn) * 128
-	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4 + 128 + 4*2*16*64*2)
+	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4 + 128 + 4*2*16*64*2 + g.stages*(128+4)*4)
 }
 
 // fp8TileWidth is the width of an entry's tile ("fast64" … "prom128").
@@ -124,14 +126,18 @@ func fp8TileWidth(tile string) int64 {
 	return w
 }
 
-// fp8TileFor chooses the tile width: 64 columns where 128-column tiles
-// would leave SMs idle (decode and prefill rows: the weight streams from
-// more SMs at once), 256 for the fast chain without an activation where
-// even 256-column tiles fill the GPU, else 128. The width decides where an
-// element is computed, never how: its chain is the same in every tile.
+// fp8TileFor chooses the tile width: where few rows leave SMs idle
+// (decode and prefill), the weight streams from more SMs at once — 32
+// columns where even those tiles fit one wave, else 64 where 128-column
+// tiles would not fill the GPU; 256 for the fast chain without an
+// activation where even 256-column tiles fill it; else 128. The width
+// decides where an element is computed, never how: its chain is the same
+// in every tile.
 func fp8TileFor(M, N, sms int64, fast bool, act string) int64 {
 	rows := ceilDiv(M, 128)
 	switch {
+	case rows*ceilDiv(N, 32) <= sms:
+		return 32
 	case rows*ceilDiv(N, 128) < sms:
 		return 64
 	case fast && act == "none" && rows*ceilDiv(N, 256) >= sms:
@@ -347,7 +353,10 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 	e := l.e
 	const sw, l2, oob = cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
 	if l.rec == nil {
-		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.A, uint64(d.K/2), uint64(d.M), uint64(d.LDA), 64, 128, sw, l2, oob)
+		// A's box: a tile's 128 rows, or the 64 of them each block of a
+		// cluster loads and multicasts.
+		g := fp8Tiles[p.bn]
+		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.A, uint64(d.K/2), uint64(d.M), uint64(d.LDA), 64, uint32(128/g.cluster), sw, l2, oob)
 		if err == nil {
 			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.B, uint64(d.K/2), uint64(d.N), uint64(d.LDB), 64, uint32(p.bn), sw, l2, oob)
 		}
@@ -369,8 +378,11 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).
 		Ptr(a.D).Int64(int64(d.LDD)).Ptr(endA).Int64(rsA).Ptr(endB).Int64(rsB).Ptr(blkA).Int64(ldA).Ptr(blkB).Int64(ldB).
 		Ptr(a.Bias).Ptr(a.ScaleD).Ptr(a.Amax)
-	tiles := ceilDiv(int64(d.M), 128) * ceilDiv(int64(d.N), p.bn)
-	blocks := min(tiles, int64(max(e.sms, 1)))
+	// Items: tiles, or with clusters pairs of tiles side by side; a
+	// cluster's blocks are co-resident, so the grid is whole clusters.
+	cl := fp8Tiles[p.bn].cluster
+	items := ceilDiv(int64(d.M), 128) * ceilDiv(int64(d.N), p.bn*cl)
+	blocks := cl * max(min(items, int64(e.sms)/cl), 1)
 	prob := problem{op: "FP8Matmul", in: d.A, out: d.Out}
 	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, 384, fp8SharedBytes(p.bn), 128, p.bn)
 }

@@ -68,7 +68,7 @@ func TestFP8Refuses(t *testing.T) {
 	p, err := e.PlanFP8(good)
 	require.NoError(t, err)
 	require.ErrorIs(t, p.Run(args), ErrClosed)
-	require.Equal(t, []string{"detgemm_fp8_prom128_none_e4m3e4m3_bf16"}, p.Kernels())
+	require.Equal(t, []string{"detgemm_fp8_prom32_none_e4m3e4m3_bf16"}, p.Kernels()) // one wave of 32-column tiles
 }
 
 func TestFP8TileChoice(t *testing.T) {
@@ -78,7 +78,11 @@ func TestFP8TileChoice(t *testing.T) {
 		act  string
 		want int64
 	}{
-		{64, 4096, true, "none", 64},     // 32 tiles of 128 columns on 132 SMs
+		{64, 4096, true, "none", 32},     // 128 tiles of 32 columns: one wave on 132 SMs
+		{128, 4096, false, "gelu", 32},   // the same, promoted, with an activation
+		{64, 7168, false, "none", 64},    // 224 tiles of 32 columns: two waves; 56 of 128 leave SMs idle
+		{1, 4224, true, "none", 32},      // 132 tiles of 32 columns
+		{1, 4256, true, "none", 64},      // 133
 		{128, 24576, false, "none", 128}, // 192 tiles
 		{4096, 4096, true, "none", 256},  // 512 tiles of 256 columns
 		{4096, 4096, true, "gelu", 128},  // no activation at 256 columns
@@ -89,9 +93,10 @@ func TestFP8TileChoice(t *testing.T) {
 		require.Equal(t, c.want, fp8TileFor(c.M, c.N, 132, c.fast, c.act), "%+v", c)
 	}
 	// gemm_fp8.cu's F8Tile::SMEM.
-	require.Equal(t, uint32(8*(128+64)*128+1024+128+64*4+128+16384), fp8SharedBytes(64))
-	require.Equal(t, uint32(4*(128+256)*128+1024+64+256*4+128+16384), fp8SharedBytes(256))
-	for _, w := range []int64{64, 128, 256} {
+	require.Equal(t, uint32(10*(128+32)*128+1024+160+32*4+128+16384+10*528), fp8SharedBytes(32))
+	require.Equal(t, uint32(8*(128+64)*128+1024+128+64*4+128+16384+8*528), fp8SharedBytes(64))
+	require.Equal(t, uint32(4*(128+256)*128+1024+64+256*4+128+16384+4*528), fp8SharedBytes(256))
+	for _, w := range []int64{32, 64, 128, 256} {
 		require.LessOrEqual(t, fp8SharedBytes(w), uint32(227<<10), "tile %d fits a Hopper block", w)
 	}
 }

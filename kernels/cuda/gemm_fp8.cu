@@ -38,12 +38,15 @@ constexpr int OUT_E5M2 = 17;
 
 // A tile of 128 x BN outputs (two consumer warpgroups of 64 rows) with a
 // STAGES-deep ring of 128 positions of K: wgmma.cuh's Tile with the fp8
-// widths (64 columns for grids that would leave SMs idle, 256 for the
-// fast chain on full ones); the fields wg::produce and the stores read.
+// widths (32 or 64 columns for grids that would leave SMs idle, 256 for
+// the fast chain on full ones); the fields the stores read. With CLUSTER
+// 2, blocks run in pairs (a cluster) on the two tiles of one row block
+// side by side: each block's producer loads half of the rows of A they
+// share and multicasts it to both, so each A byte leaves L2 once a pair.
 // The Go side computes the same shared memory (fp8SharedBytes).
-template <int BN_, int STAGES_>
+template <int BN_, int STAGES_, int CLUSTER_ = 1>
 struct F8Tile {
-    static constexpr int BM = 128, BN = BN_, STAGES = STAGES_;
+    static constexpr int BM = 128, BN = BN_, STAGES = STAGES_, CLUSTER = CLUSTER_;
     static constexpr bool SLABS = false, RUNSUM = false;
     static constexpr int CONSUMERS = 2;
     static constexpr int THREADS = 128 * (CONSUMERS + 1);
@@ -54,257 +57,81 @@ struct F8Tile {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int EPI_WARP_BYTES = 16 * 64 * 2;
     static constexpr int EPI_BYTES = 4 * CONSUMERS * EPI_WARP_BYTES;
-    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + EPI_BYTES;
-    static_assert(BN == 64 || BN == 128 || BN == 256, "consumers issue m64n64k32, m64n128k32 or m64n256k32");
+    // A stage's block scales: A's for the tile's BM rows, then B's.
+    static constexpr int SCALE_BYTES = (BM + 4) * 4;
+    static constexpr int SMEM =
+        STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + EPI_BYTES + STAGES * SCALE_BYTES;
+    static_assert(BN == 32 || BN == 64 || BN == 128 || BN == 256, "consumers issue m64nBNk32");
 };
+typedef F8Tile<32, 10> T32;
 typedef F8Tile<64, 8> T64;
-typedef F8Tile<128, 6> T128;
+typedef F8Tile<128, 6, 2> T128;
 typedef F8Tile<256, 4> T256;
 
 // One k32 step of fp8 wgmma, m64nNk32 (N = BN), both operands K-major
-// from shared memory: d = A·B + (scale_d ? d : 0).
+// from shared memory: d = A·B + (scale_d ? d : 0). The register lists are
+// spelled out once per N; F8_MMA writes one shape and type pair, F8_PAIRS
+// the four type pairs of one shape.
+#define F8_REGS_32 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define F8_TAIL_32 "%16, %17"
+#define F8_PRED_32 "%18"
+#define F8_REGS_64 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define F8_TAIL_64 "%32, %33"
+#define F8_PRED_64 "%34"
+#define F8_REGS_128 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define F8_TAIL_128 "%64, %65"
+#define F8_PRED_128 "%66"
+#define F8_REGS_256 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define F8_TAIL_256 "%128, %129"
+#define F8_PRED_256 "%130"
+#define F8_D8(o) \
+    "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
+#define F8_D_32 F8_D8(0), F8_D8(8)
+#define F8_D_64 F8_D_32, F8_D8(16), F8_D8(24)
+#define F8_D_128 F8_D_64, F8_D8(32), F8_D8(40), F8_D8(48), F8_D8(56)
+#define F8_D_256 F8_D_128, F8_D8(64), F8_D8(72), F8_D8(80), F8_D8(88), F8_D8(96), F8_D8(104), F8_D8(112), F8_D8(120)
+#define F8_MMA(NN, TYPES)                                                                            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " F8_PRED_##NN ", 0;\n"                                 \
+                 "wgmma.mma_async.sync.aligned.m64n" #NN "k32.f32." TYPES " " F8_REGS_##NN ", " F8_TAIL_##NN \
+                 ", p, 1, 1;\n}\n"                                                                           \
+                 : F8_D_##NN                                                                                  \
+                 : "l"(da), "l"(db), "r"(scale_d))
+#define F8_PAIRS(NN)                                          \
+    if constexpr (TA == E4M3 && TB == E4M3) {                \
+        F8_MMA(NN, "e4m3.e4m3");                             \
+    } else if constexpr (TA == E4M3 && TB == E5M2) {         \
+        F8_MMA(NN, "e4m3.e5m2");                             \
+    } else if constexpr (TA == E5M2 && TB == E4M3) {         \
+        F8_MMA(NN, "e5m2.e4m3");                             \
+    } else {                                                 \
+        F8_MMA(NN, "e5m2.e5m2");                             \
+    }
 template <int N, int TA, int TB>
 DETGEMM_INLINE void mma_k32(float (&d)[N / 2], dg_u64 da, dg_u64 db, int scale_d) {
-    if constexpr (N == 64 && TA == E4M3 && TB == E4M3) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-            "%32, %33, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 64 && TA == E4M3 && TB == E5M2) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-            "%32, %33, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 64 && TA == E5M2 && TB == E4M3) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-            "%32, %33, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 64 && TA == E5M2 && TB == E5M2) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-            "%32, %33, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 128 && TA == E4M3 && TB == E4M3) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-            "%64, %65, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 128 && TA == E4M3 && TB == E5M2) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-            "%64, %65, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 128 && TA == E5M2 && TB == E4M3) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-            "%64, %65, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 128 && TA == E5M2 && TB == E5M2) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-            "%64, %65, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 256 && TA == E4M3 && TB == E4M3) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-            "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-            "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-            "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-            "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-            "%128, %129, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-              "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-              "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-              "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-              "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-              "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-              "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-              "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-              "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 256 && TA == E4M3 && TB == E5M2) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-            "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-            "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-            "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-            "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-            "%128, %129, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-              "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-              "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-              "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-              "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-              "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-              "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-              "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-              "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 256 && TA == E5M2 && TB == E4M3) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e4m3 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-            "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-            "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-            "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-            "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-            "%128, %129, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-              "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-              "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-              "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-              "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-              "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-              "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-              "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-              "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-            : "l"(da), "l"(db), "r"(scale_d));
-    } else if constexpr (N == 256 && TA == E5M2 && TB == E5M2) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-            "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-            "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-            "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-            "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-            "%128, %129, p, 1, 1;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-              "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-              "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-              "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-              "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-              "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-              "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-              "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-              "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-            : "l"(da), "l"(db), "r"(scale_d));
+    static_assert(N == 32 || N == 64 || N == 128 || N == 256, "m64nNk32 with N of 32, 64, 128 or 256");
+    if constexpr (N == 32) {
+        F8_PAIRS(32)
+    } else if constexpr (N == 64) {
+        F8_PAIRS(64)
+    } else if constexpr (N == 128) {
+        F8_PAIRS(128)
+    } else {
+        F8_PAIRS(256)
     }
 }
 
@@ -371,6 +198,237 @@ DETGEMM_INLINE void store8(const float (&acc)[BN / 2], const Args& a, float sd, 
     }
 }
 
+// The block's rank in its cluster, the cluster's index and the number of
+// clusters (blocks, ranks 0 and indices blockIdx.x, without clusters).
+template <class T>
+DETGEMM_INLINE void cluster_place(dg_u32& rank, dg_i64& first, dg_i64& step) {
+    if constexpr (T::CLUSTER > 1) {
+        dg_u32 rk, id, n;
+        asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rk));
+        asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
+        asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(n));
+        rank = rk;
+        first = id;
+        step = n;
+    } else {
+        rank = 0;
+        first = blockIdx.x;
+        step = gridDim.x;
+    }
+}
+
+// Every block of the cluster has arrived here (and sees the others'
+// shared-memory writes before it: the barriers' initialisation at the
+// start, the end of their last remote arrivals at the end).
+DETGEMM_INLINE void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The origin of the tile of item t for the block of this rank: an item is
+// a tile, or with clusters the pair of tiles (i0, j0) and (i0, j0 + BN)
+// of one row block, rank r taking the r-th (past N it computes on TMA's
+// zeros and stores nothing).
+template <class T>
+DETGEMM_INLINE void item_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_u32 rank, dg_i64& i0, dg_i64& j0) {
+    wg::tile_origin<T::BM, T::BN * T::CLUSTER>(t, M, N, i0, j0);
+    j0 += (dg_i64)rank * T::BN;
+}
+
+// Hands ring slot s back to the producers: an arrival on the slot's empty
+// barrier of every block of the cluster (the peer's producer multicasts
+// into this block's slot too), from lane 0 of each consumer warp. The
+// remote arrival has the default (CTA-scope) release: the slot's reads are
+// wgmma's, already complete (wgmma_wait), and a cluster-scope release
+// would make each arriving warp wait for all of its outstanding memory
+// operations.
+template <class T>
+DETGEMM_INLINE void release_slot(dg_u32 bars, int s, int lane, dg_u32 rank) {
+    if (lane != 0) return;
+    const dg_u32 bar = bars + 8 * (T::STAGES + s);
+    wg::mbar_arrive(bar);
+    if constexpr (T::CLUSTER > 1) {
+        asm volatile(
+            "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+            "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+            "r"(rank ^ 1u)
+            : "memory");
+    }
+}
+
+// Producer: one thread keeps the ring full across all of the block's
+// tiles (wgmma.cuh's produce with fp8's items): A's box of 64 units x 128
+// rows, or with clusters this rank's 64 rows multicast to both blocks
+// (every block's full barrier expects the whole stage: its own B, both
+// halves of A); B's box of 64 units x BN rows.
+template <class T>
+DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB, dg_u32 ring, dg_u32 bars,
+                            const wg::Work& w, dg_i64 M, dg_i64 N) {
+    constexpr int STAGES = T::STAGES;
+    tma::prefetch_map(tmA);
+    tma::prefetch_map(tmB);
+    dg_u32 rank;
+    dg_i64 first, step;
+    cluster_place<T>(rank, first, step);
+    wg::Ring r;
+    for (dg_i64 item = first; item < w.items; item += step) {
+        dg_i64 i0, j0;
+        item_origin<T>(item, M, N, rank, i0, j0);
+        for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<STAGES>()) {
+            const int s = r.slot;
+            wg::mbar_wait(bars + 8 * (STAGES + s), r.phase ^ 1u);
+            const dg_u32 full = bars + 8 * s;
+            tma::mbar_expect_tx(full, T::STAGE_BYTES);
+            const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
+            const int k0 = (int)(kt * wg::BK);
+            if constexpr (T::CLUSTER > 1) {
+                tma::load_2d_multicast(a + rank * wg::BOX, tmA, k0, (int)i0 + 64 * (int)rank, full, 0x3);
+            } else {
+                tma::load_2d(a, tmA, k0, (int)i0, full);
+            }
+            tma::load_2d(b, tmB, k0, (int)j0, full);
+        }
+    }
+}
+
+// The shared-memory ring of the stages' block scales (F8Tile's
+// SCALE_BYTES a slot), after the 16-bit store's staging.
+template <class T>
+DETGEMM_INLINE dg_u32 scale_ring(dg_u32 bars) {
+    return ((bars + 16 * T::STAGES + T::BN * 4 + 127u) & ~127u) + T::EPI_BYTES;
+}
+
+// The block scales' loader (the producer warpgroup's second warp, with
+// block scales only): for every stage, once its slot is free, A's scales
+// of the tile's rows (rows past M take row M - 1's, never stored) and B's
+// of its column block, copied by cp.async into the stage's scale slot;
+// each lane's arrival on the stage's full barrier (counted in its
+// initialisation) comes when its copies have landed, so the consumers
+// read the scales from shared memory beside the operands instead of
+// waiting on global loads each stage.
+template <class T>
+DETGEMM_INLINE void load_scales(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_i64 N, const Args& a, int lane) {
+    constexpr int STAGES = T::STAGES;
+    const dg_u32 sring = scale_ring<T>(bars);
+    dg_u32 rank;
+    dg_i64 first, step;
+    cluster_place<T>(rank, first, step);
+    wg::Ring r;
+    for (dg_i64 item = first; item < w.items; item += step) {
+        dg_i64 i0, j0;
+        item_origin<T>(item, M, N, rank, i0, j0);
+        const dg_i64 jb = j0 < N ? j0 / 128 : 0;
+        for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<STAGES>()) {
+            const int s = r.slot;
+            wg::mbar_wait(bars + 8 * (STAGES + s), r.phase ^ 1u);
+            const dg_u32 dst = sring + s * T::SCALE_BYTES;
+#pragma unroll
+            for (int q = 0; q < T::BM / 32; ++q) {
+                const dg_i64 i = i0 + 32 * q + lane;
+                const float* src = a.ba + (i < M ? i : M - 1) * a.ba_ld + kt;
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 4 * (32 * q + lane)), "l"(src)
+                             : "memory");
+            }
+            if (lane == 0) {
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 4 * T::BM),
+                             "l"(a.bb + jb * a.bb_ld + kt)
+                             : "memory");
+            }
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bars + 8 * s) : "memory");
+        }
+    }
+}
+
+// One stage of the ring (slot r.slot, once full): its four k32 steps into
+// d, committed as one group. Every stage issues its four steps: a step
+// wholly past K meets only the zeros TMA filled in, and such a step leaves
+// the accumulator as it is (it holds at most 14 significant bits, a
+// multiple of the step's grid 2^(e-13); docs/contract.md, "fp8"), so the
+// bits are those of the chain without it, and the loop has one path. The
+// descriptors of steps 1-3 are step 0's plus 32 bytes (2 units of the
+// start address field) each. FRESH starts the chain from +0 (scale-d 0
+// on the first step), else it continues d.
+template <class T, int TA, int TB, bool FRESH>
+DETGEMM_INLINE void issue_stage(float (&d)[T::BN / 2], dg_u32 ring, dg_u32 bars, int c, const wg::Ring& r) {
+    wg::mbar_wait(bars + 8 * r.slot, r.phase);
+    const dg_u32 sa = ring + r.slot * T::STAGE_BYTES + c * wg::BOX, sbm = ring + r.slot * T::STAGE_BYTES + T::A_BYTES;
+    const dg_u64 da = wg::step_desc<true, true>(sa, 0), db = wg::step_desc<false, false>(sbm, 0);
+    wg::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_k32<T::BN, TA, TB>(d, da + 2 * kk, db + 2 * kk, FRESH ? kk : 1);
+    wg::wgmma_commit();
+}
+
+// A finished stage's chain p added to acc: acc = fma(p, w, acc) with w
+// = wa0·wb for the thread's first row, wa1·wb for the row 8 below
+// (accumulator 4q + 2h + e is row 8h).
+template <int BN>
+DETGEMM_INLINE void promote(float (&acc)[BN / 2], float (&p)[BN / 2], float wa0, float wa1, float wb) {
+    const float w0 = __fmul_rn(wa0, wb), w1 = __fmul_rn(wa1, wb);
+    wg::fence_acc(p);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = __fmaf_rn(p[i], (i & 2) ? w1 : w0, acc[i]);
+}
+
+// The promoted mainloop of one tile: stage kt's chain runs on the tensor
+// cores into one of two partial sets while stage kt - 1's, in the other,
+// is added to acc, so the promotion's FMAs hide under the next stage's
+// steps. The additions are acc's in the order of kt all the same (the
+// contract's promoted chain); only when they are issued moves. The stage's
+// weight is sa_blk·sb_blk for block scales (blk), read from the stage's
+// scale slot (load_scales) once the stage is full, else 1 (fma(p, 1, acc)
+// is add(acc, p)); the product is taken when the stage is promoted. lr0
+// is the thread's first row within the tile.
+template <class T, int TA, int TB>
+DETGEMM_INLINE void promote_tile(float (&acc)[T::BN / 2], dg_u32 ring, dg_u32 bars, int c, int lane, dg_u32 rank,
+                                 wg::Ring& r, dg_i64 ktiles, bool blk, int lr0) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    const dg_u32 sring = scale_ring<T>(bars);
+    float p0[BN / 2], p1[BN / 2];
+    float wa0[2], wa1[2], wb[2];  // the pending stage's weight factors, by partial set
+    int slot[2] = {0, 0};         // and its ring slot
+    auto stage = [&](float (&p)[BN / 2], int x) {
+        slot[x] = r.slot;
+        issue_stage<T, TA, TB, true>(p, ring, bars, c, r);
+        wa0[x] = 1.0f;
+        wa1[x] = 1.0f;
+        wb[x] = 1.0f;
+        if (blk) {
+            const dg_u32 q = sring + r.slot * T::SCALE_BYTES;
+            asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wa0[x]) : "r"(q + 4 * lr0) : "memory");
+            asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wa1[x]) : "r"(q + 4 * (lr0 + 8)) : "memory");
+            asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wb[x]) : "r"(q + 4 * T::BM) : "memory");
+        }
+        r.next<STAGES>();
+    };
+    auto release = [&](int x) { release_slot<T>(bars, slot[x], lane, rank); };
+    stage(p0, 0);
+    dg_i64 kt = 1;
+    for (; kt + 1 < ktiles; kt += 2) {
+        stage(p1, 1);
+        wg::wgmma_wait<1>();
+        release(0);
+        promote<BN>(acc, p0, wa0[0], wa1[0], wb[0]);
+
+        stage(p0, 0);
+        wg::wgmma_wait<1>();
+        release(1);
+        promote<BN>(acc, p1, wa0[1], wa1[1], wb[1]);
+    }
+    if (kt < ktiles) {
+        stage(p1, 1);
+        wg::wgmma_wait<1>();
+        release(0);
+        promote<BN>(acc, p0, wa0[0], wa1[0], wb[0]);
+        wg::wgmma_wait<0>();
+        release(1);
+        promote<BN>(acc, p1, wa0[1], wa1[1], wb[1]);
+    } else {
+        wg::wgmma_wait<0>();
+        release(0);
+        promote<BN>(acc, p0, wa0[0], wa1[0], wb[0]);
+    }
+}
+
 // Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
 template <class T, int TA, int TB, int DTOUT, bool PROMOTE, int ACT>
 DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, dg_i64 M, dg_i64 N, dg_i64 K,
@@ -385,20 +443,23 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
     extern __shared__ unsigned char smem_raw[];
     const float* zeros = reinterpret_cast<const float*>(smem_raw + (bars + 16 * STAGES - wg::smem_addr(smem_raw)));
 
+    dg_u32 rank;
+    dg_i64 first, step;
+    cluster_place<T>(rank, first, step);
     wg::Ring r;
     int prev = 0;
-    for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
+    for (dg_i64 item = first; item < w.items; item += step) {
         dg_i64 i0, j0;
-        wg::tile_origin<T::BM, BN>(item, M, N, i0, j0);
+        item_origin<T>(item, M, N, rank, i0, j0);
         const dg_i64 row0 = i0 + c * 64 + warp * 16 + lane / 4;  // and row0 + 8
         const dg_i64 col0 = j0 + 2 * (lane % 4);                 // + 8q, and + 1
-        // Block scales: rows past M read row M - 1's (never stored).
+        // Per-row end scales: rows past M read row M - 1's (never stored).
         const dg_i64 ra0 = row0 < M ? row0 : M - 1, ra1 = row0 + 8 < M ? row0 + 8 : M - 1;
         float acc[BN / 2];
-        float part[BN / 2];
         if constexpr (PROMOTE) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+            promote_tile<T, TA, TB>(acc, ring, bars, c, lane, rank, r, w.ktiles, a.ba != nullptr, c * 64 + warp * 16 + lane / 4);
         } else {
             // The chain starts at +0, read from shared memory rather than
             // written as constants: constant accumulators make ptxas
@@ -408,58 +469,21 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = z[i];
             wg::fence_acc(acc);
-        }
-        for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<STAGES>()) {
-            const int s = r.slot;
-            float wa0 = 1.0f, wa1 = 1.0f, wb = 1.0f;
-            if constexpr (PROMOTE) {
-                if (a.ba != nullptr) {
-                    wa0 = a.ba[ra0 * a.ba_ld + kt];
-                    wa1 = a.ba[ra1 * a.ba_ld + kt];
-                    wb = a.bb[(j0 / 128) * a.bb_ld + kt];
-                }
-            }
-            wg::mbar_wait(bars + 8 * s, r.phase);
-            const dg_u32 sa = ring + s * T::STAGE_BYTES + c * wg::BOX, sbm = ring + s * T::STAGE_BYTES + T::A_BYTES;
-            // Every stage issues its four steps: a step wholly past K meets
-            // only the zeros TMA filled in, and such a step leaves the
-            // accumulator as it is (it holds at most 14 significant bits,
-            // a multiple of the step's grid 2^(e-13); docs/contract.md,
-            // "fp8"), so the bits are those of the chain without it, and
-            // the loop has one path. The descriptors of steps 1-3 are step
-            // 0's plus 32 bytes (2 units of the start address field) each.
-            const dg_u64 da = wg::step_desc<true, true>(sa, 0), db = wg::step_desc<false, false>(sbm, 0);
-            wg::wgmma_fence();
-            if constexpr (PROMOTE) {
-#pragma unroll
-                for (int kk = 0; kk < 4; ++kk)
-                    mma_k32<BN, TA, TB>(part, da + 2 * kk, db + 2 * kk, kk);
-                wg::wgmma_commit();
-                wg::wgmma_wait<0>();
-                wg::fence_acc(part);
-                if (lane == 0) wg::mbar_arrive(bars + 8 * (STAGES + s));
-                const float w0 = __fmul_rn(wa0, wb), w1 = __fmul_rn(wa1, wb);
-#pragma unroll
-                for (int i = 0; i < BN / 2; ++i) acc[i] = __fmaf_rn(part[i], (i & 2) ? w1 : w0, acc[i]);
-            } else {
-#pragma unroll
-                for (int kk = 0; kk < 4; ++kk)
-                    mma_k32<BN, TA, TB>(acc, da + 2 * kk, db + 2 * kk, 1);
-                wg::wgmma_commit();
+            for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<STAGES>()) {
+                const int s = r.slot;
+                issue_stage<T, TA, TB, false>(acc, ring, bars, c, r);
                 // The previous stage's steps are done once at most this
                 // one's group is pending: hand its buffers back.
                 wg::wgmma_wait<1>();
                 wg::fence_acc(acc);
-                if (kt > 0 && lane == 0) wg::mbar_arrive(bars + 8 * (STAGES + prev));
+                if (kt > 0) release_slot<T>(bars, prev, lane, rank);
                 prev = s;
             }
-        }
-        if constexpr (!PROMOTE) {
             wg::wgmma_wait<0>();
             wg::fence_acc(acc);
-            if (lane == 0) wg::mbar_arrive(bars + 8 * (STAGES + prev));
+            release_slot<T>(bars, prev, lane, rank);
         }
-        if (item + gridDim.x >= w.items) dg_launch_dependents();
+        if (item + step >= w.items) dg_launch_dependents();
 
         // The end scales: per tensor (stride 0) or per row / column.
         if (a.sa != nullptr) {
@@ -482,7 +506,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
         if constexpr (DTOUT == OUT_E4M3 || DTOUT == OUT_E5M2) {
             store8<BN, DTOUT>(acc, a, a.sd != nullptr ? *a.sd : 1.0f, M, N, row0, col0, am);
         } else {
-            if constexpr (DTOUT != epi::F32) {
+            if constexpr (DTOUT != epi::F32 && BN >= 64) {  // store_whole writes 64 columns at a time
                 if (i0 + T::BM <= M && j0 + BN <= N && (a.ldd & 7) == 0 && (reinterpret_cast<dg_u64>(a.D) & 15u) == 0) {
                     const dg_u32 stage =
                         ((bars + 16 * STAGES + BN * 4 + 127u) & ~127u) + (c * 4 + warp) * T::EPI_WARP_BYTES;
@@ -501,8 +525,8 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
     }
 }
 
-// A persistent kernel: at most one block per SM, block b computing tiles
-// b, b + gridDim.x, ...
+// A persistent kernel: at most one block per SM, block (or cluster) b
+// computing items b, b + gridDim.x (clusters), ...
 template <class T, int TA, int TB, int DTOUT, bool PROMOTE, int ACT>
 DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, dg_i64 M, dg_i64 N, dg_i64 K,
                          const Args& a) {
@@ -514,15 +538,24 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
         asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
     }
     if (threadIdx.x == 0) {
+        // A stage is full when the producer's copies have landed and, with
+        // block scales, the scale loader's 32 lanes' copies too.
+        const dg_u32 fills = PROMOTE && a.ba != nullptr ? 33u : 1u;
         for (int s = 0; s < STAGES; ++s) {
-            wg::mbar_init(bars + 8 * s, 1);
-            wg::mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS);
+            wg::mbar_init(bars + 8 * s, fills);
+            wg::mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS * T::CLUSTER);
         }
         tma::fence_barrier_init();
     }
-    __syncthreads();
+    // With clusters the peer multicasts into this block's ring and arrives
+    // on its barriers: both must be initialised first.
+    if constexpr (T::CLUSTER > 1) {
+        cluster_sync();
+    } else {
+        __syncthreads();
+    }
     wg::Work w;
-    w.tiles = ((M + T::BM - 1) / T::BM) * ((N + T::BN - 1) / T::BN);
+    w.tiles = ((M + T::BM - 1) / T::BM) * ((N + T::BN * T::CLUSTER - 1) / (T::BN * T::CLUSTER));
     w.ktiles = (K + 127) / 128;
     w.slab_tiles = w.ktiles;
     w.planes = false;
@@ -530,11 +563,16 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     w.items = w.tiles;
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
-        if (threadIdx.x == 0) wg::produce<T, true, false>(tmA, tmB, ring, bars, w, M, N);
+        if (threadIdx.x == 0) produce<T>(tmA, tmB, ring, bars, w, M, N);
+        if constexpr (PROMOTE) {
+            if (threadIdx.x / 32 == 1 && a.ba != nullptr) load_scales<T>(bars, w, M, N, a, threadIdx.x % 32);
+        }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
         consume<T, TA, TB, DTOUT, PROMOTE, ACT>(ring, bars, w, threadIdx.x / 128 - 1, M, N, K, a);
     }
+    // No block leaves while its peer may still arrive on its barriers.
+    if constexpr (T::CLUSTER > 1) cluster_sync();
 }
 
 }  // namespace f8
@@ -543,9 +581,10 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
 // TMA maps of A (K/2 16-bit units × M) and B (K/2 × N), M, N, K, D, ldd,
 // the end scales (sa, sa_rs, sb, sb_rs), the block scales (ba, ba_ld, bb,
 // bb_ld), bias, sd, amax (each pointer nullable). TILE::THREADS threads;
-// grid: min(tiles, SMs).
+// grid: TILE::CLUSTER · min(items, SMs / TILE::CLUSTER) in clusters of
+// TILE::CLUSTER blocks (an item is TILE::CLUSTER tiles side by side).
 #define DETGEMM_F8_ENTRY(NAME, TILE, TA, TB, DTOUT, PROMOTE, ACT)                                                 \
-    DETGEMM_KERNEL void __launch_bounds__(TILE::THREADS, 1)                                                    \
+    DETGEMM_KERNEL void __launch_bounds__(TILE::THREADS, 1) __cluster_dims__(TILE::CLUSTER, 1, 1)              \
         NAME(const __grid_constant__ wg::tensor_map tmA, const __grid_constant__ wg::tensor_map tmB, dg_i64 M,    \
              dg_i64 N, dg_i64 K, void* D, dg_i64 ldd, const float* sa, dg_i64 sa_rs, const float* sb,             \
              dg_i64 sb_rs, const float* ba, dg_i64 ba_ld, const float* bb, dg_i64 bb_ld, const float* bias,       \

@@ -27,6 +27,15 @@ DETGEMM_INLINE void load_2d(dg_u32 dst, const tensor_map& map, int c0, int c1, d
         : "memory");
 }
 
+// load_2d's copy multicast: the box lands at dst, and completes on bar, in
+// every block of the cluster named in cta_mask (bit r: rank r).
+DETGEMM_INLINE void load_2d_multicast(dg_u32 dst, const tensor_map& map, int c0, int c1, dg_u32 bar, dg_u16 cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+        "l"(reinterpret_cast<dg_u64>(&map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+        : "memory");
+}
+
 // One 3-D TMA copy of the box at (c0 innermost, c1, c2): with a map that
 // reads a matrix as (chunk of a row, row, chunk index), one copy lays
 // several neighbouring 2-D boxes one after another in shared memory.

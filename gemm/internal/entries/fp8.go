@@ -22,10 +22,10 @@ var FP8Outs = []string{"bf16", "f16", "f32", "e4m3", "e5m2"}
 
 // FP8Tiles are the fp8 product's kernels by accumulation mode and tile
 // width: one chain over K ("fast"), or a chain per 128 positions of K
-// promoted into f32 ("prom"), each in 128 × BN tiles (gemm_fp8.cu's T64,
-// T128, T256; the promoted mode's two accumulator sets leave no registers
-// for 256 columns). The 256-column tile has no activation.
-var FP8Tiles = []string{"fast64", "fast128", "fast256", "prom64", "prom128"}
+// promoted into f32 ("prom"), each in 128 × BN tiles (gemm_fp8.cu's T32,
+// T64, T128, T256; the promoted mode's three accumulator sets leave no
+// registers for 256 columns). The 256-column tile has no activation.
+var FP8Tiles = []string{"fast32", "fast64", "fast128", "fast256", "prom32", "prom64", "prom128"}
 
 // FP8Acts are the activations compiled into the fp8 product's epilogue.
 var FP8Acts = []string{"none", "relu", "gelu"}
