@@ -255,6 +255,26 @@ DETGEMM_INLINE void release_slot(dg_u32 bars, int s, int lane, dg_u32 rank) {
     }
 }
 
+// The block's stages in ring order, as every party that fills the ring
+// walks them: for each of the block's items and each of its k-tiles,
+// waits until the stage's slot s is free (its empty barrier), then calls
+// fill(s, rank, i0, j0, kt).
+template <class T, class F>
+DETGEMM_INLINE void each_free_slot(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_i64 N, F&& fill) {
+    dg_u32 rank;
+    dg_i64 first, step;
+    cluster_place<T>(rank, first, step);
+    wg::Ring r;
+    for (dg_i64 item = first; item < w.items; item += step) {
+        dg_i64 i0, j0;
+        item_origin<T>(item, M, N, rank, i0, j0);
+        for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<T::STAGES>()) {
+            wg::mbar_wait(bars + 8 * (T::STAGES + r.slot), r.phase ^ 1u);
+            fill(r.slot, rank, i0, j0, kt);
+        }
+    }
+}
+
 // Producer: one thread keeps the ring full across all of the block's
 // tiles (wgmma.cuh's produce with fp8's items): A's box of 64 units x 128
 // rows, or with clusters this rank's 64 rows multicast to both blocks
@@ -263,31 +283,20 @@ DETGEMM_INLINE void release_slot(dg_u32 bars, int s, int lane, dg_u32 rank) {
 template <class T>
 DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB, dg_u32 ring, dg_u32 bars,
                             const wg::Work& w, dg_i64 M, dg_i64 N) {
-    constexpr int STAGES = T::STAGES;
     tma::prefetch_map(tmA);
     tma::prefetch_map(tmB);
-    dg_u32 rank;
-    dg_i64 first, step;
-    cluster_place<T>(rank, first, step);
-    wg::Ring r;
-    for (dg_i64 item = first; item < w.items; item += step) {
-        dg_i64 i0, j0;
-        item_origin<T>(item, M, N, rank, i0, j0);
-        for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<STAGES>()) {
-            const int s = r.slot;
-            wg::mbar_wait(bars + 8 * (STAGES + s), r.phase ^ 1u);
-            const dg_u32 full = bars + 8 * s;
-            tma::mbar_expect_tx(full, T::STAGE_BYTES);
-            const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
-            const int k0 = (int)(kt * wg::BK);
-            if constexpr (T::CLUSTER > 1) {
-                tma::load_2d_multicast(a + rank * wg::BOX, tmA, k0, (int)i0 + 64 * (int)rank, full, 0x3);
-            } else {
-                tma::load_2d(a, tmA, k0, (int)i0, full);
-            }
-            tma::load_2d(b, tmB, k0, (int)j0, full);
+    each_free_slot<T>(bars, w, M, N, [&](int s, dg_u32 rank, dg_i64 i0, dg_i64 j0, dg_i64 kt) {
+        const dg_u32 full = bars + 8 * s;
+        tma::mbar_expect_tx(full, T::STAGE_BYTES);
+        const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
+        const int k0 = (int)(kt * wg::BK);
+        if constexpr (T::CLUSTER > 1) {
+            tma::load_2d_multicast(a + rank * wg::BOX, tmA, k0, (int)i0 + 64 * (int)rank, full, 0x3);
+        } else {
+            tma::load_2d(a, tmA, k0, (int)i0, full);
         }
-    }
+        tma::load_2d(b, tmB, k0, (int)j0, full);
+    });
 }
 
 // The shared-memory ring of the stages' block scales (F8Tile's
@@ -300,42 +309,31 @@ DETGEMM_INLINE dg_u32 scale_ring(dg_u32 bars) {
 // The block scales' loader (the producer warpgroup's second warp, with
 // block scales only): for every stage, once its slot is free, A's scales
 // of the tile's rows (rows past M take row M - 1's, never stored) and B's
-// of its column block, copied by cp.async into the stage's scale slot;
-// each lane's arrival on the stage's full barrier (counted in its
-// initialisation) comes when its copies have landed, so the consumers
-// read the scales from shared memory beside the operands instead of
-// waiting on global loads each stage.
+// of its column block (block 0's for a cluster's spare tile past N),
+// copied by cp.async into the stage's scale slot; each lane's arrival on
+// the stage's full barrier (counted in its initialisation) comes when its
+// copies have landed, so the consumers read the scales from shared memory
+// beside the operands instead of waiting on global loads each stage.
 template <class T>
 DETGEMM_INLINE void load_scales(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_i64 N, const Args& a, int lane) {
-    constexpr int STAGES = T::STAGES;
     const dg_u32 sring = scale_ring<T>(bars);
-    dg_u32 rank;
-    dg_i64 first, step;
-    cluster_place<T>(rank, first, step);
-    wg::Ring r;
-    for (dg_i64 item = first; item < w.items; item += step) {
-        dg_i64 i0, j0;
-        item_origin<T>(item, M, N, rank, i0, j0);
+    each_free_slot<T>(bars, w, M, N, [&](int s, dg_u32, dg_i64 i0, dg_i64 j0, dg_i64 kt) {
         const dg_i64 jb = j0 < N ? j0 / 128 : 0;
-        for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<STAGES>()) {
-            const int s = r.slot;
-            wg::mbar_wait(bars + 8 * (STAGES + s), r.phase ^ 1u);
-            const dg_u32 dst = sring + s * T::SCALE_BYTES;
+        const dg_u32 dst = sring + s * T::SCALE_BYTES;
 #pragma unroll
-            for (int q = 0; q < T::BM / 32; ++q) {
-                const dg_i64 i = i0 + 32 * q + lane;
-                const float* src = a.ba + (i < M ? i : M - 1) * a.ba_ld + kt;
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 4 * (32 * q + lane)), "l"(src)
-                             : "memory");
-            }
-            if (lane == 0) {
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 4 * T::BM),
-                             "l"(a.bb + jb * a.bb_ld + kt)
-                             : "memory");
-            }
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bars + 8 * s) : "memory");
+        for (int q = 0; q < T::BM / 32; ++q) {
+            const dg_i64 i = i0 + 32 * q + lane;
+            const float* src = a.ba + (i < M ? i : M - 1) * a.ba_ld + kt;
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 4 * (32 * q + lane)), "l"(src)
+                         : "memory");
         }
-    }
+        if (lane == 0) {
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 4 * T::BM),
+                         "l"(a.bb + jb * a.bb_ld + kt)
+                         : "memory");
+        }
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bars + 8 * s) : "memory");
+    });
 }
 
 // One stage of the ring (slot r.slot, once full): its four k32 steps into
