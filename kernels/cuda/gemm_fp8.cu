@@ -375,8 +375,11 @@ DETGEMM_INLINE void promote(float (&acc)[BN / 2], float (&p)[BN / 2], float wa0,
 // weight is sa_blk·sb_blk for block scales (blk), read from the stage's
 // scale slot (load_scales) once the stage is full, else 1 (fma(p, 1, acc)
 // is add(acc, p)); the product is taken when the stage is promoted. lr0
-// is the thread's first row within the tile.
-template <class T, int TA, int TB>
+// is the thread's first row within the tile. Without OVERLAP one set of
+// chain registers serves every stage (each stage waited for, then added):
+// the same additions in the same order, for kernels whose epilogue leaves
+// no room for the second set (GELU at 128 columns spilled under NVRTC 13).
+template <class T, int TA, int TB, bool OVERLAP>
 DETGEMM_INLINE void promote_tile(float (&acc)[T::BN / 2], dg_u32 ring, dg_u32 bars, int c, int lane, dg_u32 rank,
                                  wg::Ring& r, dg_i64 ktiles, bool blk, int lr0) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
@@ -399,6 +402,15 @@ DETGEMM_INLINE void promote_tile(float (&acc)[T::BN / 2], dg_u32 ring, dg_u32 ba
         r.next<STAGES>();
     };
     auto release = [&](int x) { release_slot<T>(bars, slot[x], lane, rank); };
+    if constexpr (!OVERLAP) {
+        for (dg_i64 kt = 0; kt < ktiles; ++kt) {
+            stage(p0, 0);
+            wg::wgmma_wait<0>();
+            release(0);
+            promote<BN>(acc, p0, wa0[0], wa1[0], wb[0]);
+        }
+        return;
+    }
     stage(p0, 0);
     dg_i64 kt = 1;
     for (; kt + 1 < ktiles; kt += 2) {
@@ -457,7 +469,8 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
         if constexpr (PROMOTE) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-            promote_tile<T, TA, TB>(acc, ring, bars, c, lane, rank, r, w.ktiles, a.ba != nullptr, c * 64 + warp * 16 + lane / 4);
+            promote_tile<T, TA, TB, !(ACT == epi::ACT_GELU && BN >= 128)>(acc, ring, bars, c, lane, rank, r, w.ktiles,
+                                                                          a.ba != nullptr, c * 64 + warp * 16 + lane / 4);
         } else {
             // The chain starts at +0, read from shared memory rather than
             // written as constants: constant accumulators make ptxas
