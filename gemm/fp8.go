@@ -352,10 +352,10 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 	d := p.d
 	e := l.e
 	const sw, l2, oob = cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	g := fp8Tiles[p.bn]
 	if l.rec == nil {
 		// A's box: a tile's 128 rows, or the 64 of them each block of a
 		// cluster loads and multicasts.
-		g := fp8Tiles[p.bn]
 		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.A, uint64(d.K/2), uint64(d.M), uint64(d.LDA), 64, uint32(128/g.cluster), sw, l2, oob)
 		if err == nil {
 			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.B, uint64(d.K/2), uint64(d.N), uint64(d.LDB), 64, uint32(p.bn), sw, l2, oob)
@@ -380,9 +380,8 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 		Ptr(a.Bias).Ptr(a.ScaleD).Ptr(a.Amax)
 	// Items: tiles, or with clusters pairs of tiles side by side; a
 	// cluster's blocks are co-resident, so the grid is whole clusters.
-	cl := fp8Tiles[p.bn].cluster
-	items := ceilDiv(int64(d.M), 128) * ceilDiv(int64(d.N), p.bn*cl)
-	blocks := cl * max(min(items, int64(e.sms)/cl), 1)
+	items := ceilDiv(int64(d.M), 128) * ceilDiv(int64(d.N), p.bn*g.cluster)
+	blocks := g.cluster * max(min(items, int64(e.sms)/g.cluster), 1)
 	prob := problem{op: "FP8Matmul", in: d.A, out: d.Out}
 	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, 384, fp8SharedBytes(p.bn), 128, p.bn)
 }

@@ -204,6 +204,7 @@ func upToDate(out, variant string, archs []kernels.Arch) (bool, error) {
 // checkout's source hash and this NVRTC is kept as it is and not compiled:
 // a change to one family's .cu rebuilds that family alone.
 func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv, dir string, reuse bool) ([]file, error) {
+	hashes := map[string]string{}
 	kept := map[string]file{}
 	var stale []string
 	for _, fam := range kernels.FamiliesFor(arch) {
@@ -211,6 +212,7 @@ func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv, dir string, re
 		if err != nil {
 			return nil, err
 		}
+		hashes[fam] = h
 		if reuse {
 			if data, err := os.ReadFile(filepath.Join(dir, embedset.Dir(arch.String(), variant), fam+".gz")); err == nil {
 				if m, _, _, err := embedset.Unpack(data, nil); err == nil && m.SourceHash == h && m.NVRTC == nv {
@@ -221,31 +223,25 @@ func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv, dir string, re
 		}
 		stale = append(stale, fam)
 	}
-	var out []file
-	if len(stale) == 0 {
-		for _, fam := range kernels.FamiliesFor(arch) {
-			out = append(out, kept[fam])
+	modules := map[string]*kernels.Module{}
+	if len(stale) > 0 {
+		b, err := kernels.NewBuilder(c, kernels.WithMode(kernels.ModeNVRTC), kernels.WithCache(*useCache), kernels.WithFamilies(stale...)).Build(arch)
+		if err != nil {
+			return nil, err
 		}
-		return out, nil
+		modules = b.Modules
 	}
-	b, err := kernels.NewBuilder(c, kernels.WithMode(kernels.ModeNVRTC), kernels.WithCache(*useCache), kernels.WithFamilies(stale...)).Build(arch)
-	if err != nil {
-		return nil, err
-	}
+	var out []file
 	for _, fam := range kernels.FamiliesFor(arch) {
 		if f, ok := kept[fam]; ok {
 			out = append(out, f)
 			continue
 		}
-		m, ok := b.Modules[fam]
+		m, ok := modules[fam]
 		if !ok {
 			return nil, fmt.Errorf("%s: %s missing from the build", arch, fam)
 		}
-		h, err := kernels.SourceHash(fam, arch)
-		if err != nil {
-			return nil, err
-		}
-		meta, err := embedset.NewMeta(fam, arch.String(), variant, nv, h, m.CUBIN)
+		meta, err := embedset.NewMeta(fam, arch.String(), variant, nv, hashes[fam], m.CUBIN)
 		if err != nil {
 			return nil, err
 		}
