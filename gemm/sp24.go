@@ -65,18 +65,31 @@ type Sparse24Plan struct {
 	precision Precision
 }
 
-// sp24Tile is one of gemm_sp24.cu's tile shapes.
+// sp24Tile is one of gemm_sp24.cu's tile shapes, or (wg) one of
+// gemm_sp24_wg.cu's: bn columns n of Y by bm rows m.
 type sp24Tile struct {
 	name            string
 	bn, bm, threads int64
 	shared          uint32
+	wg              bool
+	cluster         int64 // wg: blocks a cluster, stacked along n, sharing X by multicast
 }
 
 // sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles).
 var sp24Tiles = map[string]sp24Tile{
-	"s": {"s", 32, 16, 64, 4 * (32*256 + 16*512 + 32*8*4)},
-	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4)},
-	"l": {"l", 128, 128, 128, 4 * (128*64 + 128*128 + 128*2*4)},
+	"s": {"s", 32, 16, 64, 4 * (32*256 + 16*512 + 32*8*4), false, 1},
+	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4), false, 1},
+	"l": {"l", 128, 128, 128, 4 * (128*64 + 128*128 + 128*2*4), false, 1},
+	// gemm_sp24_wg.cu's T128 and T256 (Tile::SMEM: the ring of V's 128 rows
+	// × 64 bytes and X's bm rows × 128 bytes a stage, 1 KiB of alignment
+	// slack, the barriers, bm zero floats, 128 bytes of slack, the
+	// metadata ring of 128 rows × 8 bytes a stage), in clusters of two.
+	"w128": {"w128", 128, 128, 384, sp24wgShared(128, 8), true, 2},
+	"w256": {"w256", 128, 256, 384, sp24wgShared(256, 5), true, 2},
+}
+
+func sp24wgShared(bm, stages uint32) uint32 {
+	return stages*(128*64+bm*128) + 1024 + 2*stages*8 + bm*4 + 128 + stages*128*8
 }
 
 // sp24ForceTile, when set (tests only), is the tile every plan takes.
@@ -92,7 +105,22 @@ type sp24Key struct {
 
 var sp24IDs = indexOf(func(k entries.Key) sp24Key { return sp24Key{dtypeOf(k.In), dtypeOf(k.Out), k.Tile} }, "sp24")
 
-const sp24Family = entries.SP24Family
+type sp24WGKey struct {
+	in, out   DType
+	tile, act string
+}
+
+var sp24WGIDs = indexOf(func(k entries.Key) sp24WGKey {
+	return sp24WGKey{dtypeOf(k.In), dtypeOf(k.Out), k.Tile, k.Act}
+}, "sp24wg")
+
+const (
+	sp24Family   = entries.SP24Family
+	sp24WGFamily = entries.SP24WGFamily
+)
+
+// sp24ActName is an activation code's name in gemm_sp24_wg.cu's entries.
+var sp24ActName = map[int32]string{0: "none", 1: "relu", 2: "gelu"}
 
 // sp24Spec is what each epilogue the sparse forward takes asks of the
 // kernel: its activation code (epilogue.cuh's ACT_*), a bias, an aux.
@@ -176,29 +204,54 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 	} else if d.LDAux != 0 {
 		return p, argErr(op, "LDAux", ErrLeadingDim, "%d given, but %v has no aux; leave it 0", d.LDAux, d.Epilogue)
 	}
-	name := "l"
-	switch {
-	case d.M <= 16:
-		name = "s"
-	case d.M <= 128:
-		name = "m"
-	}
+	name := sp24TileFor(e, d, p.act)
 	if sp24ForceTile != "" {
 		name = sp24ForceTile
 	}
-	id := sp24IDs[sp24Key{d.In, d.Out, name}]
-	if name == "l" && (int(id) >= len(e.fns) || e.fns[id] == nil) {
-		name = "m" // a GPU whose blocks cannot take the 128 × 128 tile's shared memory
+	var id kernelID
+	if sp24Tiles[name].wg {
+		id = sp24WGIDs[sp24WGKey{d.In, d.Out, name, sp24ActName[p.act]}]
+	} else {
 		id = sp24IDs[sp24Key{d.In, d.Out, name}]
+		if name == "l" && (int(id) >= len(e.fns) || e.fns[id] == nil) {
+			name = "m" // a GPU whose blocks cannot take the 128 × 128 tile's shared memory
+			id = sp24IDs[sp24Key{d.In, d.Out, name}]
+		}
 	}
 	p.id, p.tile = id, sp24Tiles[name]
 	if ceilDiv(int64(d.M), p.tile.bm)*ceilDiv(int64(d.N), p.tile.bn) > math.MaxInt32 {
 		return p, argErr(op, "M", ErrTooLarge, "%d × %d outputs: more than 2^31-1 tiles of %d × %d", d.M, d.N, p.tile.bm, p.tile.bn)
 	}
-	p.precision = Precision{Math: "sparse tensor-core k32 chains (mma.sp: 16 kept products a step)", Accumulator: F32,
-		Reduction:     "one chain per element: bias (or +0), then one mma.sp step per 32 positions of K, ascending",
+	instr := "mma.sp"
+	if p.tile.wg {
+		instr = "wgmma.sp"
+	}
+	p.precision = Precision{Math: "sparse tensor-core k32 chains (" + instr + ": 16 kept products a step)", Accumulator: F32,
+		Reduction:     "one chain per element: bias (or +0), then one sparse k32 step per 32 positions of K, ascending",
 		Deterministic: true, BatchInvariant: true, Arch: e.arch.String()}
 	return p, nil
+}
+
+// sp24TileFor picks the tile of a plan: on Hopper (gemm_sp24_wg present)
+// the wgmma.sp tiles past 128 rows, 256 rows m where that still gives
+// every SM a tile and the epilogue has no GELU; elsewhere gemm_sp24's
+// mma.sp tiles by M. Every tile runs the same chain, so the choice never
+// changes a bit.
+func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
+	switch {
+	case d.M <= 16:
+		return "s"
+	case d.M <= 128:
+		return "m"
+	}
+	id := sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}]
+	if id != 0 && int(id) < len(e.fns) && e.fns[id] != nil && d.M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
+		if act != 2 && ceilDiv(int64(d.N), 256)*ceilDiv(int64(d.M), 256) >= int64(e.sms)/2 {
+			return "w256"
+		}
+		return "w128"
+	}
+	return "l"
 }
 
 // Desc returns the description the plan was made for (leading dimensions
@@ -272,8 +325,39 @@ func (p *Sparse24Plan) Run(a Sparse24Args) error {
 		aux = a.Aux
 	}
 	t := p.tile
+	if t.wg {
+		return l.sp24wg(p, a, aux, mask)
+	}
 	l.e.args.Reset().Ptr(a.X).Int64(int64(d.LDX)).Ptr(a.Values).Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).
 		Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int32(p.act).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K))
 	grid := cudaload.Dim3{X: uint32(ceilDiv(int64(d.N), t.bn) * ceilDiv(int64(d.M), t.bm)), Y: 1, Z: 1}
 	return l.launch(&prob, p.id, grid, uint32(t.threads), t.shared, t.bm, t.bn)
+}
+
+// sp24wg encodes the TMA maps of the values (K/2 per row, N rows: a box of
+// 32 values × 128 rows, 64-byte swizzle) and of X (K per row, M rows: 64 ×
+// bm/cluster, 128-byte swizzle) and launches gemm_sp24_wg's persistent
+// grid of clusters.
+func (l launcher) sp24wg(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.DevicePtr) error {
+	d, t, e := p.d, p.tile, l.e
+	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	if l.rec == nil {
+		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.Values, uint64(d.K/2), uint64(d.N), uint64(d.K), 32, 128, cudaload.TensorMapSwizzle64B, l2, oob)
+		if err == nil {
+			// X's box: a tile's bm rows, or the bm/2 of them each block of
+			// a cluster loads and multicasts.
+			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.X, uint64(d.K), uint64(d.M), uint64(d.LDX)*2, 64, uint32(t.bm/t.cluster), cudaload.TensorMapSwizzle128B, l2, oob)
+		}
+		if err != nil {
+			return fmt.Errorf("gemm.Sparse24Forward: encoding the TMA maps: %w", err)
+		}
+	}
+	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).
+		Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).Ptr(aux).Ptr(mask).Int64(int64(d.LDAux))
+	// Items: tiles, or with clusters that many tiles stacked along n; a
+	// cluster's blocks are co-resident, so the grid is whole clusters.
+	items := ceilDiv(int64(d.N), t.bn*t.cluster) * ceilDiv(int64(d.M), t.bm)
+	blocks := t.cluster * max(min(items, int64(e.sms)/t.cluster), 1)
+	prob := problem{op: "Sparse24Forward", in: d.In, out: d.Out}
+	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, uint32(t.threads), t.shared, t.bm, t.bn)
 }

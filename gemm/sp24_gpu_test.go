@@ -163,6 +163,57 @@ func TestSparse24MatchesReference(t *testing.T) {
 	}
 }
 
+// TestSparse24HopperTilesMatchReference: gemm_sp24_wg's wgmma.sp tiles,
+// forced for every M (the planner takes them past 128 rows), equal the
+// CPU model bit for bit: odd M and N, K a multiple of 16 but not of 32 or
+// of the stage's 64, rows and columns past a tile, padded leading
+// dimensions, both input and output types, every epilogue (GELU on the
+// 128-row tile, the only one that has it), adversarial data with
+// specials. This is also the measurement of wgmma.sp's metadata layout and
+// step: any other register layout or addition would differ here.
+func TestSparse24HopperTilesMatchReference(t *testing.T) {
+	eng, ctx, model := tcEngine(t)
+	if !eng.hasWG {
+		t.Skip("gemm_sp24_wg runs on sm_90a")
+	}
+	t.Cleanup(func() { sp24ForceTile = "" })
+	r := newRand(t)
+	shapes := [][3]int{{64, 128, 64}, {1, 7, 16}, {3, 33, 48}, {17, 100, 96}, {129, 130, 160}, {257, 96, 1040},
+		{300, 520, 544}, {130, 129, 272}, {513, 257, 208}, {64, 64, 4096}, {129, 130, 128}, {300, 264, 512},
+		{77, 257, 1280}}
+	i := 0
+	for _, tile := range []string{"w128", "w256"} {
+		for _, in := range []DType{BF16, F16} {
+			for _, out := range []DType{in, F32} {
+				for si, s := range shapes {
+					M, N, K := s[0], s[1], s[2]
+					padX, padY := 8*(si%3), si%4
+					x := spfInput(t, ctx, spfAdversarial(r, in, (M-1)*(K+padX)+K, si > 0), in, M, K, K+padX)
+					w := newSpfWeight(t, ctx, r, in, K, N, si > 0)
+					bias := spfAdversarial(r, F32, N, false).values
+					dbias := upload(t, ctx, fromValues(F32, bias))
+					eps := []Epilogue{spfEpilogues[i%len(spfEpilogues)]}
+					if si == 0 {
+						eps = []Epilogue{Default}
+					}
+					if si == 3 || si == 5 {
+						eps = spfEpilogues
+					}
+					for _, ep := range eps {
+						if tile == "w256" && sp24Spec[ep].act == 2 {
+							continue
+						}
+						sp24ForceTile = tile
+						spfCheck(t, eng, ctx, r, model, spfCase{M, N, K, padX, padY, in, out, ep}, x, w, bias, dbias)
+						sp24ForceTile = ""
+					}
+					i++
+				}
+			}
+		}
+	}
+}
+
 // spfInput uploads a given operand as an mmMat (rows × cols, ld).
 func spfInput(t *testing.T, ctx *cudaload.Context, o operand, d DType, rows, cols, ld int) mmMat {
 	m := mmMat{d: d, rows: rows, cols: cols, ld: ld, op: o}

@@ -1,6 +1,9 @@
 package entries
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // SP24Family holds the 2:4-sparse forward's kernels (gemm_sp24.cu):
 // mma.sp tensor-core tiles over a weight compressed along K.
@@ -21,6 +24,40 @@ func sp24() (out []Entry) {
 					Family: SP24Family, Header: HeaderFor(SP24Family), Macro: "DETGEMM_SP24_ENTRY",
 					Name: fmt.Sprintf("detgemm_sp24_%s_%s_%s", t, in, o),
 					Args: []string{up("epi", in), up("epi", o), "sp24::Cfg" + map[string]string{"s": "S", "m": "M", "l": "L"}[t]}})
+			}
+		}
+	}
+	return out
+}
+
+// SP24WGFamily holds the 2:4-sparse forward's Hopper kernels
+// (gemm_sp24_wg.cu): wgmma.sp k32 steps, TMA-fed, persistent, in 128 × BN
+// tiles (n × m); the same chain per element as gemm_sp24's.
+const SP24WGFamily = "gemm_sp24_wg"
+
+// SP24WGTiles are the Hopper sparse forward's tiles (gemm_sp24_wg.cu's
+// T128, T256): 128 columns n of Y by 128 or 256 rows m.
+var SP24WGTiles = []string{"w128", "w256"}
+
+// SP24WGActs are the activations compiled into the Hopper sparse
+// forward's epilogue.
+var SP24WGActs = []string{"none", "relu", "gelu"}
+
+// sp24wg: the Hopper sparse forward, by tile, activation, input type and
+// output type.
+func sp24wg() (out []Entry) {
+	for _, t := range SP24WGTiles {
+		for _, act := range SP24WGActs {
+			if t == "w256" && act == "gelu" {
+				continue // its epilogue spilled at 256 columns; GELU takes the 128 tile
+			}
+			for _, in := range halfIn {
+				for _, o := range []string{in, "f32"} {
+					out = append(out, Entry{Key: Key{Kind: "sp24wg", In: in, Out: o, Tile: t, Act: act},
+						Family: SP24WGFamily, Header: HeaderFor(SP24WGFamily), Macro: "DETGEMM_SP24WG_ENTRY",
+						Name: fmt.Sprintf("detgemm_sp24wg_%s_%s_%s_%s", t, act, in, o),
+						Args: []string{up("epi", in), up("epi", o), "spw::T" + t[1:], "epi::ACT_" + strings.ToUpper(act)}})
+				}
 			}
 		}
 	}

@@ -1,0 +1,410 @@
+// gemm_sp24_wg.cu: the 2:4-sparse forward on Hopper's sparse wgmma,
+// Y[M,N] = epilogue(X[M,K] · W[K,N] (+ bias)) with W 2:4-sparse along K and
+// given compressed (docs/contract.md, "2:4 sparse format" and "2:4 sparse
+// forward"): values V[N][K/2], metadata E[N][ceil(K/32)].
+//
+// As in gemm_sp24.cu the product runs transposed, Yᵀ = Wᵀ·Xᵀ, so that the
+// sparse operand is the instruction's A: a tile's rows are columns n of Y
+// (rows of V), its columns rows m of X. Per element the chain starts at
+// bias[n] (or +0) and takes one wgmma.sp m64nNk32 step for every 32
+// positions of K in ascending order (16 kept products a step; a step wholly
+// past K is not issued), then Matmul's epilogue and one rounding at the
+// store: gemm_sp24.cu's chain, so the two families give the same bits and
+// the tile may depend on M.
+//
+// Roles, ring and clusters as gemm_fp8.cu's: a producer warpgroup (thread 0 issues
+// TMA copies of V's 128 rows x 32 values, 64-byte swizzle, and X's BN rows x
+// 64 positions, 128-byte swizzle, per stage of 64 positions of K; warp 1
+// copies the stage's two metadata words of each of the tile's rows with
+// cp.async), and two consumer warpgroups of 64 rows each. Metadata
+// registers: each warp of a warpgroup gives its 16 rows (warp % 4), lane
+// 4g + h (h = 0, 1; sparsity selector 0) rows g (bits 0-15) and g + 8
+// (bits 16-31), groups 4h .. 4h+3 of the step: mma.sp.m16n8k32's layout
+// (gemm_sp24.cu), measured for wgmma.sp by the GPU tests against gemm/ref.
+//detgemm:only sm_90a
+#include "prelude.cuh"
+#include "wgmma.cuh"
+
+namespace spw {
+
+// A tile of 128 (n) x BN (m) outputs with a STAGES-deep ring of 64
+// positions of K. With CLUSTER 2, blocks run in pairs (a cluster) on the
+// two tiles of one column block m stacked along n: each block's producer
+// loads half of the X rows they share and multicasts it to both, so each X
+// byte leaves L2 once a pair (X is four times V's bytes a stage). The Go
+// side computes the same shared memory and grid (sp24wgShared, sp24Tiles).
+template <int BN_, int STAGES_, int CLUSTER_>
+struct Tile {
+    static constexpr int BM = 128, BN = BN_, STAGES = STAGES_, CLUSTER = CLUSTER_;
+    static constexpr int CONSUMERS = 2;
+    static constexpr int THREADS = 128 * (CONSUMERS + 1);
+    static constexpr int V_BYTES = BM * 64;   // 128 rows x 32 values
+    static constexpr int X_BYTES = BN * 128;  // BN rows x 64 positions
+    static constexpr int STAGE_BYTES = V_BYTES + X_BYTES;
+    static constexpr int E_BYTES = BM * 8;  // two metadata words a row
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + STAGES * E_BYTES;
+    static_assert(BN == 128 || BN == 256, "consumers issue m64nBNk32");
+};
+typedef Tile<128, 8, 2> T128;
+typedef Tile<256, 5, 2> T256;
+
+// A shared-memory matrix descriptor with the 64-byte swizzle (layout type
+// 2 in bits 62-63): V's stage rows are 64 bytes; 8-row atoms 512 bytes
+// apart. The ring is 1 KiB aligned, so the base-offset field stays 0.
+DETGEMM_INLINE dg_u64 sw64_desc(dg_u32 addr) {
+    return (dg_u64)((addr & 0x3ffffu) >> 4) | ((dg_u64)1 << 16) | ((dg_u64)(512 >> 4) << 32) | (2ull << 62);
+}
+
+// One sparse k32 step, m64nNk32, A (compressed, 64 x 16) and B (32 x N,
+// K-major) from shared memory, e the thread's metadata register:
+// d = A·B + d.
+#define SPW_REGS_128 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define SPW_TAIL_128 "%64, %65, %66"
+#define SPW_REGS_256 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define SPW_TAIL_256 "%128, %129, %130"
+#define SPW_D8(o) \
+    "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
+#define SPW_D_128 \
+    SPW_D8(0), SPW_D8(8), SPW_D8(16), SPW_D8(24), SPW_D8(32), SPW_D8(40), SPW_D8(48), SPW_D8(56)
+#define SPW_D_256 \
+    SPW_D_128, SPW_D8(64), SPW_D8(72), SPW_D8(80), SPW_D8(88), SPW_D8(96), SPW_D8(104), SPW_D8(112), SPW_D8(120)
+#define SPW_MMA(NN, TY)                                                                                        \
+    asm volatile("wgmma.mma_async.sp.sync.aligned.m64n" #NN "k32.f32." TY "." TY " " SPW_REGS_##NN ", " \
+                 SPW_TAIL_##NN ", 0, 1, 1, 1, 0, 0;\n"                                                       \
+                 : SPW_D_##NN                                                                                  \
+                 : "l"(da), "l"(db), "r"(e))
+template <int N, int IN>
+DETGEMM_INLINE void mma_sp(float (&d)[N / 2], dg_u64 da, dg_u64 db, dg_u32 e) {
+    if constexpr (N == 128) {
+        if constexpr (IN == epi::BF16) {
+            SPW_MMA(128, "bf16");
+        } else {
+            SPW_MMA(128, "f16");
+        }
+    } else {
+        if constexpr (IN == epi::BF16) {
+            SPW_MMA(256, "bf16");
+        } else {
+            SPW_MMA(256, "f16");
+        }
+    }
+}
+
+// The arguments after the maps and shape.
+struct Args {
+    const dg_u32* E;  // metadata, N rows of MW words
+    void* Y;
+    dg_i64 ldy;
+    const float* bias;  // null: none
+    void* aux;
+    unsigned char* mask;
+    dg_i64 ldaux;
+};
+
+// The ring's metadata slots (Tile::E_BYTES a stage), after the barriers,
+// the zeros and 128 bytes of slack.
+template <class T>
+DETGEMM_INLINE dg_u32 meta_ring(dg_u32 bars) {
+    return (bars + 16 * T::STAGES + T::BN * 4 + 127u) & ~127u;
+}
+
+// The block's rank in its cluster, the cluster's index and the number of
+// clusters (without clusters: rank 0, blockIdx.x and gridDim.x).
+template <class T>
+DETGEMM_INLINE void cluster_place(dg_u32& rank, dg_u32& first, dg_u32& step) {
+    if constexpr (T::CLUSTER > 1) {
+        dg_u32 rk, id, n;
+        asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rk));
+        asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
+        asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(n));
+        rank = rk;
+        first = id;
+        step = n;
+    } else {
+        rank = 0;
+        first = blockIdx.x;
+        step = gridDim.x;
+    }
+}
+
+// Every block of the cluster has arrived here (and sees the others'
+// shared-memory writes before it: the barriers' initialisation at the
+// start, the end of their last remote arrivals at the end).
+DETGEMM_INLINE void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The origin of the tile of item t for the block of this rank: an item is
+// a tile, or with clusters the tiles (n0, m0) and (n0 + 128, m0), rank r
+// taking the r-th (past N it computes on TMA's zeros and stores nothing).
+template <class T>
+DETGEMM_INLINE void item_origin(dg_u32 t, dg_i64 M, dg_i64 N, dg_u32 rank, dg_i64& n0, dg_i64& m0) {
+    wg::tile_origin<T::BM * T::CLUSTER, T::BN>(t, N, M, n0, m0);
+    n0 += (dg_i64)rank * T::BM;
+}
+
+// Hands ring slot s back to the producers: an arrival on the slot's empty
+// barrier of every block of the cluster (the peer's producer multicasts
+// into this block's slot too), from lane 0 of each consumer warp. The
+// remote arrival has the default (CTA-scope) release: the slot's reads are
+// wgmma's, already complete (wgmma_wait); a cluster-scope release makes
+// ptxas wait for all of the warp's outstanding memory operations first.
+template <class T>
+DETGEMM_INLINE void release_slot(dg_u32 bars, int s, int lane, dg_u32 rank) {
+    if (lane != 0) return;
+    const dg_u32 bar = bars + 8 * (T::STAGES + s);
+    wg::mbar_arrive(bar);
+    if constexpr (T::CLUSTER > 1) {
+        asm volatile(
+            "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+            "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+            "r"(rank ^ 1u)
+            : "memory");
+    }
+}
+
+// The block's stages in ring order, as every party that fills the ring
+// walks them: for each of the block's items and each of its k-tiles,
+// waits until the stage's slot is free (its empty barrier), then calls
+// fill(slot, rank, n0, m0, kt).
+template <class T, class F>
+DETGEMM_INLINE void each_free_slot(dg_u32 bars, dg_i64 items, dg_i64 ktiles, dg_i64 M, dg_i64 N, F&& fill) {
+    dg_u32 rank, first, step;
+    cluster_place<T>(rank, first, step);
+    wg::Ring r;
+    for (dg_u32 t = first; t < (dg_u32)items; t += step) {
+        dg_i64 n0, m0;
+        item_origin<T>(t, M, N, rank, n0, m0);
+        for (int kt = 0; kt < (int)ktiles; ++kt, r.next<T::STAGES>()) {
+            wg::mbar_wait(bars + 8 * (T::STAGES + r.slot), r.phase ^ 1u);
+            fill(r.slot, rank, n0, m0, kt);
+        }
+    }
+}
+
+// Producer (one thread): V's box of 32 values x 128 rows; X's of 64
+// positions x BN rows, or with clusters this rank's BN/2 rows multicast
+// to both blocks (every block's full barrier expects the whole stage: its
+// own V, both halves of X). Rows and positions past the operands arrive as
+// zeros.
+template <class T>
+DETGEMM_INLINE void produce(const wg::tensor_map& tmV, const wg::tensor_map& tmX, dg_u32 ring, dg_u32 bars,
+                            dg_i64 items, dg_i64 ktiles, dg_i64 M, dg_i64 N) {
+    tma::prefetch_map(tmV);
+    tma::prefetch_map(tmX);
+    each_free_slot<T>(bars, items, ktiles, M, N, [&](int s, dg_u32 rank, dg_i64 n0, dg_i64 m0, int kt) {
+        const dg_u32 full = bars + 8 * s;
+        tma::mbar_expect_tx(full, T::STAGE_BYTES);
+        const dg_u32 v = ring + s * T::STAGE_BYTES, x = v + T::V_BYTES;
+        tma::load_2d(v, tmV, (int)(kt * 32), (int)n0, full);
+        if constexpr (T::CLUSTER > 1) {
+            constexpr int HALF = T::BN / 2;
+            tma::load_2d_multicast(x + rank * HALF * 128, tmX, (int)(kt * 64), (int)m0 + HALF * (int)rank, full, 0x3);
+        } else {
+            tma::load_2d(x, tmX, (int)(kt * 64), (int)m0, full);
+        }
+    });
+}
+
+// The metadata loader (the producer warpgroup's second warp): for every
+// stage, once its slot is free, words 2kt and 2kt + 1 of each of the
+// tile's 128 rows (rows past N take row N - 1's, a word past the row its
+// first word: valid patterns in places that are never stored or never
+// issued), by cp.async; each lane's arrival on the stage's full barrier
+// (counted in its initialisation) comes when its copies have landed.
+template <class T>
+DETGEMM_INLINE void load_meta(dg_u32 bars, dg_i64 items, dg_i64 ktiles, dg_i64 M, dg_i64 N, dg_i64 mw,
+                              const dg_u32* E, int lane) {
+    const dg_u32 mring = meta_ring<T>(bars);
+    each_free_slot<T>(bars, items, ktiles, M, N, [&](int s, dg_u32, dg_i64 n0, dg_i64, int kt) {
+        const dg_u32 dst = mring + s * T::E_BYTES;
+        const dg_i64 w0 = 2 * kt, w1 = 2 * kt + 1 < mw ? 2 * kt + 1 : 2 * kt;
+#pragma unroll
+        for (int q = 0; q < T::BM / 32; ++q) {
+            const int r = 32 * q + lane;
+            const dg_i64 n = n0 + r < N ? n0 + r : N - 1;
+            const dg_u32* src = E + n * mw;
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 8 * r), "l"(src + w0) : "memory");
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 8 * r + 4), "l"(src + w1) : "memory");
+        }
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bars + 8 * s) : "memory");
+    });
+}
+
+// Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile (n).
+template <class T, int IN, int OUT, int ACT>
+DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktiles, int c, dg_i64 M, dg_i64 N,
+                            dg_i64 K, const Args& a) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4;
+    const dg_u32 mring = meta_ring<T>(bars);
+    // This thread's metadata rows within the tile and its half of them.
+    const int r0 = c * 64 + warp * 16 + g;
+    // 32-bit indices (the plan keeps M and N below 2^31 here; TMA's
+    // coordinates are 32-bit too): 64-bit ones spilled the 256-row tile.
+    const int m32 = (int)M, n32 = (int)N;
+    const dg_u32 sel = (lane & 1) ? 0x7632u : 0x5410u;
+    extern __shared__ unsigned char smem_raw[];
+    const float* zeros = reinterpret_cast<const float*>(smem_raw + (bars + 16 * STAGES - wg::smem_addr(smem_raw)));
+
+    dg_u32 rank, first, step;
+    cluster_place<T>(rank, first, step);
+    const int k32 = (int)K;
+    wg::Ring r;
+    int prev = 0;
+    for (dg_u32 t = first; t < (dg_u32)items; t += step) {
+        dg_i64 n0, m0;
+        item_origin<T>(t, M, N, rank, n0, m0);
+        const int na = (int)n0 + r0, nb = na + 8;  // accumulator 4q + 2h + e: n = na (h = 0) or nb
+        float acc[BN / 2];
+        {
+            // The chain's start: bias[n], or +0 read from shared memory
+            // (constant accumulators make ptxas serialise the wgmma
+            // pipeline, C7515, as in wgmma.cuh).
+            const float* z = zeros;
+            asm volatile("" : "+l"(z));
+            float s0 = z[0], s1 = z[1];
+            if (a.bias != nullptr) {
+                s0 = na < n32 ? epi::tc_start(a.bias, na) : 0.0f;
+                s1 = nb < n32 ? epi::tc_start(a.bias, nb) : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) acc[i] = (i & 2) ? s1 : s0;
+        }
+        wg::fence_acc(acc);
+        for (int kt = 0; kt < (int)ktiles; ++kt, r.next<STAGES>()) {
+            const int s = r.slot;
+            wg::mbar_wait(bars + 8 * s, r.phase);
+            const dg_u32 v = ring + s * T::STAGE_BYTES;
+            const dg_u64 da = sw64_desc(v + c * 64 * 64), db = wg::sw128_desc(v + T::V_BYTES, 16, 1024);
+            const dg_u32 me = mring + s * T::E_BYTES;
+            dg_u32 w0a, w0b, w1a, w1b;
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(w0a), "=r"(w1a) : "r"(me + 8 * r0) : "memory");
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(w0b), "=r"(w1b) : "r"(me + 8 * (r0 + 8)) : "memory");
+            const dg_u32 e0 = __byte_perm(w0a, w0b, sel), e1 = __byte_perm(w1a, w1b, sel);
+            wg::wgmma_fence();
+            // Step 0 always lies inside K (K % 16 = 0); step 1 only if
+            // K reaches past the stage's first 32 positions.
+            mma_sp<BN, IN>(acc, da, db, e0);
+            if (kt * 64 + 32 < k32) mma_sp<BN, IN>(acc, da + 2, db + 4, e1);
+            wg::wgmma_commit();
+            // The previous stage's steps are done once at most this one's
+            // group is pending: hand its slot back to the producers.
+            wg::wgmma_wait<1>();
+            wg::fence_acc(acc);
+            if (kt > 0) release_slot<T>(bars, prev, lane, rank);
+            prev = s;
+        }
+        wg::wgmma_wait<0>();
+        wg::fence_acc(acc);
+        release_slot<T>(bars, prev, lane, rank);
+        if (t + step >= (dg_u32)items) dg_launch_dependents();
+
+        // The epilogue, element by element: accumulator 4q + 2h + e is
+        // Y[m][n] with n = na (h = 0) or nb, m = m0 + 8q + 2(lane % 4) + e.
+        const int mc = (int)m0 + 2 * (lane % 4);
+        auto finish = [&](float v, int q, int h, int e) {
+            const int n = h ? nb : na, m = mc + 8 * q + e;
+            if (n < n32 && m < m32)
+                epi::mm_finish<OUT>(v, ACT, a.Y, (dg_i64)m * a.ldy + n, a.aux, a.mask, (dg_i64)m * a.ldaux + n);
+        };
+        if constexpr (ACT == epi::ACT_GELU) {
+            // GELU in a rolled loop, W accumulators a turn, the next turn's
+            // moved to the front after each (wgmma.cuh's mm_tile): inlined
+            // at every accumulator, or 8 a turn, it spilled under NVRTC 13.
+            constexpr int W = 4;
+#pragma unroll 1
+            for (int t8 = 0; t8 < BN / 2 / W; ++t8) {
+#pragma unroll
+                for (int u = 0; u < W; ++u) finish(acc[u], t8 * (W / 4) + u / 4, (u / 2) % 2, u % 2);
+#pragma unroll
+                for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < BN / 8; ++q)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) finish(acc[4 * q + 2 * h + e], q, h, e);
+        }
+    }
+}
+
+// A persistent kernel: at most one block per SM, block b computing tiles
+// b, b + gridDim.x, ...
+template <class T, int IN, int OUT, int ACT>
+DETGEMM_INLINE void forward(const wg::tensor_map& tmV, const wg::tensor_map& tmX, dg_i64 M, dg_i64 N, dg_i64 K,
+                            const Args& a) {
+    constexpr int STAGES = T::STAGES;
+    extern __shared__ unsigned char smem_raw[];
+    const dg_u32 ring = (wg::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const dg_u32 bars = ring + STAGES * T::STAGE_BYTES;  // full[STAGES], empty[STAGES], zeros[BN]
+    if (threadIdx.x < T::BN) {
+        asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
+    }
+    if (threadIdx.x == 0) {
+        // A stage is full when the producer's copies and the metadata
+        // loader's 32 lanes' copies have landed.
+        for (int s = 0; s < STAGES; ++s) {
+            wg::mbar_init(bars + 8 * s, 33u);
+            wg::mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS * T::CLUSTER);
+        }
+        tma::fence_barrier_init();
+    }
+    // With clusters the peer multicasts into this block's ring and arrives
+    // on its barriers: both must be initialised first.
+    if constexpr (T::CLUSTER > 1) {
+        cluster_sync();
+    } else {
+        __syncthreads();
+    }
+    const dg_i64 items = ((N + T::BM * T::CLUSTER - 1) / (T::BM * T::CLUSTER)) * ((M + T::BN - 1) / T::BN);
+    const dg_i64 ktiles = (K + 63) / 64;
+    // No setmaxnreg: the consumers' code fits the launch's 168 registers a
+    // thread (with the producer lowered to 40 and the consumers raised to
+    // 232, NVRTC 13 spilled a GELU kernel).
+    if (threadIdx.x < 128) {
+        if (threadIdx.x == 0) produce<T>(tmV, tmX, ring, bars, items, ktiles, M, N);
+        if (threadIdx.x / 32 == 1) load_meta<T>(bars, items, ktiles, M, N, (K + 31) / 32, a.E, threadIdx.x % 32);
+    } else {
+        consume<T, IN, OUT, ACT>(ring, bars, items, ktiles, threadIdx.x / 128 - 1, M, N, K, a);
+    }
+    // No block leaves while its peer may still arrive on its barriers.
+    if constexpr (T::CLUSTER > 1) cluster_sync();
+}
+
+}  // namespace spw
+
+// Entry points: detgemm_sp24wg_{tile}_{act}_{in}_{out}, the activation
+// (epi::ACT_*) compiled in. Arguments: the TMA maps of V (K/2 values x N
+// rows, box 32 x 128, 64-byte swizzle) and X (K x M, box 64 x BN, 128-byte
+// swizzle), M, N, K, E, Y, ldy, bias, aux (GELU's, or null), mask (ReLU's,
+// or null), ldaux.
+// TILE::THREADS threads; grid: TILE::CLUSTER · min(items, SMs /
+// TILE::CLUSTER) in clusters of TILE::CLUSTER blocks (an item is
+// TILE::CLUSTER tiles stacked along n).
+#define DETGEMM_SP24WG_ENTRY(NAME, IN, OUT, TILE, ACT)                                                          \
+    DETGEMM_KERNEL void __launch_bounds__(TILE::THREADS, 1) __cluster_dims__(TILE::CLUSTER, 1, 1)              \
+        NAME(const __grid_constant__ wg::tensor_map tmV, const __grid_constant__ wg::tensor_map tmX, dg_i64 M,   \
+             dg_i64 N, dg_i64 K, const dg_u32* E, void* Y, dg_i64 ldy, const float* bias, void* aux,             \
+             unsigned char* mask, dg_i64 ldaux) {                                                                \
+        dg_grid_dependency_wait();                                                                              \
+        const spw::Args a{E, Y, ldy, bias, aux, mask, ldaux};                                                   \
+        spw::forward<TILE, IN, OUT, ACT>(tmV, tmX, M, N, K, a);                                                 \
+    }
+
+#include "zgemm_sp24_wg_entries.cuh"
