@@ -228,6 +228,10 @@ template <class T>
 DETGEMM_INLINE void load_meta(dg_u32 bars, dg_i64 items, dg_i64 ktiles, dg_i64 M, dg_i64 N, dg_i64 mw,
                               const dg_u32* E, int lane) {
     const dg_u32 mring = meta_ring<T>(bars);
+    // Both words in one 8-byte copy where a row's pairs are 8-byte aligned
+    // (an even number of words a row, E 8-byte aligned): half the requests,
+    // each in its own sector.
+    const bool wide = (mw & 1) == 0 && (reinterpret_cast<dg_u64>(E) & 7u) == 0;
     each_free_slot<T>(bars, items, ktiles, M, N, [&](int s, dg_u32, dg_i64 n0, dg_i64, int kt) {
         const dg_u32 dst = mring + s * T::E_BYTES;
         const dg_i64 w0 = 2 * kt, w1 = 2 * kt + 1 < mw ? 2 * kt + 1 : 2 * kt;
@@ -236,8 +240,12 @@ DETGEMM_INLINE void load_meta(dg_u32 bars, dg_i64 items, dg_i64 ktiles, dg_i64 M
             const int r = 32 * q + lane;
             const dg_i64 n = n0 + r < N ? n0 + r : N - 1;
             const dg_u32* src = E + n * mw;
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 8 * r), "l"(src + w0) : "memory");
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 8 * r + 4), "l"(src + w1) : "memory");
+            if (wide) {
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst + 8 * r), "l"(src + w0) : "memory");
+            } else {
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 8 * r), "l"(src + w0) : "memory");
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 8 * r + 4), "l"(src + w1) : "memory");
+            }
         }
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bars + 8 * s) : "memory");
     });
