@@ -143,11 +143,17 @@ type launcher struct {
 	rec    *Explanation // record instead of launching
 }
 
+// loaded reports whether the engine holds kernel id (an entry of a family
+// it built and loaded for its GPU).
+func (d *device) loaded(id kernelID) bool {
+	return id != 0 && int(id) < len(d.fns) && d.fns[id] != nil
+}
+
 // need reports a kernel the engine lacks before anything is prepared for
 // it; validation admits only combinations that have one, so this is a bug,
 // not a user error.
 func (l launcher) need(p *problem, id kernelID) error {
-	if l.rec != nil || (id != 0 && int(id) < len(l.e.fns) && l.e.fns[id] != nil) {
+	if l.rec != nil || l.e.loaded(id) {
 		return nil
 	}
 	name := "(none)"

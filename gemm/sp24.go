@@ -19,7 +19,8 @@ import (
 // whole 16-byte chunks); Y and the aux row-major with LDY and LDAux (0: N).
 //
 // The contract (docs/contract.md, "2:4 sparse forward"): per element the
-// chain starts at bias[n] (or +0) and takes one mma.sp step for every 32
+// chain starts at bias[n] (or +0) and takes one sparse tensor-core step
+// (mma.sp, or wgmma.sp on Hopper: the same bits) for every 32
 // positions of K in ascending order, 16 kept products a step, added by the
 // architecture's tensor-core model; then the epilogue and one rounding. A
 // row of Y depends only on the same row of X, never on M: every tile the
@@ -75,7 +76,8 @@ type sp24Tile struct {
 	cluster         int64 // wg: blocks a cluster, stacked along n, sharing X by multicast
 }
 
-// sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles).
+// sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles)
+// and gemm_sp24_wg.cu's T128 and T256 (entries.SP24WGTiles).
 var sp24Tiles = map[string]sp24Tile{
 	"s": {"s", 32, 16, 64, 4 * (32*256 + 16*512 + 32*8*4), false, 1},
 	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4), false, 1},
@@ -88,6 +90,7 @@ var sp24Tiles = map[string]sp24Tile{
 	"w256": {"w256", 128, 256, 384, sp24wgShared(256, 5), true, 2},
 }
 
+// sp24wgShared is gemm_sp24_wg.cu's Tile::SMEM for bm rows m and stages.
 func sp24wgShared(bm, stages uint32) uint32 {
 	return stages*(128*64+bm*128) + 1024 + 2*stages*8 + bm*4 + 128 + stages*128*8
 }
@@ -213,7 +216,7 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 		id = sp24WGIDs[sp24WGKey{d.In, d.Out, name, sp24ActName[p.act]}]
 	} else {
 		id = sp24IDs[sp24Key{d.In, d.Out, name}]
-		if name == "l" && (int(id) >= len(e.fns) || e.fns[id] == nil) {
+		if name == "l" && !e.loaded(id) {
 			name = "m" // a GPU whose blocks cannot take the 128 × 128 tile's shared memory
 			id = sp24IDs[sp24Key{d.In, d.Out, name}]
 		}
@@ -244,8 +247,7 @@ func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
 	case d.M <= 128:
 		return "m"
 	}
-	id := sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}]
-	if id != 0 && int(id) < len(e.fns) && e.fns[id] != nil && d.M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
+	if e.loaded(sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}]) && d.M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
 		if act != 2 && ceilDiv(int64(d.N), 256)*ceilDiv(int64(d.M), 256) >= int64(e.sms)/2 {
 			return "w256"
 		}
