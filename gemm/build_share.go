@@ -16,7 +16,7 @@ import (
 func engineFamilies(arch kernels.Arch) []string {
 	fams := []string{simtFamily, slabsFamily, rowsFamily, rowsFusedFamily, foldFamily, streamFamily, tcFamily, tcRowsFamily, tcDWFamily, matmulFamily, gatedFamily, sp24Family, sp24FormatFamily}
 	if wgArch(arch) {
-		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily, wgMatmulFamily, fp8Family, fp8QuantFamily, sp24WGFamily)
+		fams = append(fams, wgFamily, wgSlabsFamily, tcRowsTMAFamily, rowsTMAFamily, wgMatmulFamily, fp8Family, fp8QuantFamily, sp24WGFamily, sp24RowsFamily)
 	}
 	return fams
 }
@@ -214,7 +214,7 @@ func entryShared(en entries.Entry, lone, limit uint32) (uint32, bool) {
 	case "sp24":
 		s := sp24Shared(k.Tile)
 		return s, s <= limit
-	case "sp24wg":
+	case "sp24wg", "sp24rows":
 		return sp24Shared(k.Tile), true
 	}
 	return 0, true // slabs, fold: static shared memory only

@@ -26,7 +26,7 @@ func TestEngineFamiliesAreWhatItLoads(t *testing.T) {
 		{kernels.Arch{Major: 8, Minor: 6}, 13},
 		{kernels.Arch{Major: 8, Minor: 9}, 13},
 		{kernels.Arch{Major: 9}, 13},
-		{kernels.Arch{Major: 9, Specific: true}, 21},
+		{kernels.Arch{Major: 9, Specific: true}, 22},
 	} {
 		fams := engineFamilies(tc.arch)
 		require.Len(t, fams, tc.n, "%s", tc.arch)

@@ -67,27 +67,42 @@ type Sparse24Plan struct {
 }
 
 // sp24Tile is one of gemm_sp24.cu's tile shapes, or (wg) one of
-// gemm_sp24_wg.cu's: bn columns n of Y by bm rows m.
+// gemm_sp24_wg.cu's, or (rows) one of gemm_sp24_rows.cu's: bn columns n of
+// Y by bm rows m.
 type sp24Tile struct {
 	name            string
 	bn, bm, threads int64
 	shared          uint32
 	wg              bool
 	cluster         int64 // wg: blocks a cluster, stacked along n, sharing X by multicast
+	rows            bool
 }
 
-// sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles)
-// and gemm_sp24_wg.cu's T128 and T256 (entries.SP24WGTiles).
+// sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles),
+// gemm_sp24_wg.cu's T128 and T256 (entries.SP24WGTiles) and
+// gemm_sp24_rows.cu's R8, R16 and R32 (entries.SP24RowsTiles).
 var sp24Tiles = map[string]sp24Tile{
-	"s": {"s", 32, 16, 64, 4 * (32*256 + 16*512 + 32*8*4), false, 1},
-	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4), false, 1},
-	"l": {"l", 128, 128, 128, 4 * (128*64 + 128*128 + 128*2*4), false, 1},
+	"s": {"s", 32, 16, 128, 4 * (32*256 + 16*512 + 32*8*4), false, 1, false},
+	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4), false, 1, false},
+	"l": {"l", 128, 128, 128, 4 * (128*64 + 128*128 + 128*2*4), false, 1, false},
 	// gemm_sp24_wg.cu's T128 and T256 (Tile::SMEM: the ring of V's 128 rows
 	// × 64 bytes and X's bm rows × 128 bytes a stage, 1 KiB of alignment
 	// slack, the barriers, bm zero floats, 128 bytes of slack, the
 	// metadata ring of 128 rows × 8 bytes a stage), in clusters of two.
-	"w128": {"w128", 128, 128, 384, sp24wgShared(128, 8), true, 2},
-	"w256": {"w256", 128, 256, 384, sp24wgShared(256, 5), true, 2},
+	"w128": {"w128", 128, 128, 384, sp24wgShared(128, 8), true, 2, false},
+	"w256": {"w256", 128, 256, 384, sp24wgShared(256, 5), true, 2, false},
+	// gemm_sp24_rows.cu's R8, R16, R32 (Rows::SMEM: 1 KiB of alignment
+	// slack, then a stage's V box of 32 rows × 128 bytes, two X boxes of
+	// mr rows × 128 bytes, two barriers and 32 rows × 16 bytes of
+	// metadata), a consumer warp per 16 × 8 outputs and a producer warp.
+	"r8":  {"r8", 32, 8, 96, sp24RowsShared(8, 10), false, 1, true},
+	"r16": {"r16", 32, 16, 160, sp24RowsShared(16, 8), false, 1, true},
+	"r32": {"r32", 32, 32, 288, sp24RowsShared(32, 5), false, 1, true},
+}
+
+// sp24RowsShared is gemm_sp24_rows.cu's Rows::SMEM for mr rows and stages.
+func sp24RowsShared(mr, stages uint32) uint32 {
+	return 1024 + stages*(32*128+2*mr*128+16+32*16)
 }
 
 // sp24wgShared is gemm_sp24_wg.cu's Tile::SMEM for bm rows m and stages.
@@ -117,9 +132,12 @@ var sp24WGIDs = indexOf(func(k entries.Key) sp24WGKey {
 	return sp24WGKey{dtypeOf(k.In), dtypeOf(k.Out), k.Tile, k.Act}
 }, "sp24wg")
 
+var sp24RowsIDs = indexOf(func(k entries.Key) sp24Key { return sp24Key{dtypeOf(k.In), dtypeOf(k.Out), k.Tile} }, "sp24rows")
+
 const (
-	sp24Family   = entries.SP24Family
-	sp24WGFamily = entries.SP24WGFamily
+	sp24Family     = entries.SP24Family
+	sp24WGFamily   = entries.SP24WGFamily
+	sp24RowsFamily = entries.SP24RowsFamily
 )
 
 // sp24ActName is an activation code's name in gemm_sp24_wg.cu's entries.
@@ -212,9 +230,12 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 		name = sp24ForceTile
 	}
 	var id kernelID
-	if sp24Tiles[name].wg {
+	switch {
+	case sp24Tiles[name].wg:
 		id = sp24WGIDs[sp24WGKey{d.In, d.Out, name, sp24ActName[p.act]}]
-	} else {
+	case sp24Tiles[name].rows:
+		id = sp24RowsIDs[sp24Key{d.In, d.Out, name}]
+	default:
 		id = sp24IDs[sp24Key{d.In, d.Out, name}]
 		if name == "l" && !e.loaded(id) {
 			name = "m" // a GPU whose blocks cannot take the 128 × 128 tile's shared memory
@@ -235,23 +256,37 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 	return p, nil
 }
 
-// sp24TileFor picks the tile of a plan: on Hopper (gemm_sp24_wg present)
-// the wgmma.sp tiles past 128 rows, 256 rows m where that still gives
-// every SM a tile and the epilogue has no GELU; elsewhere gemm_sp24's
+// sp24TileFor picks the tile of a plan. On Hopper (gemm_sp24_rows and
+// gemm_sp24_wg present): up to 32 rows the TMA-fed rows tiles of 8 or 16
+// rows, or of 32 where the grid has at most a block an SM (its registers
+// allow one); past 32 rows the wgmma.sp tiles, 256 rows m where that still
+// gives every SM a tile and the epilogue has no GELU. Elsewhere gemm_sp24's
 // mma.sp tiles by M. Every tile runs the same chain, so the choice never
 // changes a bit.
 func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
-	switch {
-	case d.M <= 16:
+	if d.M <= 32 {
+		t := "r16"
+		switch {
+		case d.M <= 8:
+			t = "r8"
+		case d.M > 16 && ceilDiv(int64(d.N), 32) <= int64(e.sms):
+			t = "r32"
+		}
+		if e.loaded(sp24RowsIDs[sp24Key{d.In, d.Out, t}]) {
+			return t
+		}
+	}
+	if d.M <= 16 {
 		return "s"
-	case d.M <= 128:
-		return "m"
 	}
 	if e.loaded(sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}]) && d.M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
 		if act != 2 && ceilDiv(int64(d.N), 256)*ceilDiv(int64(d.M), 256) >= int64(e.sms)/2 {
 			return "w256"
 		}
 		return "w128"
+	}
+	if d.M <= 128 {
+		return "m"
 	}
 	return "l"
 }
@@ -330,6 +365,9 @@ func (p *Sparse24Plan) Run(a Sparse24Args) error {
 	if t.wg {
 		return l.sp24wg(p, a, aux, mask)
 	}
+	if t.rows {
+		return l.sp24rows(p, a, aux, mask)
+	}
 	l.e.args.Reset().Ptr(a.X).Int64(int64(d.LDX)).Ptr(a.Values).Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).
 		Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int32(p.act).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K))
 	grid := cudaload.Dim3{X: uint32(ceilDiv(int64(d.N), t.bn) * ceilDiv(int64(d.M), t.bm)), Y: 1, Z: 1}
@@ -362,4 +400,27 @@ func (l launcher) sp24wg(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.Dev
 	blocks := t.cluster * max(min(items, int64(e.sms)/t.cluster), 1)
 	prob := problem{op: "Sparse24Forward", in: d.In, out: d.Out}
 	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, uint32(t.threads), t.shared, t.bm, t.bn)
+}
+
+// sp24rows encodes the TMA maps of the values (K/2 per row, N rows: a box
+// of 64 values × 32 rows) and of X (K per row, M rows: 64 × the tile's
+// rows), both with the 128-byte swizzle, and launches gemm_sp24_rows' grid
+// of row tiles × 32-column blocks, row tiles fastest.
+func (l launcher) sp24rows(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.DevicePtr) error {
+	d, t, e := p.d, p.tile, l.e
+	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	if l.rec == nil {
+		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.Values, uint64(d.K/2), uint64(d.N), uint64(d.K), 64, 32, cudaload.TensorMapSwizzle128B, l2, oob)
+		if err == nil {
+			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.X, uint64(d.K), uint64(d.M), uint64(d.LDX)*2, 64, uint32(t.bm), cudaload.TensorMapSwizzle128B, l2, oob)
+		}
+		if err != nil {
+			return fmt.Errorf("gemm.Sparse24Forward: encoding the TMA maps: %w", err)
+		}
+	}
+	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).
+		Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int32(p.act).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K))
+	grid := cudaload.Dim3{X: uint32(ceilDiv(int64(d.N), t.bn) * ceilDiv(int64(d.M), t.bm)), Y: 1, Z: 1}
+	prob := problem{op: "Sparse24Forward", in: d.In, out: d.Out}
+	return l.launch(&prob, p.id, grid, uint32(t.threads), t.shared, t.bm, t.bn)
 }

@@ -163,8 +163,9 @@ func TestSparse24MatchesReference(t *testing.T) {
 	}
 }
 
-// TestSparse24HopperTilesMatchReference: gemm_sp24_wg's wgmma.sp tiles,
-// forced for every M (the planner takes them past 128 rows), equal the
+// TestSparse24HopperTilesMatchReference: gemm_sp24_wg's wgmma.sp tiles
+// and gemm_sp24_rows' TMA-fed few-row tiles, forced for every M (the
+// planner takes the first past 64 rows, the second up to 32), equal the
 // CPU model bit for bit: odd M and N, K a multiple of 16 but not of 32 or
 // of the stage's 64, rows and columns past a tile, padded leading
 // dimensions, both input and output types, every epilogue (GELU on the
@@ -174,18 +175,28 @@ func TestSparse24MatchesReference(t *testing.T) {
 func TestSparse24HopperTilesMatchReference(t *testing.T) {
 	eng, ctx, model := tcEngine(t)
 	if !eng.hasWG {
-		t.Skip("gemm_sp24_wg runs on sm_90a")
+		t.Skip("gemm_sp24_wg and gemm_sp24_rows run on sm_90a")
 	}
 	t.Cleanup(func() { sp24ForceTile = "" })
 	r := newRand(t)
 	shapes := [][3]int{{64, 128, 64}, {1, 7, 16}, {3, 33, 48}, {17, 100, 96}, {129, 130, 160}, {257, 96, 1040},
 		{300, 520, 544}, {130, 129, 272}, {513, 257, 208}, {64, 64, 4096}, {129, 130, 128}, {300, 264, 512},
 		{77, 257, 1280}}
+	// The rows tiles: few rows and every kind of K (a stage of 128 cut
+	// short, a last step of 16, metadata rows of 1, 3, 33 words, copied a
+	// word at a time, and of multiples of 4, copied 16 bytes at a time),
+	// and more rows than a tile (several row tiles).
+	rowShapes := [][3]int{{1, 40, 128}, {1, 7, 16}, {3, 33, 48}, {8, 100, 96}, {16, 130, 272}, {9, 257, 1040},
+		{32, 96, 128}, {31, 544, 512}, {17, 40, 4096}, {64, 64, 256}, {2, 1280, 208}, {33, 77, 160}, {77, 300, 1024}}
 	i := 0
-	for _, tile := range []string{"w128", "w256"} {
+	for _, tile := range []string{"w128", "w256", "r8", "r16", "r32"} {
+		tileShapes := shapes
+		if sp24Tiles[tile].rows {
+			tileShapes = rowShapes
+		}
 		for _, in := range []DType{BF16, F16} {
 			for _, out := range []DType{in, F32} {
-				for si, s := range shapes {
+				for si, s := range tileShapes {
 					M, N, K := s[0], s[1], s[2]
 					padX, padY := 8*(si%3), si%4
 					x := spfInput(t, ctx, spfAdversarial(r, in, (M-1)*(K+padX)+K, si > 0), in, M, K, K+padX)

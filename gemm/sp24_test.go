@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/detgemm/detgemm/gemm/internal/entries"
 	"github.com/detgemm/detgemm/gemm/ref"
 	"github.com/detgemm/detgemm/kernels"
 )
@@ -98,6 +99,31 @@ func TestSparse24TileByM(t *testing.T) {
 		}
 		if p.tile.name != c.tile {
 			t.Errorf("M %d: tile %s, want %s", c.M, p.tile.name, c.tile)
+		}
+	}
+	// An sm_90a engine holding every kernel: the rows tiles up to 32 rows
+	// (32 rows a block only where the grid has at most a block an SM), the
+	// wgmma.sp tiles past that, 256 rows m for a grid that fills the SMs
+	// without GELU.
+	h := sp24TestEngine(hopper)
+	h.sms = 132
+	h.fns = make(functions, len(entries.All())+1)
+	for i := range h.fns {
+		h.fns[i] = &cudaload.Function{}
+	}
+	for _, c := range []struct {
+		M, N int
+		ep   Epilogue
+		tile string
+	}{{1, 4096, Default, "r8"}, {8, 11008, Gelu, "r8"}, {9, 4096, Bias, "r16"}, {16, 11008, Default, "r16"},
+		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "w128"},
+		{128, 11008, GeluBias, "w128"}, {4096, 11008, Default, "w256"}, {4096, 11008, Gelu, "w128"}, {0, 64, Default, "r8"}} {
+		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 64, Epilogue: c.ep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.tile.name != c.tile {
+			t.Errorf("sm_90a M %d N %d %v: tile %s, want %s", c.M, c.N, c.ep, p.tile.name, c.tile)
 		}
 	}
 }

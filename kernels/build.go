@@ -350,7 +350,7 @@ func (b *Builder) buildFamily(family string, arch Arch, nvrtcVersion string, cac
 	if err != nil {
 		return familyResult{err: err}
 	}
-	hdrs := headers()
+	hdrs := includedHeaders(src)
 	flags := Flags(arch)
 	key := cacheKey(family, src, hdrs, flags, arch, nvrtcVersion)
 	name := entryName(family, arch, key)

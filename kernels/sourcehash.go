@@ -6,8 +6,9 @@ import (
 )
 
 // SourceHash returns the hex SHA-256 of everything that goes into
-// compiling family for arch except the compiler: the family's source, every
-// shared header, the flags (Flags) and the architecture. The embedded set
+// compiling family for arch except the compiler: the family's source, the
+// shared headers it includes (includedHeaders), the flags (Flags) and the
+// architecture. The embedded set
 // records it per CUBIN, so a set built from other sources is detected (and
 // never loaded) without comparing CUBIN bytes, which NVRTC does not
 // reproduce exactly from one compile to the next.
@@ -19,6 +20,6 @@ func SourceHash(family string, arch Arch) (string, error) {
 	h := sha256.New()
 	field := lengthPrefixed(h)
 	field("detgemm kernels source")
-	compileInputs(field, family, src, headers(), Flags(arch), arch)
+	compileInputs(field, family, src, includedHeaders(src), Flags(arch), arch)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

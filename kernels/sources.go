@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -159,6 +160,44 @@ func headers() []nvrtc.Header {
 			continue // cannot happen for a name ReadDir just listed
 		}
 		out = append(out, nvrtc.Header{Name: name, Source: string(b)})
+	}
+	return out
+}
+
+// includeLine matches a quoted #include at the start of a line.
+var includeLine = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*include[ \t]*"([^"]+)"`)
+
+// includedHeaders returns the shared headers that source includes, directly
+// or through another header, sorted by name: the only headers that can
+// change its compile. Hashing these alone (SourceHash, the cache key) means
+// a change to one header, or a new family's entry list, leaves the CUBINs of
+// the families that never include it valid. An include inside a comment or
+// an #if still counts: a header too many costs a rebuild, never a stale
+// CUBIN.
+func includedHeaders(source string) []nvrtc.Header {
+	all := headers()
+	byName := make(map[string]string, len(all))
+	for _, h := range all {
+		byName[h.Name] = h.Source
+	}
+	need := map[string]bool{}
+	var walk func(text string)
+	walk = func(text string) {
+		for _, m := range includeLine.FindAllStringSubmatch(text, -1) {
+			src, ok := byName[m[1]]
+			if !ok || need[m[1]] {
+				continue // not a shared header (NVRTC reports it), or seen
+			}
+			need[m[1]] = true
+			walk(src)
+		}
+	}
+	walk(source)
+	out := all[:0]
+	for _, h := range all {
+		if need[h.Name] {
+			out = append(out, h)
+		}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/detgemm/detgemm/nvrtc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -135,6 +136,59 @@ func TestRowsFamiliesAreSplit(t *testing.T) {
 		require.NotEmpty(t, names, fam)
 		for _, k := range names {
 			require.True(t, strings.HasPrefix(k, prefix), "%s holds %s", fam, k)
+		}
+	}
+}
+
+// TestIncludedHeadersFollowIncludes: a family's compile inputs are the
+// headers it includes and those they include, no others, so an unrelated
+// header (another family's entry list) never makes its CUBIN stale; and
+// every family's closure is whole: each quoted include in it resolves.
+func TestIncludedHeadersFollowIncludes(t *testing.T) {
+	names := func(hs []nvrtc.Header) []string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, h.Name)
+		}
+		return out
+	}
+	src, err := Source("gemm_sp24")
+	require.NoError(t, err)
+	got := names(includedHeaders(src))
+	require.IsIncreasing(t, got)
+	for _, want := range []string{"prelude.cuh", "tc_common.cuh", "async_copy.cuh", "epilogue.cuh", "activation.cuh", "zgemm_sp24_entries.cuh"} {
+		require.Contains(t, got, want)
+	}
+	for _, not := range []string{"wgmma.cuh", "tma.cuh", "zgemm_sp24_wg_entries.cuh", "zgemm_tc_entries.cuh"} {
+		require.NotContains(t, got, not)
+	}
+	require.Equal(t, []string{"prelude.cuh"}, names(includedHeaders("// x\n  #  include \"prelude.cuh\"\n#include \"nope.cuh\"\n")))
+	require.Empty(t, includedHeaders("int x;"))
+
+	all := map[string]bool{}
+	for _, h := range headers() {
+		all[h.Name] = true
+	}
+	for _, f := range allFamilies() {
+		src, err := Source(f)
+		require.NoError(t, err)
+		hs := includedHeaders(src)
+		have := map[string]bool{}
+		for _, h := range hs {
+			have[h.Name] = true
+		}
+		require.True(t, have["prelude.cuh"], "%s", f)
+		for _, text := range append([]string{src}, func() (out []string) {
+			for _, h := range hs {
+				out = append(out, h.Source)
+			}
+			return out
+		}()...) {
+			for _, m := range includeLine.FindAllStringSubmatch(text, -1) {
+				if all[m[1]] {
+					require.True(t, have[m[1]], "%s: %s is included but not hashed", f, m[1])
+				}
+			}
 		}
 	}
 }

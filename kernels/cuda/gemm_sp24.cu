@@ -19,6 +19,7 @@
 // cut in half.
 #include "prelude.cuh"
 #include "tc_common.cuh"
+#include "sp24_mma.cuh"
 
 namespace sp24 {
 
@@ -49,23 +50,13 @@ struct Cfg {
 };
 
 // The three tile shapes (gemm/internal/entries: "s", "m", "l").
-using CfgS = Cfg<2, 1, 1, 2, 256, 4, 1>;  // M <= 16: 32 columns a block, long stages (memory-bound)
+using CfgS = Cfg<2, 2, 1, 1, 256, 4, 1>;  // M <= 16: 32 columns a block, long stages, four warps of 16 x 8 (two warps were issue-bound)
 using CfgM = Cfg<2, 2, 2, 4, 64, 4, 2>;   // M <= 128: 64 × 64
 using CfgL = Cfg<2, 2, 4, 8, 64, 4, 2>;   // 128 × 128, warps of 64 × 64
 
 // The 16-byte chunk c of row r of a shared tile whose rows are rb bytes:
 // an XOR swizzle that keeps the 8 rows one ldmatrix reads in distinct banks.
 DETGEMM_INLINE int swz(int r, int c, int rb) { return rb >= 128 ? (c ^ (r & 7)) : (c ^ ((r >> 1) & 3)); }
-
-// mma.sp::ordered_metadata (PTX 8.5, NVRTC 12.5 and newer) where the
-// compiler has it: the PTX ISA warns that the unordered form may run much
-// slower on some targets. The metadata here is always in ascending order,
-// the one order both forms define identically.
-#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 5))
-#define SP24_ORDERED "::ordered_metadata"
-#else
-#define SP24_ORDERED ""
-#endif
 
 // ldmatrix as a plain memory read (ordered against the barriers and the
 // other shared-memory accesses, not against the mma), so the compiler may
@@ -75,24 +66,6 @@ DETGEMM_INLINE void ldsm_x4(dg_u32 (&r)[4], const void* p) {
         : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
         : "r"(dgcp::smem_addr(p))
         : "memory");
-}
-
-// mma.sp, not volatile: its only effect is its output.
-template <int IN>
-DETGEMM_INLINE void mma_sp(float (&d)[4], const dg_u32 (&a)[4], const dg_u32 (&b)[4], dg_u32 e) {
-    if constexpr (IN == BF16) {
-        asm(
-            "mma.sp" SP24_ORDERED ".sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
-    } else {
-        asm(
-            "mma.sp" SP24_ORDERED ".sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
-    }
 }
 
 // One operand's share of a stage for one thread: ITERS copies of B bytes,

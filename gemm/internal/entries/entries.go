@@ -52,7 +52,7 @@ func All() []Entry { return all }
 
 var all = func() []Entry {
 	var out []Entry
-	for _, f := range []func() []Entry{simt, slabs, rows, rowsFused, rowsTMA, fold, dwStream, tc, tcRows, tcRowsTMA, tcDW, wgmma, wgmmaSlabs, matmul, wgmmaMatmul, gated, sp24Format, sp24, fp8Quant, fp8, sp24wg} {
+	for _, f := range []func() []Entry{simt, slabs, rows, rowsFused, rowsTMA, fold, dwStream, tc, tcRows, tcRowsTMA, tcDW, wgmma, wgmmaSlabs, matmul, wgmmaMatmul, gated, sp24Format, sp24, fp8Quant, fp8, sp24wg, sp24Rows} {
 		out = append(out, f()...)
 	}
 	seen := map[string]bool{}

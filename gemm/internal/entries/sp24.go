@@ -63,3 +63,27 @@ func sp24wg() (out []Entry) {
 	}
 	return out
 }
+
+// SP24RowsFamily holds the 2:4-sparse forward's few-row Hopper kernels
+// (gemm_sp24_rows.cu): mma.sp tiles of 32 columns fed by TMA, for decode.
+const SP24RowsFamily = "gemm_sp24_rows"
+
+// SP24RowsTiles are the few-row tiles (gemm_sp24_rows.cu's R8, R16, R32):
+// 32 columns n of Y by 8, 16 or 32 rows m.
+var SP24RowsTiles = []string{"r8", "r16", "r32"}
+
+// sp24Rows: the few-row sparse forward, by tile, input type and output
+// type.
+func sp24Rows() (out []Entry) {
+	for _, t := range SP24RowsTiles {
+		for _, in := range halfIn {
+			for _, o := range []string{in, "f32"} {
+				out = append(out, Entry{Key: Key{Kind: "sp24rows", In: in, Out: o, Tile: t},
+					Family: SP24RowsFamily, Header: HeaderFor(SP24RowsFamily), Macro: "DETGEMM_SP24ROWS_ENTRY",
+					Name: fmt.Sprintf("detgemm_sp24rows_%s_%s_%s", t, in, o),
+					Args: []string{up("epi", in), up("epi", o), "sp24r::R" + t[1:]}})
+			}
+		}
+	}
+	return out
+}
