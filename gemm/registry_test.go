@@ -137,6 +137,9 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 	for k, id := range sp24WGIDs {
 		named[id] = fmt.Sprintf("detgemm_sp24wg_%s_%s_%v_%v", k.tile, k.act, k.in, k.out)
 	}
+	for k, id := range sp24RowsIDs {
+		named[id] = fmt.Sprintf("detgemm_sp24rows_%s_%v_%v", k.tile, k.in, k.out)
+	}
 	maps.Copy(named, sp24FormatNames())
 	for k, id := range fp8IDs {
 		named[id] = fmt.Sprintf("detgemm_fp8_%s_%s_%s_%s", k.tile, k.act, strings.ReplaceAll(k.pair, "_", ""), k.out)
