@@ -22,7 +22,7 @@ func TestSparse24Throughput(t *testing.T) {
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	const d = BF16
 	for _, s := range [][3]int{{1, 4096, 4096}, {16, 4096, 4096}, {128, 4096, 4096}, {1, 4096, 11008}, {16, 4096, 11008}, {128, 4096, 11008},
-		{4096, 4096, 11008}, {8192, 8192, 8192}, {4096, 4096, 4096}, {32, 4096, 4096}, {64, 4096, 4096}, {64, 4096, 11008}} {
+		{4096, 4096, 11008}, {8192, 8192, 8192}, {4096, 4096, 4096}, {32, 4096, 4096}, {64, 4096, 4096}, {64, 4096, 11008}, {8, 4096, 4096}, {32, 4096, 11008}} {
 		M, K, N := s[0], s[1], s[2]
 		if only := os.Getenv("DETGEMM_SP24_PERF_SHAPES"); only != "" && !strings.Contains(" "+only+" ", fmt.Sprintf(" %dx%dx%d ", M, K, N)) {
 			continue // a narrow run names its shapes: "4096x4096x4096 1x4096x4096"
