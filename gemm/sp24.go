@@ -374,23 +374,37 @@ func (p *Sparse24Plan) Run(a Sparse24Args) error {
 	return l.launch(&prob, p.id, grid, uint32(t.threads), t.shared, t.bm, t.bn)
 }
 
+// sp24Maps encodes the Hopper kernels' TMA maps into e.tmA and e.tmB: the
+// values (K/2 per row, N rows) in boxes of vBox values × vRows rows with
+// vSwizzle, and X (K per row, M rows) in boxes of 64 × xRows with the
+// 128-byte swizzle; rows and positions past the matrices read as zeros.
+// While recording (Explain) nothing is encoded.
+func (l launcher) sp24Maps(d Sparse24Desc, a Sparse24Args, vBox, vRows uint32, vSwizzle int, xRows uint32) error {
+	if l.rec != nil {
+		return nil
+	}
+	e := l.e
+	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
+	err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.Values, uint64(d.K/2), uint64(d.N), uint64(d.K), vBox, vRows, vSwizzle, l2, oob)
+	if err == nil {
+		err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.X, uint64(d.K), uint64(d.M), uint64(d.LDX)*2, 64, xRows, cudaload.TensorMapSwizzle128B, l2, oob)
+	}
+	if err != nil {
+		return fmt.Errorf("gemm.Sparse24Forward: encoding the TMA maps: %w", err)
+	}
+	return nil
+}
+
 // sp24wg encodes the TMA maps of the values (K/2 per row, N rows: a box of
 // 32 values × 128 rows, 64-byte swizzle) and of X (K per row, M rows: 64 ×
 // bm/cluster, 128-byte swizzle) and launches gemm_sp24_wg's persistent
 // grid of clusters.
 func (l launcher) sp24wg(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.DevicePtr) error {
 	d, t, e := p.d, p.tile, l.e
-	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
-	if l.rec == nil {
-		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.Values, uint64(d.K/2), uint64(d.N), uint64(d.K), 32, 128, cudaload.TensorMapSwizzle64B, l2, oob)
-		if err == nil {
-			// X's box: a tile's bm rows, or the bm/2 of them each block of
-			// a cluster loads and multicasts.
-			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.X, uint64(d.K), uint64(d.M), uint64(d.LDX)*2, 64, uint32(t.bm/t.cluster), cudaload.TensorMapSwizzle128B, l2, oob)
-		}
-		if err != nil {
-			return fmt.Errorf("gemm.Sparse24Forward: encoding the TMA maps: %w", err)
-		}
+	// X's box: a tile's bm rows, or the bm/2 of them each block of a
+	// cluster loads and multicasts.
+	if err := l.sp24Maps(d, a, 32, 128, cudaload.TensorMapSwizzle64B, uint32(t.bm/t.cluster)); err != nil {
+		return err
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).
 		Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).Ptr(aux).Ptr(mask).Int64(int64(d.LDAux))
@@ -408,15 +422,8 @@ func (l launcher) sp24wg(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.Dev
 // of row tiles × 32-column blocks, row tiles fastest.
 func (l launcher) sp24rows(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.DevicePtr) error {
 	d, t, e := p.d, p.tile, l.e
-	const l2, oob = cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
-	if l.rec == nil {
-		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.Values, uint64(d.K/2), uint64(d.N), uint64(d.K), 64, 32, cudaload.TensorMapSwizzle128B, l2, oob)
-		if err == nil {
-			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.X, uint64(d.K), uint64(d.M), uint64(d.LDX)*2, 64, uint32(t.bm), cudaload.TensorMapSwizzle128B, l2, oob)
-		}
-		if err != nil {
-			return fmt.Errorf("gemm.Sparse24Forward: encoding the TMA maps: %w", err)
-		}
+	if err := l.sp24Maps(d, a, 64, 32, cudaload.TensorMapSwizzle128B, uint32(t.bm)); err != nil {
+		return err
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).
 		Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int32(p.act).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K))
