@@ -260,8 +260,9 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 // gemm_sp24_wg present): up to 32 rows the TMA-fed rows tiles of 8 or 16
 // rows, or of 32 where the grid has at most a block an SM (its registers
 // allow one); past 32 rows the wgmma.sp tiles, 256 rows m where that still
-// gives every SM a tile and the epilogue has no GELU. Elsewhere gemm_sp24's
-// mma.sp tiles by M. Every tile runs the same chain, so the choice never
+// gives every SM a tile and the epilogue has no GELU, except that up to 64
+// rows gemm_sp24's 64 × 64 tile runs where its grid fills the SMs.
+// Elsewhere gemm_sp24's mma.sp tiles by M. Every tile runs the same chain, so the choice never
 // changes a bit.
 func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
 	if d.M <= 32 {
@@ -278,6 +279,9 @@ func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
 	}
 	if d.M <= 16 {
 		return "s"
+	}
+	if d.M <= 64 && ceilDiv(int64(d.N), 64) >= int64(e.sms) {
+		return "m" // its grid fills the SMs: faster than the wgmma.sp tile's fewer, larger blocks
 	}
 	if e.loaded(sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}]) && d.M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
 		if act != 2 && ceilDiv(int64(d.N), 256)*ceilDiv(int64(d.M), 256) >= int64(e.sms)/2 {

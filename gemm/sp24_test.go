@@ -103,7 +103,8 @@ func TestSparse24TileByM(t *testing.T) {
 	}
 	// An sm_90a engine holding every kernel: the rows tiles up to 32 rows
 	// (32 rows a block only where the grid has at most a block an SM), the
-	// wgmma.sp tiles past that, 256 rows m for a grid that fills the SMs
+	// wgmma.sp tiles past that (to 64 rows only where the 64 × 64 mma.sp
+	// grid leaves SMs idle), 256 rows m for a grid that fills the SMs
 	// without GELU.
 	h := sp24TestEngine(hopper)
 	h.sms = 132
@@ -116,7 +117,7 @@ func TestSparse24TileByM(t *testing.T) {
 		ep   Epilogue
 		tile string
 	}{{1, 4096, Default, "r8"}, {8, 11008, Gelu, "r8"}, {9, 4096, Bias, "r16"}, {16, 11008, Default, "r16"},
-		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "w128"},
+		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "w128"}, {64, 4096, Default, "w128"}, {64, 11008, Relu, "m"}, {33, 8448, Default, "m"}, {40, 8384, Default, "w128"},
 		{128, 11008, GeluBias, "w128"}, {4096, 11008, Default, "w256"}, {4096, 11008, Gelu, "w128"}, {0, 64, Default, "r8"}} {
 		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 64, Epilogue: c.ep})
 		if err != nil {
