@@ -57,8 +57,10 @@ struct Rows {
 };
 
 // Shared memory for three blocks an SM (N = 11008's 344 blocks resident at
-// once): at most 75 KiB a block; registers for three, or for two with 32
-// rows (nine warps a block: three or two spilled).
+// once): at most 75 KiB a block. Registers for three blocks of 8 or 16
+// rows; the 32-row tile (nine warps) spilled when asked for three or two,
+// so it asks for one (the planner takes it where the grid has at most a
+// block an SM).
 typedef Rows<8, 10, 3> R8;
 typedef Rows<16, 8, 3> R16;
 typedef Rows<32, 5, 1> R32;
