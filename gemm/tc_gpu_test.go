@@ -34,6 +34,8 @@ var tcCases = []tcCase{
 	{"wg128x192", tcForce{tcTileWG128x192, tcPathVec}},
 	{"wg128x128", tcForce{tcTileWG128x128, tcPathVec}},
 	{"wg192x192", tcForce{tcTileWG192x192, tcPathVec}},
+	{"wg128x96", tcForce{tcTileWG128x96, tcPathVec}},
+	{"wg128x64", tcForce{tcTileWG128x64, tcPathVec}},
 	{"wg128x128s", tcForce{tcTileWG128x128S, tcPathVec}},
 	{"wg128x192s", tcForce{tcTileWG128x192S, tcPathVec}},
 	{"wg128x256s", tcForce{tcTileWG128x256S, tcPathVec}},

@@ -90,6 +90,8 @@ func TestTCTileThroughput(t *testing.T) {
 		// (2 slabs: running sums, and planes where the forced tile's grid
 		// leaves SMs idle) and its single-round size.
 		{"dx", 4096, 4096, 11008}, {"dx", 512, 4096, 11008},
+		// dW where the master's traffic is a sixth of the time.
+		{"dw", 4096, 4096, 4096}, {"fwd", 4096, 4096, 4096},
 	} {
 		x := alloc(t, ctx, uint64(s.M*s.K*2))
 		w := alloc(t, ctx, uint64(s.K*s.N*4))

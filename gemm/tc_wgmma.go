@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/kernels"
@@ -31,7 +32,16 @@ const (
 	tcTileWG128x128S
 	tcTileWG128x192S
 	tcTileWG128x256S
+	// The narrow tiles, for outputs whose 128×128 grid leaves SMs idle
+	// (planWG's single-round rule); 128×96 reads B along the reduction
+	// only (dX's layout).
+	tcTileWG128x96
+	tcTileWG128x64
 )
+
+// wgNarrowTiles are the single-round rule's candidates beside 128×128,
+// widest first.
+var wgNarrowTiles = []tcTile{tcTileWG128x96, tcTileWG128x64}
 
 // wgTilesBySize lists the wgmma tiles, largest first.
 var wgTilesBySize = []tcTile{tcTileWG192x192, tcTileWG128x256, tcTileWG128x192, tcTileWG128x128}
@@ -44,19 +54,26 @@ type wgGeometry struct {
 	bm, bn  int64
 	stages  int64
 	relCost float64 // the same for every op (measured)
+	// ntOnly: the tile has entries for dX's layout only (B read along
+	// the reduction).
+	ntOnly bool
 }
 
 // wgBK is the reduction per stage of the ring.
 const wgBK = 64
 
 var wgGeometries = map[tcTile]wgGeometry{
-	tcTileWG128x256:  {"wg128x256", 128, 256, 4, 0.45},
-	tcTileWG128x192:  {"wg128x192", 128, 192, 5, 0.47},
-	tcTileWG128x128:  {"wg128x128", 128, 128, 6, 0.62},
-	tcTileWG192x192:  {"wg192x192", 192, 192, 4, 0.45},
-	tcTileWG128x128S: {"wg128x128s", 128, 128, 6, 0.62},
-	tcTileWG128x192S: {"wg128x192s", 128, 192, 5, 0.47},
-	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45},
+	tcTileWG128x256:  {"wg128x256", 128, 256, 4, 0.45, false},
+	tcTileWG128x192:  {"wg128x192", 128, 192, 5, 0.47, false},
+	tcTileWG128x128:  {"wg128x128", 128, 128, 6, 0.62, false},
+	tcTileWG192x192:  {"wg192x192", 192, 192, 4, 0.45, false},
+	tcTileWG128x128S: {"wg128x128s", 128, 128, 6, 0.62, false},
+	tcTileWG128x192S: {"wg128x192s", 128, 192, 5, 0.47, false},
+	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45, false},
+	// The narrow tiles run only where a round of them is the whole grid
+	// (planWG), so their relative costs are never compared.
+	tcTileWG128x96: {"wg128x96", 128, 96, 7, 0.62, true},
+	tcTileWG128x64: {"wg128x64", 128, 64, 8, 0.62, false},
 }
 
 // wgIDs is gemm_wgmma's and gemm_wgmma_slabs' lookup table, from the
@@ -98,6 +115,9 @@ func wgFits(t tcTile, p problem) bool {
 		return false
 	}
 	g := wgGeometries[t]
+	if g.ntOnly && p.layout != layoutNT {
+		return false
+	}
 	return ceilDiv(p.rows, g.bm)*ceilDiv(p.cols, g.bn) <= math.MaxInt32
 }
 
@@ -143,7 +163,7 @@ func planWG(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error
 		return pl, cost{class: classModel}, true, nil
 	}
 	if usable(tcTileWG128x128) && ceilDiv(p.rows, 128)*ceilDiv(p.cols, 128) <= int64(max(d.sms, 1)) {
-		pl.tc = tcLaunch{k: tcKey{tcTileWG128x128, p.layout, p.in, p.out, true}}
+		pl.tc = tcLaunch{k: tcKey{wgSingleRound(p, d.sms, usable), p.layout, p.in, p.out, true}}
 		return pl, ruleCost, true, nil
 	}
 	best, bestCost := tcTile(0), 0.0
@@ -160,6 +180,22 @@ func planWG(d *device, p problem, f filter) (pl plan, c cost, ok bool, err error
 	}
 	pl.tc = tcLaunch{k: tcKey{best, p.layout, p.in, p.out, true}}
 	return pl, cost{class: classModel, time: bestCost}, true, nil
+}
+
+// wgSingleRound is the tile of a grid whose 128×128 tiles fit one round:
+// of 128×128 and the narrow tiles usable here, the one whose grid, still
+// one round, holds the most blocks (a block's time is about its share of
+// the output, and every block runs alone on its SM).
+func wgSingleRound(p problem, sms int, usable func(tcTile) bool) tcTile {
+	n := int64(max(sms, 1))
+	best, most := tcTileWG128x128, ceilDiv(p.rows, 128)*ceilDiv(p.cols, 128)
+	for _, t := range wgNarrowTiles {
+		g := wgGeometries[t]
+		if b := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn); usable(t) && b <= n && b > most {
+			best, most = t, b
+		}
+	}
+	return best
 }
 
 // finishWG says how a wgmma plan runs its slabs. The plain tiles run one
@@ -252,7 +288,7 @@ func (l launcher) wg(p problem, r tcLaunch, id kernelID, ws cudaload.DevicePtr) 
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode())
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode()|wgPrefetchFlag(p, r))
 	// Persistent: one block per SM at most (the ring fills its shared
 	// memory), each looping over items: tiles, or tiles × slabs on planes.
 	items := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
@@ -303,6 +339,19 @@ func (r tcLaunch) wsMode() int32 {
 		return 1 // WS_PLANES
 	case r.runsum:
 		return 2 // WS_RUNSUM
+	}
+	return 0
+}
+
+// wgNoPrefetch turns the dW master's prefetch off (an experiment's knob).
+var wgNoPrefetch = os.Getenv("DETGEMM_WG_NO_PREFETCH") != ""
+
+// wgPrefetchFlag is ws_mode's WS_PREFETCH flag (wgmma.cuh): dW on a plain
+// tile whose master rows are 16-byte aligned, which the producer then
+// prefetches into L2 a tile ahead.
+func wgPrefetchFlag(p problem, r tcLaunch) int32 {
+	if p.layout == layoutTN && !wgRunSum(r.k.tile) && p.ldc%4 == 0 && p.c%16 == 0 && !wgNoPrefetch {
+		return 4
 	}
 	return 0
 }

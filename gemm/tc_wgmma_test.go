@@ -36,18 +36,31 @@ func TestWGDispatchRule(t *testing.T) {
 			require.Equal(t, mma, without, "no wgmma family: gemm_tc's choice")
 		})
 	}
+	// Grids whose 128×128 tiles fit one round take the tile whose grid,
+	// still one round, has the most blocks (128×96 for dX's layout only);
+	// a cut plan takes the 128×128 slab variant.
 	for _, c := range []struct {
 		name string
 		call Call
+		want tcTile
 	}{
-		{"dX 128×4096 over 11008", DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}},
-		{"dW 768×512 over 2048", DWArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: BF16}},
-		{"forward 2048×512 over 768", ForwardArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: F16, Out: F32}},
+		{"dX 128×4096 over 11008", DXArgs{Tier: TierTensorCore, M: 128, N: 11008, K: 4096, In: BF16, Out: BF16}, tcTileWG128x64},
+		{"dX 2048×768 over 3072", DXArgs{Tier: TierTensorCore, M: 2048, N: 3072, K: 768, In: BF16, Out: BF16}, tcTileWG128x96},
+		{"dX 1024×1024 over 4096", DXArgs{Tier: TierTensorCore, M: 1024, N: 4096, K: 1024, In: F16, Out: F32}, tcTileWG128x64},
+		{"dW 768×512 over 2048", DWArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: BF16}, tcTileWG128x64},
+		{"forward 2048×512 over 768", ForwardArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 512, In: F16, Out: F32}, tcTileWG128x64},
+		{"forward 2048×768 over 768: no 128×96 for B along its columns", ForwardArgs{Tier: TierTensorCore, M: 2048, K: 768, N: 768, In: BF16, Out: BF16}, tcTileWG128x128},
+		{"forward 1536×1536 over 1024: 128×128 is already one full round", ForwardArgs{Tier: TierTensorCore, M: 1536, K: 1024, N: 1408, In: BF16, Out: BF16}, tcTileWG128x128},
 	} {
 		k, err := chooseTCKernel(tcProblem(t, c.call), sms, 227<<10, true, tcForce{})
 		require.NoError(t, err)
-		require.Contains(t, []tcTile{tcTileWG128x128, wgSlabTiles[tcTileWG128x128]}, k.tile,
-			"%s: a single round of 128×128 wgmma tiles (the slab variant where the plan is cut); chose %s", c.name, k.name())
+		want := []tcTile{c.want}
+		if s, ok := wgSlabTiles[c.want]; ok {
+			want = append(want, s)
+		} else {
+			want = append(want, tcTileWG128x128S)
+		}
+		require.Contains(t, want, k.tile, "%s: chose %s", c.name, k.name())
 	}
 
 	few := tcProblem(t, ForwardArgs{Tier: TierTensorCore, M: 1, K: 4096, N: 4096, In: BF16, Out: BF16})
@@ -77,9 +90,16 @@ func TestWGForcedTilesAreHonouredOrRefused(t *testing.T) {
 		_, err = chooseTCKernel(p, 132, 99<<10, true, tcForce{tile: tile})
 		require.ErrorIs(t, err, errTCKernel, "needs more than 99 KiB of shared memory")
 	}
+	for _, tile := range wgNarrowTiles {
+		k, err := chooseTCKernel(tcProblem(t, DXArgs{Tier: TierTensorCore, M: 5, N: 40, K: 16, In: BF16, Out: BF16}), 132, 227<<10, true, tcForce{tile: tile})
+		require.NoError(t, err)
+		require.Equal(t, tile, k.tile)
+	}
+	_, err := chooseTCKernel(p, 132, 227<<10, true, tcForce{tile: tcTileWG128x96})
+	require.ErrorIs(t, err, errTCKernel, "128×96 reads B along the reduction only")
 	huge := p
 	huge.red = 1 << 31
-	_, err := chooseTCKernel(huge, 132, 227<<10, true, tcForce{tile: tcTileWG128x128})
+	_, err = chooseTCKernel(huge, 132, 227<<10, true, tcForce{tile: tcTileWG128x128})
 	require.ErrorIs(t, err, errTCKernel, "TMA coordinates are 32-bit")
 }
 
@@ -90,9 +110,11 @@ func TestWGSharedMemory(t *testing.T) {
 	require.Equal(t, uint32(5*(128*64+192*64)*2+1024+80+768+128+8*2048), wgSharedBytes(tcTileWG128x192))
 	require.Equal(t, uint32(6*(128*64+128*64)*2+1024+96+512+128+8*2048), wgSharedBytes(tcTileWG128x128))
 	require.Equal(t, uint32(4*(192*64+192*64)*2+1024+64+768+128+12*2048), wgSharedBytes(tcTileWG192x192))
+	require.Equal(t, uint32(7*(128*64+96*64)*2+1024+112+384+128+8*2048), wgSharedBytes(tcTileWG128x96))
+	require.Equal(t, uint32(8*(128*64+64*64)*2+1024+128+256+128+8*2048), wgSharedBytes(tcTileWG128x64))
 	require.Equal(t, uint32(512), wgGeometries[tcTileWG192x192].threads())
 	require.Equal(t, uint32(384), wgGeometries[tcTileWG128x256].threads())
-	for _, tile := range wgTilesBySize {
+	for _, tile := range append(wgNarrowTiles, wgTilesBySize...) {
 		require.LessOrEqual(t, wgSharedBytes(tile), uint32(227<<10))
 	}
 	require.True(t, wgArch(kernels.Arch{Major: 9, Minor: 0, Specific: true}))

@@ -52,6 +52,8 @@ var variants = []variant{
 	{name: "wg128x192", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x192, tcPathVec}}},
 	{name: "wg128x128", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x128, tcPathVec}}},
 	{name: "wg192x192", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG192x192, tcPathVec}}},
+	{name: "wg128x96", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x96, tcPathVec}}},
+	{name: "wg128x64", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x64, tcPathVec}}},
 	{name: "wg128x128s", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x128S, tcPathVec}}},
 	{name: "wg128x192s", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x192S, tcPathVec}}},
 	{name: "wg128x256s", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x256S, tcPathVec}}},

@@ -78,7 +78,11 @@ struct Tile {
     // barriers, BN zero floats (the bias of a call without one), then
     // 128 bytes of slack and the staging, 128-byte aligned.
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + EPI_BYTES;
-    static_assert(BN == 128 || BN == 192 || BN == 256, "consumers issue m64n128, m64n192 or m64n256");
+    static_assert(BN == 64 || BN == 96 || BN == 128 || BN == 192 || BN == 256,
+                  "consumers issue m64n64, m64n96, m64n128, m64n192 or m64n256");
+    // B read along its columns (B_JC) comes in 64-column boxes: a 96-column
+    // tile reads B along the reduction only (produce checks).
+    static constexpr bool B_BOXES_OK = BN % 64 == 0;
     // Whether the tile has WS_RUNSUM (runsum_add): two consumer
     // warpgroups (168 registers a thread).
     static constexpr bool RUNSUM = SLABS && CONSUMERS == 2;
@@ -313,6 +317,51 @@ DETGEMM_INLINE void wgmma_m64n128_f16(float (&d)[64], dg_u64 da, dg_u64 db) {
 }
 
 
+// m64n64k16 and m64n96k16 (the narrow tiles), bf16 or f16 inputs, f32
+// accumulators d (+= a·b): the register lists spelled out once per N.
+#define WG_REGS_64                                                                \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WG_TAIL_64 "%32, %33, p, 1, 1, %34, %35"
+#define WG_PRED_64 "%36"
+#define WG_REGS_96                                                                \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
+#define WG_TAIL_96 "%48, %49, p, 1, 1, %50, %51"
+#define WG_PRED_96 "%52"
+#define WG_D8(o) \
+    "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
+#define WG_D_64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
+#define WG_D_96 WG_D_64, WG_D8(32), WG_D8(40)
+#define WG_MMA_NARROW(NN, TYPE)                                                                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " WG_PRED_##NN ", 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TYPE "." TYPE " " WG_REGS_##NN ", " WG_TAIL_##NN \
+                 ";\n}\n"                                                                                    \
+                 : WG_D_##NN                                                                                  \
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1))
+template <int N, int DT, int TA, int TB>
+DETGEMM_INLINE void wgmma_narrow(float (&d)[N / 2], dg_u64 da, dg_u64 db) {
+    static_assert(N == 64 || N == 96, "the narrow tiles: m64n64 or m64n96");
+    if constexpr (N == 64) {
+        if constexpr (DT == BF16) WG_MMA_NARROW(64, "bf16");
+        else WG_MMA_NARROW(64, "f16");
+    } else {
+        if constexpr (DT == BF16) WG_MMA_NARROW(96, "bf16");
+        else WG_MMA_NARROW(96, "f16");
+    }
+}
+#undef WG_MMA_NARROW
+#undef WG_D_96
+#undef WG_D_64
+#undef WG_D8
+#undef WG_PRED_96
+#undef WG_TAIL_96
+#undef WG_REGS_96
+#undef WG_PRED_64
+#undef WG_TAIL_64
+#undef WG_REGS_64
+
 // One 16-wide step on the accumulators: d += A(64 x 16) · B(16 x BN).
 template <int BN, int DT, int TA, int TB>
 DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db) {
@@ -322,9 +371,11 @@ DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db) {
     } else if constexpr (BN == 192) {
         if constexpr (DT == BF16) wgmma_m64n192_bf16<TA, TB>(d, da, db);
         else wgmma_m64n192_f16<TA, TB>(d, da, db);
-    } else {
+    } else if constexpr (BN == 128) {
         if constexpr (DT == BF16) wgmma_m64n128_bf16<TA, TB>(d, da, db);
         else wgmma_m64n128_f16<TA, TB>(d, da, db);
+    } else {
+        wgmma_narrow<BN, DT, TA, TB>(d, da, db);
     }
 }
 
@@ -349,6 +400,9 @@ DETGEMM_INLINE void tile_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_i64& i0, dg_i64
 // How a call runs the plan's slabs (the ws_mode argument; 0 with one slab).
 constexpr int WS_PLANES = 1;  // an item per tile and slab, each slab's chain to its partial plane
 constexpr int WS_RUNSUM = 2;  // an item per tile, the slabs' running sum kept in ws
+// A flag beside the mode: dW's master rows are 16-byte aligned (base and
+// ldc), so the producer may prefetch them (produce).
+constexpr int WS_PREFETCH = 4;
 
 // The block's work: items b, b + gridDim.x, ... of `items`. With one slab
 // or WS_RUNSUM an item is a tile and all of its reduction; with WS_PLANES
@@ -388,10 +442,16 @@ struct Ring {
 
 // Producer: one thread keeps the ring full across all of the block's tiles,
 // so the next tile's first stages load while the consumers store this one.
+// master (dW, where the engine allows it: 16-byte aligned rows): before
+// the first copy of each tile the producer asks L2 for the block's next
+// tile's old master values, a bulk prefetch a row, so that the consumers'
+// loads of them before that tile's chain find them in L2 instead of
+// waiting on memory with the tensor cores idle.
 template <class T, bool A_RC, bool B_JC>
 DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32 ring, dg_u32 bars, const Work& w,
-                            dg_i64 M, dg_i64 N) {
+                            dg_i64 M, dg_i64 N, const float* master, dg_i64 ldm) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
+    static_assert(!B_JC || T::B_BOXES_OK, "B read along its columns needs a multiple of 64 columns");
     prefetch_map(tmA);
     prefetch_map(tmB);
     // The ring position of the block's k-tiles, in order: slot s, and the
@@ -401,6 +461,15 @@ DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32
         dg_i64 i0, j0, kb, ke;
         w.item<T>(item, kb, ke);
         tile_origin<T::BM, BN>(item % w.tiles, M, N, i0, j0);
+        if (master != nullptr && item + gridDim.x < w.items) {
+            dg_i64 ni, nj;
+            tile_origin<T::BM, BN>((item + gridDim.x) % w.tiles, M, N, ni, nj);
+            const dg_u32 bytes = (dg_u32)((N - nj < BN ? N - nj : BN) * 4) & ~15u;
+            const dg_i64 rows = M - ni < T::BM ? M - ni : T::BM;
+            for (dg_i64 i = 0; i < rows && bytes != 0; ++i)
+                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(master + (ni + i) * ldm + nj), "r"(bytes)
+                             : "memory");
+        }
         for (dg_i64 kt = kb; kt < ke; ++kt, r.next<STAGES>()) {
             const int s = r.slot;
             mbar_wait(bars + 8 * (STAGES + s), r.phase ^ 1u);
@@ -467,9 +536,13 @@ DETGEMM_INLINE void store_whole(const float (&acc)[BN / 2], void* C, dg_i64 ldc,
     const int mrow = ((lane >> 3) & 1) * 8 + (lane & 7), munit = lane >> 4;
     dg_u16* out = static_cast<dg_u16*>(C) + wrow * ldc + j0;
 #pragma unroll
-    for (int ch = 0; ch < BN / 64; ++ch) {
+    for (int ch = 0; ch < (BN + 63) / 64; ++ch) {
+        // 64 columns a chunk; 96-column tiles end on a chunk of 32 (the
+        // staging keeps its 128-byte rows, half used).
+        constexpr int FULL = BN / 64;
+        const int units = ch < FULL ? 8 : (BN % 64) / 8;  // 16-byte units a row
 #pragma unroll
-        for (int qq = 0; qq < 4; ++qq) {
+        for (int qq = 0; qq < units / 2; ++qq) {
             const int q = 8 * ch + 2 * qq;
             const dg_u32 r0 = pack16<DTOUT>(acc[4 * q], acc[4 * q + 1]);
             const dg_u32 r1 = pack16<DTOUT>(acc[4 * q + 2], acc[4 * q + 3]);
@@ -482,8 +555,8 @@ DETGEMM_INLINE void store_whole(const float (&acc)[BN / 2], void* C, dg_i64 ldc,
         }
         __syncwarp();
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            const int u = lane + 32 * k, row = u >> 3, cu = u & 7;
+        for (int k = 0; k < units / 2; ++k) {
+            const int u = lane + 32 * k, row = u / units, cu = u % units;
             uint4 v;
             asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -991,7 +1064,9 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
         // (setmaxnreg needs the cap of __launch_bounds__(THREADS, 1) and one
         // branch per role).
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
-        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
+        // ws_mode's WS_PREFETCH bit: dW's rows allow the master's prefetch.
+        const float* master = INIT == INIT_OLD && !T::SLABS && (ws_mode & WS_PREFETCH) ? static_cast<const float*>(C) : nullptr;
+        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N, master, ldc);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
         consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act, MMACT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc, mm);
@@ -1002,11 +1077,16 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
 // 200 KiB), 128x128 (6, 192 KiB), 192x192 (4, 192 KiB). Several shapes
 // exist for wave quantisation on 132 SMs: 1536x3072 outputs are 144 tiles
 // of 128x256 (two rounds, the second nearly empty), 192 of 128x192, but 128
-// of 192x192 (one round).
+// of 192x192 (one round). The narrow tiles, 128x96 (7, 196 KiB; B read
+// along the reduction only) and 128x64 (8, 192 KiB), are for outputs whose
+// 128x128 grid leaves SMs idle: 2048x768 is 96 tiles of 128x128 but 128 of
+// 128x96, 2048x512 64 of 128x128 but 128 of 128x64.
 typedef Tile<128, 256, 4> T128x256;
 typedef Tile<128, 192, 5> T128x192;
 typedef Tile<128, 128, 6> T128x128;
 typedef Tile<192, 192, 4> T192x192;
+typedef Tile<128, 96, 7> T128x96;
+typedef Tile<128, 64, 8> T128x64;
 // The slab variants (Tile::SLABS): 128x128 for planes on small grids, all
 // three for running sums on full ones; f32 outputs only (a 16-bit output
 // of running sums is the last sum, rounded by gemm_fold), since their

@@ -360,10 +360,21 @@ func tcDW() (out []Entry) {
 	return out
 }
 
-// wgTiles is the wgmma tiles of one family and their CUDA names.
-func wgEntries(family string, tiles [][2]string, f32Only bool) (out []Entry) {
-	for _, t := range tiles {
-		for _, l := range layouts {
+// wgTile is a wgmma tile's entry name, its CUDA type and the layouts it
+// has entries for (nil: all three).
+type wgTile struct {
+	name, typ string
+	layouts   []string
+}
+
+// wgEntries is the entries of one family's wgmma tiles.
+func wgEntries(family string, tiles []wgTile, f32Only bool) (out []Entry) {
+	for _, wt := range tiles {
+		t, ls := [2]string{wt.name, wt.typ}, wt.layouts
+		if ls == nil {
+			ls = layouts
+		}
+		for _, l := range ls {
 			for _, io := range halfIO(l) {
 				if f32Only && io[1] != "f32" {
 					continue
@@ -380,12 +391,16 @@ func wgEntries(family string, tiles [][2]string, f32Only bool) (out []Entry) {
 
 // wgmma: gemm_wgmma (sm_90a), the one-slab tiles × layout × (input, output).
 func wgmma() []Entry {
-	return wgEntries(WGFamily, [][2]string{{"wg128x256", "T128x256"}, {"wg128x192", "T128x192"}, {"wg128x128", "T128x128"}, {"wg192x192", "T192x192"}}, false)
+	// 128×96 reads B along the reduction only (64-column boxes cannot
+	// make 96): dX's layout.
+	return wgEntries(WGFamily, []wgTile{{"wg128x256", "T128x256", nil}, {"wg128x192", "T128x192", nil},
+		{"wg128x128", "T128x128", nil}, {"wg192x192", "T192x192", nil},
+		{"wg128x96", "T128x96", []string{"nt"}}, {"wg128x64", "T128x64", nil}}, false)
 }
 
 // wgmmaSlabs: gemm_wgmma_slabs (sm_90a), the slab variants, f32 out only.
 func wgmmaSlabs() []Entry {
-	return wgEntries(WGSlabsFamily, [][2]string{{"wg128x128s", "T128x128S"}, {"wg128x192s", "T128x192S"}, {"wg128x256s", "T128x256S"}}, true)
+	return wgEntries(WGSlabsFamily, []wgTile{{"wg128x128s", "T128x128S", nil}, {"wg128x192s", "T128x192S", nil}, {"wg128x256s", "T128x256S", nil}}, true)
 }
 
 // MatmulActs are the activations of Matmul's fused kernels, in the order
