@@ -166,6 +166,7 @@ type tcLaunch struct {
 	slabL  int64
 	planes bool // one block a tile and slab, each slab's chain to a partial plane, then gemm_fold
 	runsum bool // gemm_wgmma: a block a tile, its slabs' running sum in the workspace (L2)
+	regsum bool // gemm_wgmma: a block a tile, its slabs' running sum in registers (Tile::REGSUM)
 	// toWS: the kernel's result goes to the workspace as f32 (the slab
 	// variants write f32 only), rounded to the output type by gemm_fold
 	// as one plane: running sums (or a forced slab variant) with a 16-bit

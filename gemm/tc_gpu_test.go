@@ -39,6 +39,7 @@ var tcCases = []tcCase{
 	{"wg128x128s", tcForce{tcTileWG128x128S, tcPathVec}},
 	{"wg128x192s", tcForce{tcTileWG128x192S, tcPathVec}},
 	{"wg128x256s", tcForce{tcTileWG128x256S, tcPathVec}},
+	{"wg128x192r", tcForce{tcTileWG128x192R, tcPathVec}},
 	{"tcrows8-vec", tcForce{tcTileRows8, tcPathVec}},
 	{"tcrows16-vec", tcForce{tcTileRows16, tcPathVec}},
 	{"tmarows8", tcForce{tcTileRowsTMA8, tcPathVec}},

@@ -92,6 +92,9 @@ func TestTCTileThroughput(t *testing.T) {
 		{"dx", 4096, 4096, 11008}, {"dx", 512, 4096, 11008},
 		// dW where the master's traffic is a sixth of the time.
 		{"dw", 4096, 4096, 4096}, {"fwd", 4096, 4096, 4096},
+		// The transformer projections whose reduction is cut (3 slabs):
+		// mlp_down's Forward, qkv's and mlp_up's dX.
+		{"fwd", 4096, 14336, 4096}, {"dx", 4096, 4096, 12288}, {"dx", 4096, 4096, 14336},
 	} {
 		x := alloc(t, ctx, uint64(s.M*s.K*2))
 		w := alloc(t, ctx, uint64(s.K*s.N*4))

@@ -32,6 +32,9 @@ const (
 	tcTileWG128x128S
 	tcTileWG128x192S
 	tcTileWG128x256S
+	// The slab variant of 128×192 that keeps the running sum in registers
+	// (wgmma.cuh's Tile::REGSUM): any output type, Forward and dX only.
+	tcTileWG128x192R
 	// The narrow tiles, for outputs whose 128×128 grid leaves SMs idle
 	// (planWG's single-round rule); 128×96 reads B along the reduction
 	// only (dX's layout).
@@ -70,6 +73,7 @@ var wgGeometries = map[tcTile]wgGeometry{
 	tcTileWG128x128S: {"wg128x128s", 128, 128, 6, 0.62, false},
 	tcTileWG128x192S: {"wg128x192s", 128, 192, 5, 0.47, false},
 	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45, false},
+	tcTileWG128x192R: {"wg128x192r", 128, 192, 5, 0.47, false},
 	// The narrow tiles run only where a round of them is the whole grid
 	// (planWG), so their relative costs are never compared.
 	tcTileWG128x96: {"wg128x96", 128, 96, 7, 0.62, true},
@@ -203,17 +207,23 @@ func wgSingleRound(p problem, sms int, usable func(tcTile) bool) tcTile {
 // (wgSlabTiles, which write f32 only). Where planes are faster
 // (wgPlanesFaster: the 128×128 grid leaves SMs idle, the shapes the cut is
 // for), 128×128, one block a tile and slab, partials to planes and
-// gemm_fold. Otherwise each block keeps the running sums of its tile's
-// slabs in the workspace (in L2 between slabs), on the variant of least
-// modelled time; a 16-bit output is then rounded by gemm_fold from f32 in
-// the workspace. dW takes planes (its cut needs a small master). A pinned
+// gemm_fold. Otherwise (Forward and dX) each block keeps the running sum of
+// its tile's slabs in registers: 128×192's REGSUM variant, whose result is
+// final (any output type, no workspace, no fold), where it fits the call;
+// else in the workspace (in L2 between slabs) on the variant of least
+// modelled time, a 16-bit output then rounded by gemm_fold from f32 in the
+// workspace. dW takes planes (its cut needs a small master). A pinned
 // 128×128, 128×192 or 128×256 takes its slab variant, running sums where
 // its grid fills the GPU and planes otherwise; 192×192 is refused; a
 // pinned slab variant on a one-slab plan writes its f32 result to the
-// workspace for gemm_fold to round.
+// workspace for gemm_fold to round. A pinned REGSUM tile runs any plan of
+// Forward or dX as it is and refuses dW.
 func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 	tcCut(&p, &pl)
 	r := &pl.tc
+	if r.k.tile == tcTileWG128x192R && p.layout == layoutTN {
+		return pl, fmt.Errorf("%w: %v runs Forward and dX only", errTCKernel, r.k.tile)
+	}
 	if r.slabs == 1 {
 		if wgRunSum(r.k.tile) {
 			r.k.out, r.toWS = F32, p.out != F32
@@ -226,6 +236,8 @@ func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 		return ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
 	}
 	switch {
+	case r.k.tile == tcTileWG128x192R:
+		r.regsum = true
 	case f.tc != (tcForce{}):
 		t, ok := wgSlabTiles[r.k.tile]
 		if !ok && !wgRunSum(r.k.tile) {
@@ -237,6 +249,8 @@ func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 		r.runsum = p.layout != layoutTN && tiles(r.k.tile) >= n
 	case wgPlanesFaster(tiles(tcTileWG128x128), r.slabs, n):
 		r.k.tile = tcTileWG128x128S
+	case p.layout != layoutTN && wgFits(tcTileWG128x192R, p):
+		r.k.tile, r.regsum = tcTileWG128x192R, true
 	default:
 		r.runsum = p.layout != layoutTN
 		best := 0.0
@@ -245,6 +259,9 @@ func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 				r.k.tile, best = t, c
 			}
 		}
+	}
+	if r.regsum {
+		return pl, tcSettle(&p, &pl)
 	}
 	r.planes = !r.runsum
 	r.k.out = F32
@@ -288,7 +305,7 @@ func (l launcher) wg(p problem, r tcLaunch, id kernelID, ws cudaload.DevicePtr) 
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode()|wgPrefetchFlag(p, r))
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode() | wgPrefetchFlag(p, r))
 	// Persistent: one block per SM at most (the ring fills its shared
 	// memory), each looping over items: tiles, or tiles × slabs on planes.
 	items := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)

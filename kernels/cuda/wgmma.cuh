@@ -51,13 +51,17 @@ constexpr int BOX = 64 * 64 * 2;  // bytes of one 64x64 half box
 // A tile of BM x BN outputs with a STAGES-deep ring: BM/64 consumer
 // warpgroups of 64 rows and one producer warpgroup. The Go side computes
 // the same shared-memory size (wgSharedBytes).
-template <int BM_, int BN_, int STAGES_, bool SLABS_ = false>
+template <int BM_, int BN_, int STAGES_, bool SLABS_ = false, bool REGSUM_ = false>
 struct Tile {
     static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
     // SLABS: the variant that runs the plan's slabs (ws_mode); the plain
     // kernels keep none of that code, which slowed their one-slab loop
     // (bench/NOTES-kernels.md).
     static constexpr bool SLABS = SLABS_;
+    // REGSUM (a slab variant): the slabs' running sum kept in registers,
+    // beside the chain (BN/2 more a thread), so the tile's result is final
+    // in the kernel: any output type, no workspace, no fold.
+    static constexpr bool REGSUM = SLABS_ && REGSUM_;
     static constexpr int CONSUMERS = BM / 64;
     static constexpr int THREADS = 128 * (CONSUMERS + 1);
     // setmaxnreg: the producer keeps few registers a thread (40, or the
@@ -85,7 +89,7 @@ struct Tile {
     static constexpr bool B_BOXES_OK = BN % 64 == 0;
     // Whether the tile has WS_RUNSUM (runsum_add): two consumer
     // warpgroups (168 registers a thread).
-    static constexpr bool RUNSUM = SLABS && CONSUMERS == 2;
+    static constexpr bool RUNSUM = SLABS && CONSUMERS == 2 && !REGSUM;
     static_assert(BM == 128 || BM == 192, "two or three consumer warpgroups");
 };
 
@@ -934,10 +938,11 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         }
 
         fence_acc(acc);
+        float sum[T::REGSUM ? BN / 2 : 1];  // REGSUM: the slabs' running sum
         // The item's k-tiles, cut where a slab ends inside the item
-        // (WS_RUNSUM); the hot loop itself has no fold.
+        // (WS_RUNSUM, REGSUM); the hot loop itself has no fold.
         for (dg_i64 sb = kb; sb < ke;) {
-            const dg_i64 se = T::RUNSUM && w.runsum && sb + w.slab_tiles < ke ? sb + w.slab_tiles : ke;
+            const dg_i64 se = ((T::RUNSUM && w.runsum) || T::REGSUM) && sb + w.slab_tiles < ke ? sb + w.slab_tiles : ke;
             for (dg_i64 kt = sb; kt < se; ++kt, r.next<STAGES>()) {
                 const int s = r.slot;
                 mbar_wait(bars + 8 * s, r.phase);
@@ -960,6 +965,25 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
                 if (kt > kb && lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
                 prev = s;
             }
+            if constexpr (T::REGSUM) {
+                if (se < ke) {
+                    // A slab ends inside the item: its chain joins the
+                    // running sum, ((p_0 + p_1) + p_2) + ... in IEEE f32
+                    // (runsum_add's order), and the next starts from +0.
+                    wgmma_wait<0>();
+                    fence_acc(acc);
+                    if (sb == kb) {
+#pragma unroll
+                        for (int i = 0; i < BN / 2; ++i) sum[i] = acc[i];
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < BN / 2; ++i) sum[i] = epi::fold_add(sum[i], acc[i]);
+                    }
+#pragma unroll
+                    for (int i = 0; i < BN / 2; ++i) acc[i] = zeros[i];
+                    fence_acc(acc);
+                }
+            }
             if constexpr (T::RUNSUM) {
                 if (se < ke) {
                     // A slab ends inside the item: its chain joins the
@@ -981,6 +1005,12 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         if constexpr (T::RUNSUM) {
             if (w.runsum && ke - kb > w.slab_tiles) runsum_add<BN, 128 * T::CONSUMERS>(acc, run, false, false, policy);
         }
+        if constexpr (T::REGSUM) {
+            if (ke - kb > w.slab_tiles) {
+#pragma unroll
+                for (int i = 0; i < BN / 2; ++i) acc[i] = epi::fold_add(sum[i], acc[i]);
+            }
+        }
 
         // The block's last item: only its stores are left, so the next grid
         // (launched overlapped) may be scheduled.
@@ -994,7 +1024,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
             continue;  // it stores D itself
         } else if constexpr (INIT == INIT_MM) {
             mm_tile<BN, DTOUT, MMACT>(acc, mm, M, N, row0, col0);
-        } else if constexpr (INIT != INIT_OLD && !T::SLABS) {
+        } else if constexpr (INIT != INIT_OLD && (!T::SLABS || T::REGSUM)) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = epi::act<Act>(acc[i]);
         }
@@ -1095,6 +1125,9 @@ typedef Tile<128, 64, 8> T128x64;
 typedef Tile<128, 128, 6, true> T128x128S;
 typedef Tile<128, 192, 5, true> T128x192S;
 typedef Tile<128, 256, 4, true> T128x256S;
+// The slab variant with the running sum in registers (Tile::REGSUM):
+// 96 accumulators and 96 sums a consumer thread; any output type.
+typedef Tile<128, 192, 5, true, true> T128x192R;
 
 }  // namespace wg
 

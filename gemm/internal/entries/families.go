@@ -398,9 +398,12 @@ func wgmma() []Entry {
 		{"wg128x96", "T128x96", []string{"nt"}}, {"wg128x64", "T128x64", nil}}, false)
 }
 
-// wgmmaSlabs: gemm_wgmma_slabs (sm_90a), the slab variants, f32 out only.
+// wgmmaSlabs: gemm_wgmma_slabs (sm_90a), the slab variants, f32 out only,
+// and the register running-sum variant 128×192 (any output; nn and nt:
+// Forward and dX, the cuts that keep running sums).
 func wgmmaSlabs() []Entry {
-	return wgEntries(WGSlabsFamily, []wgTile{{"wg128x128s", "T128x128S", nil}, {"wg128x192s", "T128x192S", nil}, {"wg128x256s", "T128x256S", nil}}, true)
+	return append(wgEntries(WGSlabsFamily, []wgTile{{"wg128x128s", "T128x128S", nil}, {"wg128x192s", "T128x192S", nil}, {"wg128x256s", "T128x256S", nil}}, true),
+		wgEntries(WGSlabsFamily, []wgTile{{"wg128x192r", "T128x192R", []string{"nn", "nt"}}}, false)...)
 }
 
 // MatmulActs are the activations of Matmul's fused kernels, in the order
