@@ -207,8 +207,11 @@ func TestEveryAcceptedCombinationHasAnEntry(t *testing.T) {
 					}
 				}
 			}
-			for _, tile := range wgTilesBySize {
-				require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}])
+			for _, tile := range append(append([]tcTile{}, wgTilesBySize...), wgNarrowTiles...) {
+				if wgGeometries[tile].ntOnly && l != layoutNT {
+					continue
+				}
+				require.NotZero(t, tcIDs[tcKey{tile, l, io[0], io[1], true}], "%v %v %v", tile, l, io)
 			}
 			if io[1] == F32 {
 				for _, tile := range wgSlabTiles {
@@ -226,8 +229,10 @@ func TestEveryAcceptedCombinationHasAnEntry(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, tcKeysOf(wgFamily), len(wgTilesBySize)*10, "3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs")
-	require.Len(t, tcKeysOf(wgSlabsFamily), len(wgSlabTiles)*6, "the slab variants: f32 outputs only")
+	require.Len(t, tcKeysOf(wgFamily), (len(wgTilesBySize)+1)*10+4,
+		"3 layouts: nn and nt × 2 inputs × 2 outputs, tn × 2 inputs; 128×96: nt only")
+	require.Len(t, tcKeysOf(wgSlabsFamily), len(wgSlabTiles)*6+8,
+		"the slab variants: f32 outputs only; 128×192r: nn and nt × 2 inputs × 2 outputs")
 	require.Len(t, tcKeysOf(tcDWFamily), len(tcDWTiles)*2*2)
 	for _, en := range kernelEntries[1:] {
 		require.True(t, strings.HasPrefix(en.Name, "detgemm_"), en.Name)

@@ -104,6 +104,38 @@ func TestTCKernelsGiveIdenticalBitsOnLargeShapes(t *testing.T) {
 			tcLargeShapeFamilies(t, eng, ctx, m, r, d, s[0], s[1], s[2])
 		}
 	}
+	// dX, whose layout has tiles of its own (128×96): 1024×1280 outputs
+	// are whole tiles but the last column of tiles.
+	for _, d := range []DType{BF16, F16} {
+		tcLargeShapeFamiliesDX(t, eng, ctx, m, r, d, 1024, 2000, 1280)
+	}
+}
+
+// tcLargeShapeFamiliesDX runs dX (dY [M,N] against W [K,N]) by every
+// kernel and checks a sample of rows against the model.
+func tcLargeShapeFamiliesDX(t *testing.T, eng *Engine, ctx *cudaload.Context, m ref.TCModel, r *rand.Rand, d DType, M, N, K int) {
+	dy, w := randomOperand(r, d, M*N), randomOperand(r, d, K*N)
+	dyP, wP := upload(t, ctx, dy), upload(t, ctx, w)
+	var first []uint32
+	firstName := ""
+	for _, tc := range tcCases {
+		eng := forced(eng, filter{tc: tc.f})
+		dx := poisoned(t, ctx, uint64(M*K*d.Size()))
+		err := eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: dyP, W: wP, DX: dx, In: d, Out: d})
+		if refused(t, tc.f, err) {
+			continue
+		}
+		got := readBits(t, eng, ctx, dx, d, M*K)
+		if first == nil {
+			first, firstName = got, tc.name
+			rows := 24
+			want := make([]float32, rows*K)
+			require.NoError(t, refTC(m, d).DX(ref.Values(want), ref.Values(dy.values[(M-rows)*N:]), ref.Values(w.values), rows, N, K))
+			requireSameBits(t, refBits(d, want), got[(M-rows)*K:], K, fmt.Sprintf("%v dX %s vs model", d, tc.name))
+			continue
+		}
+		requireSameBits(t, first, got, K, fmt.Sprintf("%v dX %s vs %s", d, tc.name, firstName))
+	}
 }
 
 // tcLargeShapeFamilies runs Forward on one M×K×N shape by every kernel and

@@ -3,7 +3,6 @@ package gemm
 import (
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/kernels"
@@ -305,7 +304,7 @@ func (l launcher) wg(p problem, r tcLaunch, id kernelID, ws cudaload.DevicePtr) 
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).
 		Ptr(cudaload.DevicePtr(p.c)).Ptr(cudaload.DevicePtr(p.bias)).
-		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode() | wgPrefetchFlag(p, r))
+		Int64(p.rows).Int64(p.cols).Int64(p.red).Int64(p.ldc).Ptr(ws).Int64(r.slabL).Int32(r.wsMode())
 	// Persistent: one block per SM at most (the ring fills its shared
 	// memory), each looping over items: tiles, or tiles × slabs on planes.
 	items := ceilDiv(p.rows, g.bm) * ceilDiv(p.cols, g.bn)
@@ -356,19 +355,6 @@ func (r tcLaunch) wsMode() int32 {
 		return 1 // WS_PLANES
 	case r.runsum:
 		return 2 // WS_RUNSUM
-	}
-	return 0
-}
-
-// wgNoPrefetch turns the dW master's prefetch off (an experiment's knob).
-var wgNoPrefetch = os.Getenv("DETGEMM_WG_NO_PREFETCH") != ""
-
-// wgPrefetchFlag is ws_mode's WS_PREFETCH flag (wgmma.cuh): dW on a plain
-// tile whose master rows are 16-byte aligned, which the producer then
-// prefetches into L2 a tile ahead.
-func wgPrefetchFlag(p problem, r tcLaunch) int32 {
-	if p.layout == layoutTN && !wgRunSum(r.k.tile) && p.ldc%4 == 0 && p.c%16 == 0 && !wgNoPrefetch {
-		return 4
 	}
 	return 0
 }

@@ -1,4 +1,4 @@
-//go:build !detgemm_noembed && detgemm_only_sm90a
+//go:build !detgemm_noembed && detgemm_only_sm90a && !detgemm_only_sm90a13
 
 package kernels
 

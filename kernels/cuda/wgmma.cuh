@@ -404,9 +404,6 @@ DETGEMM_INLINE void tile_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_i64& i0, dg_i64
 // How a call runs the plan's slabs (the ws_mode argument; 0 with one slab).
 constexpr int WS_PLANES = 1;  // an item per tile and slab, each slab's chain to its partial plane
 constexpr int WS_RUNSUM = 2;  // an item per tile, the slabs' running sum kept in ws
-// A flag beside the mode: dW's master rows are 16-byte aligned (base and
-// ldc), so the producer may prefetch them (produce).
-constexpr int WS_PREFETCH = 4;
 
 // The block's work: items b, b + gridDim.x, ... of `items`. With one slab
 // or WS_RUNSUM an item is a tile and all of its reduction; with WS_PLANES
@@ -446,14 +443,9 @@ struct Ring {
 
 // Producer: one thread keeps the ring full across all of the block's tiles,
 // so the next tile's first stages load while the consumers store this one.
-// master (dW, where the engine allows it: 16-byte aligned rows): before
-// the first copy of each tile the producer asks L2 for the block's next
-// tile's old master values, a bulk prefetch a row, so that the consumers'
-// loads of them before that tile's chain find them in L2 instead of
-// waiting on memory with the tensor cores idle.
 template <class T, bool A_RC, bool B_JC>
 DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32 ring, dg_u32 bars, const Work& w,
-                            dg_i64 M, dg_i64 N, const float* master, dg_i64 ldm) {
+                            dg_i64 M, dg_i64 N) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     static_assert(!B_JC || T::B_BOXES_OK, "B read along its columns needs a multiple of 64 columns");
     prefetch_map(tmA);
@@ -465,15 +457,6 @@ DETGEMM_INLINE void produce(const tensor_map& tmA, const tensor_map& tmB, dg_u32
         dg_i64 i0, j0, kb, ke;
         w.item<T>(item, kb, ke);
         tile_origin<T::BM, BN>(item % w.tiles, M, N, i0, j0);
-        if (master != nullptr && item + gridDim.x < w.items) {
-            dg_i64 ni, nj;
-            tile_origin<T::BM, BN>((item + gridDim.x) % w.tiles, M, N, ni, nj);
-            const dg_u32 bytes = (dg_u32)((N - nj < BN ? N - nj : BN) * 4) & ~15u;
-            const dg_i64 rows = M - ni < T::BM ? M - ni : T::BM;
-            for (dg_i64 i = 0; i < rows && bytes != 0; ++i)
-                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(master + (ni + i) * ldm + nj), "r"(bytes)
-                             : "memory");
-        }
         for (dg_i64 kt = kb; kt < ke; ++kt, r.next<STAGES>()) {
             const int s = r.slot;
             mbar_wait(bars + 8 * (STAGES + s), r.phase ^ 1u);
@@ -1094,9 +1077,7 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
         // (setmaxnreg needs the cap of __launch_bounds__(THREADS, 1) and one
         // branch per role).
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
-        // ws_mode's WS_PREFETCH bit: dW's rows allow the master's prefetch.
-        const float* master = INIT == INIT_OLD && !T::SLABS && (ws_mode & WS_PREFETCH) ? static_cast<const float*>(C) : nullptr;
-        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N, master, ldc);
+        if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
         consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act, MMACT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc, mm);
