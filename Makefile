@@ -13,7 +13,9 @@ MODULE := github.com/detgemm/detgemm
 COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null)
 BENCH_LDFLAGS := -X main.buildCommit=$(COMMIT)
 # The GPU machine is a Hopper (H100/H200): its binaries embed only the sm_90a
-# CUBINs, which keeps the travelling tree under its 64 MiB cap.
+# CUBINs, which keeps the travelling tree under its 64 MiB cap
+# (GPU_TAGS=detgemm_only_sm90a,detgemm_only_sm90a13: the cuda13 variant only,
+# about 9 MB less a binary, for carrying two of them at once).
 GPU_TAGS ?= detgemm_only_sm90a
 
 .PHONY: all build test vet fmt-check fuzz cross gpu-bin bench demo clean
