@@ -1,8 +1,10 @@
 package gemm
 
 import (
+	"math/rand"
 	"os"
 	"testing"
+	"unsafe"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/stretchr/testify/require"
@@ -75,7 +77,7 @@ func TestTCRowsThroughput(t *testing.T) {
 // DETGEMM_TC_PERF=1.
 func TestTCTileThroughput(t *testing.T) {
 	if os.Getenv("DETGEMM_TC_PERF") == "" {
-		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels")
+		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels (DETGEMM_TC_RANDOM=1: random inputs)")
 	}
 	eng, ctx := gpuEngine(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
@@ -95,12 +97,29 @@ func TestTCTileThroughput(t *testing.T) {
 		// The transformer projections whose reduction is cut (3 slabs):
 		// mlp_down's Forward, qkv's and mlp_up's dX.
 		{"fwd", 4096, 14336, 4096}, {"dx", 4096, 4096, 12288}, {"dx", 4096, 4096, 14336},
+		// The uncut projections and the largest bench shape.
+		{"fwd", 4096, 4096, 12288}, {"fwd", 4096, 4096, 14336}, {"fwd", 4096, 1536, 3072}, {"fwd", 8192, 8192, 8192},
 	} {
 		x := alloc(t, ctx, uint64(s.M*s.K*2))
 		w := alloc(t, ctx, uint64(s.K*s.N*4))
 		y := alloc(t, ctx, uint64(s.M*s.N*2))
 		for _, p := range []cudaload.DevicePtr{x, w, y} {
 			require.NoError(t, ctx.MemsetD8(p, 0x3c, 2*uint64(min(s.M*s.K, s.K*s.N, s.M*s.N))))
+		}
+		if os.Getenv("DETGEMM_TC_RANDOM") != "" {
+			// Random bf16 in (-1, 1) lower the clocks as the bench's inputs
+			// do; constant ones flatter every kernel.
+			r := rand.New(rand.NewSource(1))
+			for _, b := range []struct {
+				p cudaload.DevicePtr
+				n int
+			}{{x, s.M * s.K}, {w, s.K * s.N}, {y, s.M * s.N}} {
+				h := make([]uint16, b.n)
+				for i := range h {
+					h[i] = uint16(0x3800+r.Intn(0x0780)) | uint16(r.Intn(2))<<15
+				}
+				require.NoError(t, ctx.MemcpyHtoD(b.p, unsafe.Pointer(&h[0]), uint64(2*b.n)))
+			}
 		}
 		launchOn := func(eng caller) func() error {
 			return func() error {

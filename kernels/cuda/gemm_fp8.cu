@@ -198,31 +198,9 @@ DETGEMM_INLINE void store8(const float (&acc)[BN / 2], const Args& a, float sd, 
     }
 }
 
-// The block's rank in its cluster, the cluster's index and the number of
-// clusters (blocks, ranks 0 and indices blockIdx.x, without clusters).
-template <class T>
-DETGEMM_INLINE void cluster_place(dg_u32& rank, dg_i64& first, dg_i64& step) {
-    if constexpr (T::CLUSTER > 1) {
-        dg_u32 rk, id, n;
-        asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rk));
-        asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
-        asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(n));
-        rank = rk;
-        first = id;
-        step = n;
-    } else {
-        rank = 0;
-        first = blockIdx.x;
-        step = gridDim.x;
-    }
-}
-
-// Every block of the cluster has arrived here (and sees the others'
-// shared-memory writes before it: the barriers' initialisation at the
-// start, the end of their last remote arrivals at the end).
-DETGEMM_INLINE void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
+using wg::cluster_place;
+using wg::cluster_sync;
+using wg::release_slot;
 
 // The origin of the tile of item t for the block of this rank: an item is
 // a tile, or with clusters the pair of tiles (i0, j0) and (i0, j0 + BN)
@@ -232,27 +210,6 @@ template <class T>
 DETGEMM_INLINE void item_origin(dg_i64 t, dg_i64 M, dg_i64 N, dg_u32 rank, dg_i64& i0, dg_i64& j0) {
     wg::tile_origin<T::BM, T::BN * T::CLUSTER>(t, M, N, i0, j0);
     j0 += (dg_i64)rank * T::BN;
-}
-
-// Hands ring slot s back to the producers: an arrival on the slot's empty
-// barrier of every block of the cluster (the peer's producer multicasts
-// into this block's slot too), from lane 0 of each consumer warp. The
-// remote arrival has the default (CTA-scope) release: the slot's reads are
-// wgmma's, already complete (wgmma_wait), and a cluster-scope release
-// would make each arriving warp wait for all of its outstanding memory
-// operations.
-template <class T>
-DETGEMM_INLINE void release_slot(dg_u32 bars, int s, int lane, dg_u32 rank) {
-    if (lane != 0) return;
-    const dg_u32 bar = bars + 8 * (T::STAGES + s);
-    wg::mbar_arrive(bar);
-    if constexpr (T::CLUSTER > 1) {
-        asm volatile(
-            "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-            "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-            "r"(rank ^ 1u)
-            : "memory");
-    }
 }
 
 // The block's stages in ring order, as every party that fills the ring

@@ -120,31 +120,9 @@ DETGEMM_INLINE dg_u32 meta_ring(dg_u32 bars) {
     return (bars + 16 * T::STAGES + T::BN * 4 + 127u) & ~127u;
 }
 
-// The block's rank in its cluster, the cluster's index and the number of
-// clusters (without clusters: rank 0, blockIdx.x and gridDim.x).
-template <class T>
-DETGEMM_INLINE void cluster_place(dg_u32& rank, dg_u32& first, dg_u32& step) {
-    if constexpr (T::CLUSTER > 1) {
-        dg_u32 rk, id, n;
-        asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rk));
-        asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
-        asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(n));
-        rank = rk;
-        first = id;
-        step = n;
-    } else {
-        rank = 0;
-        first = blockIdx.x;
-        step = gridDim.x;
-    }
-}
-
-// Every block of the cluster has arrived here (and sees the others'
-// shared-memory writes before it: the barriers' initialisation at the
-// start, the end of their last remote arrivals at the end).
-DETGEMM_INLINE void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
+using wg::cluster_place;
+using wg::cluster_sync;
+using wg::release_slot;
 
 // The origin of the tile of item t for the block of this rank: an item is
 // a tile, or with clusters the tiles (n0, m0) and (n0 + 128, m0), rank r
@@ -153,26 +131,6 @@ template <class T>
 DETGEMM_INLINE void item_origin(dg_u32 t, dg_i64 M, dg_i64 N, dg_u32 rank, dg_i64& n0, dg_i64& m0) {
     wg::tile_origin<T::BM * T::CLUSTER, T::BN>(t, N, M, n0, m0);
     n0 += (dg_i64)rank * T::BM;
-}
-
-// Hands ring slot s back to the producers: an arrival on the slot's empty
-// barrier of every block of the cluster (the peer's producer multicasts
-// into this block's slot too), from lane 0 of each consumer warp. The
-// remote arrival has the default (CTA-scope) release: the slot's reads are
-// wgmma's, already complete (wgmma_wait); a cluster-scope release makes
-// ptxas wait for all of the warp's outstanding memory operations first.
-template <class T>
-DETGEMM_INLINE void release_slot(dg_u32 bars, int s, int lane, dg_u32 rank) {
-    if (lane != 0) return;
-    const dg_u32 bar = bars + 8 * (T::STAGES + s);
-    wg::mbar_arrive(bar);
-    if constexpr (T::CLUSTER > 1) {
-        asm volatile(
-            "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-            "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-            "r"(rank ^ 1u)
-            : "memory");
-    }
 }
 
 // The block's stages in ring order, as every party that fills the ring

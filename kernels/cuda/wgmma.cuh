@@ -121,6 +121,53 @@ DETGEMM_INLINE void mbar_arrive(dg_u32 bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// The block's rank in its cluster, the cluster's index and the number of
+// clusters (without clusters: rank 0, blockIdx.x and gridDim.x). T is a
+// tile type with a CLUSTER (here, gemm_fp8's, gemm_sp24_wg's).
+template <class T, class I>
+DETGEMM_INLINE void cluster_place(dg_u32& rank, I& first, I& step) {
+    if constexpr (T::CLUSTER > 1) {
+        dg_u32 rk, id, n;
+        asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rk));
+        asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(id));
+        asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(n));
+        rank = rk;
+        first = id;
+        step = n;
+    } else {
+        rank = 0;
+        first = blockIdx.x;
+        step = gridDim.x;
+    }
+}
+
+// Every block of the cluster has arrived here (and sees the others'
+// shared-memory writes before it: the barriers' initialisation at the
+// start, the end of their last remote arrivals at the end).
+DETGEMM_INLINE void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// Hands ring slot s back to the producers: an arrival on the slot's empty
+// barrier of every block of the cluster (the peer's producer multicasts
+// into this block's slot too), from lane 0 of each consumer warp. The
+// remote arrival has the default (CTA-scope) release: the slot's reads are
+// wgmma's, already complete (wgmma_wait); a cluster-scope release makes
+// ptxas wait for all of the warp's outstanding memory operations first.
+template <class T>
+DETGEMM_INLINE void release_slot(dg_u32 bars, int s, int lane, dg_u32 rank) {
+    if (lane != 0) return;
+    const dg_u32 bar = bars + 8 * (T::STAGES + s);
+    mbar_arrive(bar);
+    if constexpr (T::CLUSTER > 1) {
+        asm volatile(
+            "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+            "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+            "r"(rank ^ 1u)
+            : "memory");
+    }
+}
+
 // A shared-memory matrix descriptor with the 128-byte swizzle: start
 // address, leading and stride byte offsets (each in 16-byte units), layout
 // type 1 (SWIZZLE_128B) in bits 62-63. The ring is 1 KiB aligned, so the
