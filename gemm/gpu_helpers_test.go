@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,9 +33,14 @@ func gpuEngine(t *testing.T) (*Engine, *cudaload.Context) {
 }
 
 // newRand draws fresh inputs on every run; the seed is logged so a failure
-// can be replayed.
+// can be replayed (DETGEMM_SEED=<seed> draws that run's inputs again).
 func newRand(t *testing.T) *rand.Rand {
 	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("DETGEMM_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "DETGEMM_SEED")
+		seed = v
+	}
 	t.Logf("seed %d", seed)
 	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 }

@@ -108,6 +108,9 @@ func TestTCKernelsGiveIdenticalBitsOnLargeShapes(t *testing.T) {
 	// are whole tiles but the last column of tiles.
 	for _, d := range []DType{BF16, F16} {
 		tcLargeShapeFamiliesDX(t, eng, ctx, m, r, d, 1024, 2000, 1280)
+		// A cut dX (2 slabs of 4352) on planes: 128×96's slab variant, a
+		// ragged last column of tiles (1000 = 10·96 + 40).
+		tcLargeShapeFamiliesDX(t, eng, ctx, m, r, d, 256, 8200, 1000)
 	}
 }
 

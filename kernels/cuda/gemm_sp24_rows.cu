@@ -106,6 +106,17 @@ DETGEMM_INLINE void load_frags(Frags& f, dg_u32 sv, dg_u32 sx, dg_u32 se, int la
     for (int s = 0; s < STEPS; ++s) f.e[s] = __byte_perm(wa[s], wb[s], sel);
 }
 
+// Gives ring slot bar back once this thread's reads of it have completed:
+// the fence orders the fragment reads (ldmatrix, generic proxy) before the
+// arrival, after which the producer's next copy (TMA, async proxy) may
+// overwrite the slot. The arrival's own release was not enough under
+// NVRTC 12.4: repeated runs met rows of a slot already refilled
+// (gemm's TestTCKernelsRepeatTheirBits).
+DETGEMM_INLINE void release_after_reads(dg_u32 bar) {
+    asm volatile("fence.acq_rel.cta;\n" ::: "memory");
+    tc::mbar_arrive(bar);
+}
+
 template <class T, int IN, int OUT>
 DETGEMM_INLINE void forward(const tma::tensor_map& tmV, const tma::tensor_map& tmX, const dg_u32* DETGEMM_RESTRICT E,
                             void* DETGEMM_RESTRICT Y, dg_i64 ldy, const float* DETGEMM_RESTRICT bias, void* aux,
@@ -225,13 +236,13 @@ DETGEMM_INLINE void forward(const tma::tensor_map& tmV, const tma::tensor_map& t
         const dg_i64 k0 = kt * BK;
         const bool whole = k0 + BK <= K;
         if (whole || k0 < K) sp24::mma_sp<IN>(acc, cur.a[0], cur.b[0], cur.e[0]);
-        if (kt + 1 < ktiles) tc::mbar_arrive(take(nxt));
+        if (kt + 1 < ktiles) release_after_reads(take(nxt));
 #pragma unroll
         for (int s = 1; s < STEPS; ++s)
             if (whole || k0 + 32 * s < K) sp24::mma_sp<IN>(acc, cur.a[s], cur.b[s], cur.e[s]);
     };
     Frags f0, f1;
-    tc::mbar_arrive(take(f0));
+    release_after_reads(take(f0));
     dg_i64 kt = 0;
 #pragma unroll 1
     for (; kt + 2 <= ktiles; kt += 2) {

@@ -128,6 +128,17 @@ DETGEMM_INLINE void load_frags(Frags& f, dg_u32 sx, dg_u32 sw, int lane, int n0,
     }
 }
 
+// Gives ring slot bar back once this thread's reads of it have completed:
+// the fence orders the fragment reads (ldmatrix, generic proxy) before the
+// arrival, after which the producer's next copy (TMA, async proxy) may
+// overwrite the slot. The arrival's own release was not enough under
+// NVRTC 12.4: repeated runs met rows of a slot already refilled
+// (gemm's TestTCKernelsRepeatTheirBits).
+DETGEMM_INLINE void release_after_reads(dg_u32 bar) {
+    asm volatile("fence.acq_rel.cta;\n" ::: "memory");
+    tc::mbar_arrive(bar);
+}
+
 template <class T, int DTIN, int DTOUT, bool B_JC, int INIT, bool CUT, class Act = epi::Identity>
 DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void* DETGEMM_RESTRICT C,
                               const float* DETGEMM_RESTRICT bias, dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc,
@@ -217,7 +228,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
     auto step = [&](const Frags& f, int ks) { tc::mma16816<DTIN>(acc, f.w[ks], f.x[ks][0], f.x[ks][1]); };
 
     Frags f0, f1;
-    tc::mbar_arrive(take(f0));
+    release_after_reads(take(f0));
     // k-tile kt with its fragments in cur: SPLIT steps, the next k-tile's
     // fragments (waiting on the tensor core anyway), the remaining steps.
     // The arrival that gives the slot back waits for the fragment reads to
@@ -235,12 +246,12 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
         dg_u32 empty = 0;
         if (kt + 1 < ktiles) {
             empty = take(nxt);
-            if (!T::LATE) tc::mbar_arrive(empty);
+            if (!T::LATE) release_after_reads(empty);
         }
 #pragma unroll
         for (int ks = T::SPLIT; ks < KS; ++ks)
             if (whole || k0 + ks * 16 < R) step(cur, ks);
-        if (T::LATE && empty != 0) tc::mbar_arrive(empty);
+        if (T::LATE && empty != 0) release_after_reads(empty);
     };
     // The plan's slabs (L a multiple of BK): the chain folds into sum at
     // the end of every slab but the last (epi::fold_slab); a loop a slab at

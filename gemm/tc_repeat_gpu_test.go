@@ -1,0 +1,78 @@
+package gemm
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTCKernelsRepeatTheirBits runs each tensor-core kernel many times on
+// the same inputs, back to back on the stream, and requires every run to
+// give the first run's bits: the run-to-run promise under load, where a
+// ring slot refilled while a warp still reads it would show as a few
+// differing rows. DETGEMM_REPEATS sets the runs a kernel (default 3) and
+// DETGEMM_REPEAT_CASES, a regular expression, the kernels (default all).
+func TestTCKernelsRepeatTheirBits(t *testing.T) {
+	eng, ctx, _ := tcEngine(t)
+	r := newRand(t)
+	reps := 3
+	if s := os.Getenv("DETGEMM_REPEATS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		reps = max(n, 2)
+	}
+	only := regexp.MustCompile(os.Getenv("DETGEMM_REPEAT_CASES"))
+	const M, N, K = 1024, 2000, 1280 // dX: dY [M,N] · W [K,N]ᵀ; Forward: X [M,N] · W [N,K]
+	for _, d := range []DType{F16, BF16} {
+		a, w := randomOperand(r, d, M*N), randomOperand(r, d, K*N)
+		aP, wP := upload(t, ctx, a), upload(t, ctx, w)
+		outs := make([]cudaload.DevicePtr, reps)
+		for i := range outs {
+			outs[i] = alloc(t, ctx, uint64(M*K*d.Size()))
+		}
+		for _, tc := range tcCases {
+			if !only.MatchString(tc.name) {
+				continue
+			}
+			for _, op := range []string{"dX", "Forward"} {
+				eng := forced(eng, filter{tc: tc.f})
+				var err error
+				for _, o := range outs {
+					require.NoError(t, ctx.MemsetD8(o, 0xFF, uint64(M*K*d.Size())))
+				}
+				for i := range outs {
+					if op == "dX" {
+						err = eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: aP, W: wP, DX: outs[i], In: d, Out: d})
+					} else {
+						err = eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: N, N: K, X: aP, W: wP, Y: outs[i], In: d, Out: d})
+					}
+					if err != nil {
+						break
+					}
+				}
+				if refused(t, tc.f, err) {
+					continue
+				}
+				first := readBits(t, eng, ctx, outs[0], d, M*K)
+				bad := 0
+				for i := 1; i < reps; i++ {
+					got := readBits(t, eng, ctx, outs[i], d, M*K)
+					for e := range got {
+						if got[e] != first[e] {
+							if bad < 3 {
+								t.Errorf("%v %s %s: run %d element (%d,%d): %#x, first run %#x", d, op, tc.name, i, e/K, e%K, got[e], first[e])
+							}
+							bad++
+						}
+					}
+				}
+				require.Zero(t, bad, fmt.Sprintf("%v %s %s: elements that differ from the first run over %d runs", d, op, tc.name, reps))
+			}
+		}
+	}
+}
