@@ -231,15 +231,20 @@ DETGEMM_INLINE void forward(const tma::tensor_map& tmV, const tma::tensor_map& t
         return empty;
     };
     // k-tile kt with its fragments in cur: the next k-tile's fragments are
-    // read (and their slot given back) while the first steps run.
+    // read while the steps run, and their slot given back after the last
+    // step, by when the reads have long landed: the fence then waits for
+    // nothing, where right after the reads it held the chain's next step
+    // behind their latency.
     auto ktile = [&](dg_i64 kt, const Frags& cur, Frags& nxt) {
         const dg_i64 k0 = kt * BK;
         const bool whole = k0 + BK <= K;
         if (whole || k0 < K) sp24::mma_sp<IN>(acc, cur.a[0], cur.b[0], cur.e[0]);
-        if (kt + 1 < ktiles) release_after_reads(take(nxt));
+        const bool more = kt + 1 < ktiles;
+        const dg_u32 empty = more ? take(nxt) : 0u;
 #pragma unroll
         for (int s = 1; s < STEPS; ++s)
             if (whole || k0 + 32 * s < K) sp24::mma_sp<IN>(acc, cur.a[s], cur.b[s], cur.e[s]);
+        if (more) release_after_reads(empty);
     };
     Frags f0, f1;
     release_after_reads(take(f0));

@@ -1,0 +1,84 @@
+package gemm
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSparse24KernelsRepeatTheirBits is TestTCKernelsRepeatTheirBits for
+// the sparse forward: each sparse tile runs many times, back to back on the
+// stream, on the same inputs, and every run must give the tile's first
+// run's bits, and each tile's first run the first tile's (every sparse
+// tile gives the same bits). A ring slot refilled while a warp still reads
+// it shows here as a few differing rows. DETGEMM_REPEATS sets the runs a
+// tile (default 3), DETGEMM_REPEAT_CASES, a regular expression, the tiles
+// (default all).
+func TestSparse24KernelsRepeatTheirBits(t *testing.T) {
+	eng, ctx, _ := tcEngine(t)
+	t.Cleanup(func() { sp24ForceTile = "" })
+	r := newRand(t)
+	reps := 3
+	if s := os.Getenv("DETGEMM_REPEATS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		reps = max(n, 2)
+	}
+	only := regexp.MustCompile(os.Getenv("DETGEMM_REPEAT_CASES"))
+	tiles := []string{"s", "m", "l"}
+	if eng.hasWG {
+		tiles = append(tiles, "r8", "r16", "r32", "w128", "w256")
+	}
+	// Few rows (the decode tiles' case, several row tiles for r8 and r16)
+	// and a long K: many stages through every ring slot.
+	const M, N, K = 32, 2000, 4096
+	for _, d := range []DType{BF16, F16} {
+		x := upload(t, ctx, spfAdversarial(r, d, M*K, true))
+		w := newSpfWeight(t, ctx, r, d, K, N, true)
+		outs := make([]cudaload.DevicePtr, reps)
+		for i := range outs {
+			outs[i] = alloc(t, ctx, uint64(M*N*d.Size()))
+		}
+		var base []uint32
+		baseTile := ""
+		for _, tile := range tiles {
+			if !only.MatchString(tile) {
+				continue
+			}
+			sp24ForceTile = tile
+			p, err := eng.PlanSparse24(Sparse24Desc{In: d, Out: d, M: M, N: N, K: K})
+			sp24ForceTile = ""
+			require.NoError(t, err, tile)
+			for _, o := range outs {
+				require.NoError(t, ctx.MemsetD8(o, 0xFF, uint64(M*N*d.Size())))
+			}
+			for _, o := range outs {
+				require.NoError(t, p.Run(Sparse24Args{X: x, Values: w.dv, Meta: w.dm, Y: o}), tile)
+			}
+			first := readBits(t, eng, ctx, outs[0], d, M*N)
+			if base == nil {
+				base, baseTile = first, tile
+			} else {
+				requireSameBits(t, base, first, N, fmt.Sprintf("%v sparse tile %s vs tile %s", d, tile, baseTile))
+			}
+			bad := 0
+			for i := 1; i < reps; i++ {
+				got := readBits(t, eng, ctx, outs[i], d, M*N)
+				for e := range got {
+					if got[e] != first[e] {
+						if bad < 3 {
+							t.Errorf("%v sparse tile %s: run %d element (%d,%d): %#x, first run %#x", d, tile, i, e/N, e%N, got[e], first[e])
+						}
+						bad++
+					}
+				}
+			}
+			require.Zero(t, bad, fmt.Sprintf("%v sparse tile %s: elements that differ from the first run over %d runs", d, tile, reps))
+		}
+	}
+}
