@@ -2,9 +2,6 @@ package gemm
 
 import (
 	"fmt"
-	"os"
-	"regexp"
-	"strconv"
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
@@ -23,13 +20,7 @@ func TestSparse24KernelsRepeatTheirBits(t *testing.T) {
 	eng, ctx, _ := tcEngine(t)
 	t.Cleanup(func() { sp24ForceTile = "" })
 	r := newRand(t)
-	reps := 3
-	if s := os.Getenv("DETGEMM_REPEATS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		reps = max(n, 2)
-	}
-	only := regexp.MustCompile(os.Getenv("DETGEMM_REPEAT_CASES"))
+	reps, only := repeatSettings(t)
 	tiles := []string{"s", "m", "l"}
 	if eng.hasWG {
 		tiles = append(tiles, "r8", "r16", "r32", "w128", "w256")
@@ -60,25 +51,12 @@ func TestSparse24KernelsRepeatTheirBits(t *testing.T) {
 			for _, o := range outs {
 				require.NoError(t, p.Run(Sparse24Args{X: x, Values: w.dv, Meta: w.dm, Y: o}), tile)
 			}
-			first := readBits(t, eng, ctx, outs[0], d, M*N)
+			first := requireRunsRepeat(t, eng, ctx, outs, d, M, N, fmt.Sprintf("%v sparse tile %s", d, tile))
 			if base == nil {
 				base, baseTile = first, tile
 			} else {
 				requireSameBits(t, base, first, N, fmt.Sprintf("%v sparse tile %s vs tile %s", d, tile, baseTile))
 			}
-			bad := 0
-			for i := 1; i < reps; i++ {
-				got := readBits(t, eng, ctx, outs[i], d, M*N)
-				for e := range got {
-					if got[e] != first[e] {
-						if bad < 3 {
-							t.Errorf("%v sparse tile %s: run %d element (%d,%d): %#x, first run %#x", d, tile, i, e/N, e%N, got[e], first[e])
-						}
-						bad++
-					}
-				}
-			}
-			require.Zero(t, bad, fmt.Sprintf("%v sparse tile %s: elements that differ from the first run over %d runs", d, tile, reps))
 		}
 	}
 }

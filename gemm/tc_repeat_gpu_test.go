@@ -22,13 +22,7 @@ import (
 func TestTCKernelsRepeatTheirBits(t *testing.T) {
 	eng, ctx, _ := tcEngine(t)
 	r := newRand(t)
-	reps := 3
-	if s := os.Getenv("DETGEMM_REPEATS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		reps = max(n, 2)
-	}
-	only := regexp.MustCompile(os.Getenv("DETGEMM_REPEAT_CASES"))
+	reps, only := repeatSettings(t)
 	const M, N, K = 1024, 2000, 1280 // dX: dY [M,N] · W [K,N]ᵀ; Forward: X [M,N] · W [N,K]
 	for _, d := range []DType{F16, BF16} {
 		a, w := randomOperand(r, d, M*N), randomOperand(r, d, K*N)
@@ -61,26 +55,51 @@ func TestTCKernelsRepeatTheirBits(t *testing.T) {
 				if refused(t, tc.f, err) {
 					continue
 				}
-				first := readBits(t, eng, ctx, outs[0], d, M*K)
+				first := requireRunsRepeat(t, eng, ctx, outs, d, M, K, fmt.Sprintf("%v %s %s", d, op, tc.name))
 				if b, ok := base[op]; ok {
 					requireSameBits(t, b, first, K, fmt.Sprintf("%v %s %s vs the first kernel", d, op, tc.name))
 				} else {
 					base[op] = first
 				}
-				bad := 0
-				for i := 1; i < reps; i++ {
-					got := readBits(t, eng, ctx, outs[i], d, M*K)
-					for e := range got {
-						if got[e] != first[e] {
-							if bad < 3 {
-								t.Errorf("%v %s %s: run %d element (%d,%d): %#x, first run %#x", d, op, tc.name, i, e/K, e%K, got[e], first[e])
-							}
-							bad++
-						}
-					}
-				}
-				require.Zero(t, bad, fmt.Sprintf("%v %s %s: elements that differ from the first run over %d runs", d, op, tc.name, reps))
 			}
 		}
 	}
+}
+
+// repeatSettings reads the repeat tests' settings: DETGEMM_REPEATS, the
+// runs of each kernel (default 3, at least 2), and DETGEMM_REPEAT_CASES, a
+// regular expression of the kernels to run (default all).
+func repeatSettings(t *testing.T) (int, *regexp.Regexp) {
+	t.Helper()
+	reps := 3
+	if s := os.Getenv("DETGEMM_REPEATS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "DETGEMM_REPEATS")
+		reps = max(n, 2)
+	}
+	only, err := regexp.Compile(os.Getenv("DETGEMM_REPEAT_CASES"))
+	require.NoError(t, err, "DETGEMM_REPEAT_CASES")
+	return reps, only
+}
+
+// requireRunsRepeat reads the rows × cols outputs of a kernel's runs and
+// requires every run to equal the first, naming at most three differing
+// elements; it returns the first run's bits.
+func requireRunsRepeat(t *testing.T, eng interface{ Synchronize() error }, ctx *cudaload.Context, outs []cudaload.DevicePtr, d DType, rows, cols int, what string) []uint32 {
+	t.Helper()
+	first := readBits(t, eng, ctx, outs[0], d, rows*cols)
+	bad := 0
+	for i := 1; i < len(outs); i++ {
+		got := readBits(t, eng, ctx, outs[i], d, rows*cols)
+		for e := range got {
+			if got[e] != first[e] {
+				if bad < 3 {
+					t.Errorf("%s: run %d element (%d,%d): %#x, first run %#x", what, i, e/cols, e%cols, got[e], first[e])
+				}
+				bad++
+			}
+		}
+	}
+	require.Zero(t, bad, fmt.Sprintf("%s: elements that differ from the first run over %d runs", what, len(outs)))
+	return first
 }
