@@ -13,9 +13,8 @@ import (
 // stream, on the same inputs, and every run must give the tile's first
 // run's bits, and each tile's first run the first tile's (every sparse
 // tile gives the same bits). A ring slot refilled while a warp still reads
-// it shows here as a few differing rows. DETGEMM_REPEATS sets the runs a
-// tile (default 3), DETGEMM_REPEAT_CASES, a regular expression, the tiles
-// (default all).
+// it shows here as a few differing rows. repeatSettings reads how many
+// runs and which tiles.
 func TestSparse24KernelsRepeatTheirBits(t *testing.T) {
 	eng, ctx, _ := tcEngine(t)
 	t.Cleanup(func() { sp24ForceTile = "" })

@@ -17,8 +17,8 @@ import (
 // ring slot refilled while a warp still reads it would show as a few
 // differing rows. The first run of each kernel must also equal the first
 // kernel's (every TC kernel gives the same bits), so a kernel that never
-// writes its output cannot pass on the poison. DETGEMM_REPEATS sets the runs a kernel (default 3) and
-// DETGEMM_REPEAT_CASES, a regular expression, the kernels (default all).
+// writes its output cannot pass on the poison. repeatSettings reads how
+// many runs and which kernels.
 func TestTCKernelsRepeatTheirBits(t *testing.T) {
 	eng, ctx, _ := tcEngine(t)
 	r := newRand(t)
