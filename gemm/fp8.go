@@ -355,8 +355,13 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 	g := fp8Tiles[p.bn]
 	if l.rec == nil {
 		// A's box: a tile's 128 rows, or the 64 of them each block of a
-		// cluster loads and multicasts.
-		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.A, uint64(d.K/2), uint64(d.M), uint64(d.LDA), 64, uint32(128/g.cluster), sw, l2, oob)
+		// cluster loads and multicasts; with at most 64 rows (gemm_fp8.cu's
+		// half tiles) the 64 rows there are.
+		boxRows := uint32(128 / g.cluster)
+		if d.M <= 64 {
+			boxRows = 64
+		}
+		err := e.tmEnc.Encode2D(&e.tmA, cudaload.TensorMapUint16, a.A, uint64(d.K/2), uint64(d.M), uint64(d.LDA), 64, boxRows, sw, l2, oob)
 		if err == nil {
 			err = e.tmEnc.Encode2D(&e.tmB, cudaload.TensorMapUint16, a.B, uint64(d.K/2), uint64(d.N), uint64(d.LDB), 64, uint32(p.bn), sw, l2, oob)
 		}
