@@ -240,7 +240,10 @@ DETGEMM_INLINE void each_free_slot(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_
 // A's box then has 64 rows) only A's first 64 rows are copied, by rank 0
 // of a cluster: the second half would be all TMA zero fill, which cost more
 // than the rows the product reads (fp8 decode ran slower at M = 64 than at
-// M = 128), and no consumer reads it.
+// M = 128). The second consumer warpgroup still runs its chain, on what
+// that half of the slot held before: its rows are past M, so neither
+// stored nor in the amax (store8, store_tile), and the consumers' code is
+// the same for every M (a branch there cost the promoted chain 4 %).
 template <class T>
 DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB, dg_u32 ring, dg_u32 bars,
                             const wg::Work& w, dg_i64 M, dg_i64 N, bool half) {
@@ -510,19 +513,13 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     if (threadIdx.x < T::BN) {
         asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
     }
-    // Half tiles: every tile's rows past its first 64 are past M, so the
-    // second consumer warpgroup has nothing to store; it leaves at once,
-    // and its rows of A are neither copied (produce) nor awaited.
-    const bool half = M <= 64;
     if (threadIdx.x == 0) {
         // A stage is full when the producer's copies have landed and, with
-        // block scales, the scale loader's 32 lanes' copies too; free when
-        // every consumer warp of the cluster has handed it back.
+        // block scales, the scale loader's 32 lanes' copies too.
         const dg_u32 fills = PROMOTE && a.ba != nullptr ? 33u : 1u;
-        const dg_u32 consumers = half ? 1u : (dg_u32)T::CONSUMERS;
         for (int s = 0; s < STAGES; ++s) {
             wg::mbar_init(bars + 8 * s, fills);
-            wg::mbar_init(bars + 8 * (STAGES + s), 4 * consumers * T::CLUSTER);
+            wg::mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS * T::CLUSTER);
         }
         tma::fence_barrier_init();
     }
@@ -542,14 +539,13 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     w.items = w.tiles;
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
-        if (threadIdx.x == 0) produce<T>(tmA, tmB, ring, bars, w, M, N, half);
+        if (threadIdx.x == 0) produce<T>(tmA, tmB, ring, bars, w, M, N, M <= 64);
         if constexpr (PROMOTE) {
             if (threadIdx.x / 32 == 1 && a.ba != nullptr) load_scales<T>(bars, w, M, N, a, threadIdx.x % 32);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
-        const int c = threadIdx.x / 128 - 1;
-        if (!half || c == 0) consume<T, TA, TB, DTOUT, PROMOTE, ACT>(ring, bars, w, c, M, N, K, a);
+        consume<T, TA, TB, DTOUT, PROMOTE, ACT>(ring, bars, w, threadIdx.x / 128 - 1, M, N, K, a);
     }
     // No block leaves while its peer may still arrive on its barriers.
     if constexpr (T::CLUSTER > 1) cluster_sync();
