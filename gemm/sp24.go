@@ -256,40 +256,54 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 	return p, nil
 }
 
-// sp24TileFor picks the tile of a plan. On Hopper (gemm_sp24_rows and
-// gemm_sp24_wg present): up to 32 rows the TMA-fed rows tiles of 8 or 16
-// rows, or of 32 where the grid has at most a block an SM (its registers
-// allow one); past 32 rows the wgmma.sp tiles, 256 rows m where that still
-// gives every SM a tile and the epilogue has no GELU, except that up to 64
-// rows gemm_sp24's 64 × 64 tile runs where its grid fills the SMs.
-// Elsewhere gemm_sp24's mma.sp tiles by M. Every tile runs the same chain, so the choice never
-// changes a bit.
+// sp24TileFor picks the tile of a plan from the families this engine
+// loaded (sp24TileChoice).
 func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
-	if d.M <= 32 {
+	rows := func(t string) bool { return e.loaded(sp24RowsIDs[sp24Key{d.In, d.Out, t}]) }
+	wg := e.loaded(sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}])
+	return sp24TileChoice(int64(d.M), int64(d.N), int64(e.sms), act, rows, wg)
+}
+
+// sp24TileChoice picks the tile for M × N on sms SMs. On Hopper
+// (gemm_sp24_rows and gemm_sp24_wg present, rows and wg true): up to 32
+// rows the TMA-fed rows tiles of 8 or 16 rows, or of 32 where the grid has
+// at most a block an SM (its registers allow one); up to 64 rows the
+// 32-row tile too where its grid is at most two blocks an SM (at
+// 64 × 4096 × 4096 its 256 blocks beat the wgmma.sp tile's 32 and
+// gemm_sp24's 128); past that the wgmma.sp tiles, 256 rows m where that
+// still gives every SM a tile and the epilogue has no GELU, except that up
+// to 64 rows gemm_sp24's 64 × 64 tile runs where its grid fills the SMs.
+// Elsewhere gemm_sp24's mma.sp tiles by M. Every tile runs the same chain,
+// so the choice never changes a bit.
+func sp24TileChoice(M, N, sms int64, act int32, rows func(tile string) bool, wg bool) string {
+	if M <= 32 {
 		t := "r16"
 		switch {
-		case d.M <= 8:
+		case M <= 8:
 			t = "r8"
-		case d.M > 16 && ceilDiv(int64(d.N), 32) <= int64(e.sms):
+		case M > 16 && ceilDiv(N, 32) <= sms:
 			t = "r32"
 		}
-		if e.loaded(sp24RowsIDs[sp24Key{d.In, d.Out, t}]) {
+		if rows(t) {
 			return t
 		}
 	}
-	if d.M <= 16 {
+	if M > 32 && M <= 64 && ceilDiv(N, 32)*ceilDiv(M, 32) <= 2*sms && rows("r32") {
+		return "r32"
+	}
+	if M <= 16 {
 		return "s"
 	}
-	if d.M <= 64 && ceilDiv(int64(d.N), 64) >= int64(e.sms) {
+	if M <= 64 && ceilDiv(N, 64) >= sms {
 		return "m" // its grid fills the SMs: faster than the wgmma.sp tile's fewer, larger blocks
 	}
-	if e.loaded(sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}]) && d.M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
-		if act != 2 && ceilDiv(int64(d.N), 256)*ceilDiv(int64(d.M), 256) >= int64(e.sms)/2 {
+	if wg && M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
+		if act != 2 && ceilDiv(N, 256)*ceilDiv(M, 256) >= sms/2 {
 			return "w256"
 		}
 		return "w128"
 	}
-	if d.M <= 128 {
+	if M <= 128 {
 		return "m"
 	}
 	return "l"

@@ -196,3 +196,37 @@ func FuzzSparse24Forward(f *testing.F) {
 		}
 	})
 }
+
+func TestSparse24TileChoice(t *testing.T) {
+	all := func(string) bool { return true }
+	none := func(string) bool { return false }
+	for _, c := range []struct {
+		M, N     int64
+		act      int32
+		rows, wg bool
+		want     string
+	}{
+		{M: 1, N: 4096, rows: true, wg: true, want: "r8"},
+		{M: 16, N: 4096, rows: true, wg: true, want: "r16"},
+		{M: 32, N: 4096, rows: true, wg: true, want: "r32"},  // 128 blocks of 32 columns
+		{M: 32, N: 4256, rows: true, wg: true, want: "r16"},  // 133: more than a block an SM
+		{M: 64, N: 4096, rows: true, wg: true, want: "r32"},  // 256 blocks: two an SM
+		{M: 33, N: 4224, rows: true, wg: true, want: "r32"},  // 264
+		{M: 64, N: 4256, rows: true, wg: true, want: "w128"}, // 266
+		{M: 64, N: 11008, rows: true, wg: true, want: "m"},   // gemm_sp24's 172 blocks of 64 columns fill the SMs
+		{M: 128, N: 4096, rows: true, wg: true, want: "w128"},
+		{M: 4096, N: 11008, rows: true, wg: true, want: "w256"},
+		{M: 4096, N: 11008, act: 2, rows: true, wg: true, want: "w128"}, // no GELU at 256 rows
+		{M: 8, N: 4096, want: "s"},                                      // before Hopper: gemm_sp24 alone
+		{M: 64, N: 4096, want: "m"},
+		{M: 256, N: 4096, want: "l"},
+	} {
+		rows := none
+		if c.rows {
+			rows = all
+		}
+		if got := sp24TileChoice(c.M, c.N, 132, c.act, rows, c.wg); got != c.want {
+			t.Errorf("%+v: tile %q, want %q", c, got, c.want)
+		}
+	}
+}
