@@ -102,8 +102,9 @@ func TestSparse24TileByM(t *testing.T) {
 		}
 	}
 	// An sm_90a engine holding every kernel: the rows tiles up to 32 rows
-	// (32 rows a block only where the grid has at most a block an SM), the
-	// wgmma.sp tiles past that (to 64 rows only where the 64 × 64 mma.sp
+	// (32 rows a block only where the grid has at most a block an SM), to
+	// 64 rows the 32-row tile where its grid is at most two blocks an SM,
+	// the wgmma.sp tiles past that (to 64 rows only where the 64 × 64 mma.sp
 	// grid leaves SMs idle), 256 rows m for a grid that fills the SMs
 	// without GELU.
 	h := sp24TestEngine(hopper)
@@ -117,7 +118,7 @@ func TestSparse24TileByM(t *testing.T) {
 		ep   Epilogue
 		tile string
 	}{{1, 4096, Default, "r8"}, {8, 11008, Gelu, "r8"}, {9, 4096, Bias, "r16"}, {16, 11008, Default, "r16"},
-		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "w128"}, {64, 4096, Default, "w128"}, {64, 11008, Relu, "m"}, {33, 8448, Default, "m"}, {40, 8384, Default, "w128"},
+		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "r32"}, {64, 4096, Default, "r32"}, {64, 4224, Default, "r32"}, {64, 4256, Default, "w128"}, {64, 11008, Relu, "m"}, {33, 8448, Default, "m"}, {40, 8384, Default, "w128"},
 		{128, 11008, GeluBias, "w128"}, {4096, 11008, Default, "w256"}, {4096, 11008, Gelu, "w128"}, {0, 64, Default, "r8"}} {
 		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 64, Epilogue: c.ep})
 		if err != nil {
@@ -195,38 +196,4 @@ func FuzzSparse24Forward(f *testing.F) {
 			t.Fatalf("the engine accepts %+v, gemm/ref refuses: %v", pd, err)
 		}
 	})
-}
-
-func TestSparse24TileChoice(t *testing.T) {
-	all := func(string) bool { return true }
-	none := func(string) bool { return false }
-	for _, c := range []struct {
-		M, N     int64
-		act      int32
-		rows, wg bool
-		want     string
-	}{
-		{M: 1, N: 4096, rows: true, wg: true, want: "r8"},
-		{M: 16, N: 4096, rows: true, wg: true, want: "r16"},
-		{M: 32, N: 4096, rows: true, wg: true, want: "r32"},  // 128 blocks of 32 columns
-		{M: 32, N: 4256, rows: true, wg: true, want: "r16"},  // 133: more than a block an SM
-		{M: 64, N: 4096, rows: true, wg: true, want: "r32"},  // 256 blocks: two an SM
-		{M: 33, N: 4224, rows: true, wg: true, want: "r32"},  // 264
-		{M: 64, N: 4256, rows: true, wg: true, want: "w128"}, // 266
-		{M: 64, N: 11008, rows: true, wg: true, want: "m"},   // gemm_sp24's 172 blocks of 64 columns fill the SMs
-		{M: 128, N: 4096, rows: true, wg: true, want: "w128"},
-		{M: 4096, N: 11008, rows: true, wg: true, want: "w256"},
-		{M: 4096, N: 11008, act: 2, rows: true, wg: true, want: "w128"}, // no GELU at 256 rows
-		{M: 8, N: 4096, want: "s"},                                      // before Hopper: gemm_sp24 alone
-		{M: 64, N: 4096, want: "m"},
-		{M: 256, N: 4096, want: "l"},
-	} {
-		rows := none
-		if c.rows {
-			rows = all
-		}
-		if got := sp24TileChoice(c.M, c.N, 132, c.act, rows, c.wg); got != c.want {
-			t.Errorf("%+v: tile %q, want %q", c, got, c.want)
-		}
-	}
 }
