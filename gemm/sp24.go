@@ -270,7 +270,7 @@ func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
 // at most a block an SM (its registers allow one); up to 64 rows the
 // 32-row tile too where its grid is at most two blocks an SM (at
 // 64 × 4096 × 4096 its 256 blocks beat the wgmma.sp tile's 32 and
-// gemm_sp24's 128); past that the wgmma.sp tiles, 256 rows m where that
+// gemm_sp24's 64); past that the wgmma.sp tiles, 256 rows m where that
 // still gives every SM a tile and the epilogue has no GELU, except that up
 // to 64 rows gemm_sp24's 64 × 64 tile runs where its grid fills the SMs.
 // Elsewhere gemm_sp24's mma.sp tiles by M. Every tile runs the same chain,
