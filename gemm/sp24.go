@@ -79,18 +79,20 @@ type sp24Tile struct {
 }
 
 // sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles),
-// gemm_sp24_wg.cu's T128 and T256 (entries.SP24WGTiles) and
+// gemm_sp24_wg.cu's T64, T128 and T256 (entries.SP24WGTiles) and
 // gemm_sp24_rows.cu's R8, R16 and R32 (entries.SP24RowsTiles).
 var sp24Tiles = map[string]sp24Tile{
 	"s": {"s", 32, 16, 128, 4 * (32*256 + 16*512 + 32*8*4), false, 1, false},
 	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4), false, 1, false},
 	"l": {"l", 128, 128, 128, 4 * (128*64 + 128*128 + 128*2*4), false, 1, false},
-	// gemm_sp24_wg.cu's T128 and T256 (Tile::SMEM: the ring of V's 128 rows
-	// × 64 bytes and X's bm rows × 128 bytes a stage, 1 KiB of alignment
-	// slack, the barriers, bm zero floats, 128 bytes of slack, the
-	// metadata ring of 128 rows × 8 bytes a stage), in clusters of two.
-	"w128": {"w128", 128, 128, 384, sp24wgShared(128, 8), true, 2, false},
-	"w256": {"w256", 128, 256, 384, sp24wgShared(256, 5), true, 2, false},
+	// gemm_sp24_wg.cu's T64, T128 and T256 (Tile::SMEM: the ring of V's
+	// bn rows × 64 bytes and X's bm rows × 128 bytes a stage, 1 KiB of
+	// alignment slack, the barriers, bm zero floats, 128 bytes of slack,
+	// the metadata ring of bn rows × 8 bytes a stage), in clusters of two;
+	// a consumer warpgroup per 64 rows n and a producer warpgroup.
+	"w64":  {"w64", 64, 128, 256, sp24wgShared(64, 128, 10), true, 2, false},
+	"w128": {"w128", 128, 128, 384, sp24wgShared(128, 128, 8), true, 2, false},
+	"w256": {"w256", 128, 256, 384, sp24wgShared(128, 256, 5), true, 2, false},
 	// gemm_sp24_rows.cu's R8, R16, R32 (Rows::SMEM: 1 KiB of alignment
 	// slack, then a stage's V box of 32 rows × 128 bytes, two X boxes of
 	// mr rows × 128 bytes, two barriers and 32 rows × 16 bytes of
@@ -105,9 +107,10 @@ func sp24RowsShared(mr, stages uint32) uint32 {
 	return 1024 + stages*(32*128+2*mr*128+16+32*16)
 }
 
-// sp24wgShared is gemm_sp24_wg.cu's Tile::SMEM for bm rows m and stages.
-func sp24wgShared(bm, stages uint32) uint32 {
-	return stages*(128*64+bm*128) + 1024 + 2*stages*8 + bm*4 + 128 + stages*128*8
+// sp24wgShared is gemm_sp24_wg.cu's Tile::SMEM for bn rows n, bm rows m
+// and stages.
+func sp24wgShared(bn, bm, stages uint32) uint32 {
+	return stages*(bn*64+bm*128) + 1024 + 2*stages*8 + bm*4 + 128 + stages*bn*8
 }
 
 // sp24ForceTile, when set (tests only), is the tile every plan takes.
@@ -271,8 +274,10 @@ func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
 // 32-row tile too where its grid is at most two blocks an SM (at
 // 64 × 4096 × 4096 its 256 blocks beat the wgmma.sp tile's 32 and
 // gemm_sp24's 64); past that the wgmma.sp tiles, 256 rows m where that
-// still gives every SM a tile and the epilogue has no GELU, except that up
-// to 64 rows gemm_sp24's 64 × 64 tile runs where its grid fills the SMs.
+// still gives every SM a tile and the epilogue has no GELU, 64 columns n
+// where the 128-column tile's grid would fill at most half the SMs and the
+// 64-column one's fits them, except that up to 64 rows gemm_sp24's 64 × 64
+// tile runs where its grid fills the SMs.
 // Elsewhere gemm_sp24's mma.sp tiles by M. Every tile runs the same chain,
 // so the choice never changes a bit.
 func sp24TileChoice(M, N, sms int64, act int32, rows func(tile string) bool, wg bool) string {
@@ -300,6 +305,9 @@ func sp24TileChoice(M, N, sms int64, act int32, rows func(tile string) bool, wg 
 	if wg && M <= math.MaxInt32/2 { // TMA's coordinates are 32-bit
 		if act != 2 && ceilDiv(N, 256)*ceilDiv(M, 256) >= sms/2 {
 			return "w256"
+		}
+		if 2*ceilDiv(N, 256)*ceilDiv(M, 128) <= sms/2 && 2*ceilDiv(N, 128)*ceilDiv(M, 128) <= sms {
+			return "w64" // the 128-column tile's grid would leave half the SMs idle; this one's still fits them
 		}
 		return "w128"
 	}
@@ -414,14 +422,14 @@ func (l launcher) sp24Maps(d Sparse24Desc, a Sparse24Args, vBox, vRows uint32, v
 }
 
 // sp24wg encodes the TMA maps of the values (K/2 per row, N rows: a box of
-// 32 values × 128 rows, 64-byte swizzle) and of X (K per row, M rows: 64 ×
+// 32 values × the tile's bn rows, 64-byte swizzle) and of X (K per row, M rows: 64 ×
 // bm/cluster, 128-byte swizzle) and launches gemm_sp24_wg's persistent
 // grid of clusters.
 func (l launcher) sp24wg(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.DevicePtr) error {
 	d, t, e := p.d, p.tile, l.e
 	// X's box: a tile's bm rows, or the bm/2 of them each block of a
 	// cluster loads and multicasts.
-	if err := l.sp24Maps(d, a, 32, 128, cudaload.TensorMapSwizzle64B, uint32(t.bm/t.cluster)); err != nil {
+	if err := l.sp24Maps(d, a, 32, uint32(t.bn), cudaload.TensorMapSwizzle64B, uint32(t.bm/t.cluster)); err != nil {
 		return err
 	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).

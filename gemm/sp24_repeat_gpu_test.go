@@ -22,7 +22,7 @@ func TestSparse24KernelsRepeatTheirBits(t *testing.T) {
 	reps, only := repeatSettings(t)
 	tiles := []string{"s", "m", "l"}
 	if eng.hasWG {
-		tiles = append(tiles, "r8", "r16", "r32", "w128", "w256")
+		tiles = append(tiles, "r8", "r16", "r32", "w64", "w128", "w256")
 	}
 	// Few rows (the decode tiles' case, several row tiles for r8 and r16)
 	// and a long K: many stages through every ring slot.

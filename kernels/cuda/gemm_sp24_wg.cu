@@ -13,10 +13,10 @@
 // the tile may depend on M.
 //
 // Roles, ring and clusters as gemm_fp8.cu's: a producer warpgroup (thread 0 issues
-// TMA copies of V's 128 rows x 32 values, 64-byte swizzle, and X's BN rows x
+// TMA copies of V's BM rows x 32 values, 64-byte swizzle, and X's BN rows x
 // 64 positions, 128-byte swizzle, per stage of 64 positions of K; warp 1
 // copies the stage's two metadata words of each of the tile's rows with
-// cp.async), and two consumer warpgroups of 64 rows each. Metadata
+// cp.async), and BM/64 consumer warpgroups of 64 rows each. Metadata
 // registers: each warp of a warpgroup gives its 16 rows (warp % 4), lane
 // 4g + h (h = 0, 1; sparsity selector 0) rows g (bits 0-15) and g + 8
 // (bits 16-31), groups 4h .. 4h+3 of the step: mma.sp.m16n8k32's layout
@@ -27,26 +27,30 @@
 
 namespace spw {
 
-// A tile of 128 (n) x BN (m) outputs with a STAGES-deep ring of 64
-// positions of K. With CLUSTER 2, blocks run in pairs (a cluster) on the
+// A tile of BM (n) x BN (m) outputs with a STAGES-deep ring of 64
+// positions of K; the 64-row tile (one consumer warpgroup) gives a grid
+// twice as many blocks where the 128-row one leaves SMs idle (M of about
+// 128 with N of a few thousand). With CLUSTER 2, blocks run in pairs (a cluster) on the
 // two tiles of one column block m stacked along n: each block's producer
 // loads half of the X rows they share and multicasts it to both, so each X
 // byte leaves L2 once a pair (X is four times V's bytes a stage). The Go
 // side computes the same shared memory and grid (sp24wgShared, sp24Tiles).
-template <int BN_, int STAGES_, int CLUSTER_>
+template <int BM_, int BN_, int STAGES_, int CLUSTER_>
 struct Tile {
-    static constexpr int BM = 128, BN = BN_, STAGES = STAGES_, CLUSTER = CLUSTER_;
-    static constexpr int CONSUMERS = 2;
+    static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, CLUSTER = CLUSTER_;
+    static constexpr int CONSUMERS = BM / 64;
     static constexpr int THREADS = 128 * (CONSUMERS + 1);
-    static constexpr int V_BYTES = BM * 64;   // 128 rows x 32 values
+    static constexpr int V_BYTES = BM * 64;   // BM rows x 32 values
     static constexpr int X_BYTES = BN * 128;  // BN rows x 64 positions
     static constexpr int STAGE_BYTES = V_BYTES + X_BYTES;
     static constexpr int E_BYTES = BM * 8;  // two metadata words a row
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + STAGES * E_BYTES;
     static_assert(BN == 128 || BN == 256, "consumers issue m64nBNk32");
+    static_assert(BM == 64 || BM == 128, "one consumer warpgroup per 64 rows");
 };
-typedef Tile<128, 8, 2> T128;
-typedef Tile<256, 5, 2> T256;
+typedef Tile<64, 128, 10, 2> T64;
+typedef Tile<128, 128, 8, 2> T128;
+typedef Tile<128, 256, 5, 2> T256;
 
 // A shared-memory matrix descriptor with the 64-byte swizzle (layout type
 // 2 in bits 62-63): V's stage rows are 64 bytes; 8-row atoms 512 bytes
@@ -125,7 +129,7 @@ using wg::cluster_sync;
 using wg::release_slot;
 
 // The origin of the tile of item t for the block of this rank: an item is
-// a tile, or with clusters the tiles (n0, m0) and (n0 + 128, m0), rank r
+// a tile, or with clusters the tiles (n0, m0) and (n0 + BM, m0), rank r
 // taking the r-th (past N it computes on TMA's zeros and stores nothing).
 template <class T>
 DETGEMM_INLINE void item_origin(dg_u32 t, dg_i64 M, dg_i64 N, dg_u32 rank, dg_i64& n0, dg_i64& m0) {
@@ -152,7 +156,7 @@ DETGEMM_INLINE void each_free_slot(dg_u32 bars, dg_i64 items, dg_i64 ktiles, dg_
     }
 }
 
-// Producer (one thread): V's box of 32 values x 128 rows; X's of 64
+// Producer (one thread): V's box of 32 values x BM rows; X's of 64
 // positions x BN rows, or with clusters this rank's BN/2 rows multicast
 // to both blocks (every block's full barrier expects the whole stage: its
 // own V, both halves of X). Rows and positions past the operands arrive as
@@ -178,7 +182,7 @@ DETGEMM_INLINE void produce(const wg::tensor_map& tmV, const wg::tensor_map& tmX
 
 // The metadata loader (the producer warpgroup's second warp): for every
 // stage, once its slot is free, words 2kt and 2kt + 1 of each of the
-// tile's 128 rows (rows past N take row N - 1's, a word past the row its
+// tile's BM rows (rows past N take row N - 1's, a word past the row its
 // first word: valid patterns in places that are never stored or never
 // issued), by cp.async; each lane's arrival on the stage's full barrier
 // (counted in its initialisation) comes when its copies have landed.
@@ -357,7 +361,7 @@ DETGEMM_INLINE void forward(const wg::tensor_map& tmV, const wg::tensor_map& tmX
 
 // Entry points: detgemm_sp24wg_{tile}_{act}_{in}_{out}, the activation
 // (epi::ACT_*) compiled in. Arguments: the TMA maps of V (K/2 values x N
-// rows, box 32 x 128, 64-byte swizzle) and X (K x M, box 64 x BN, 128-byte
+// rows, box 32 x TILE::BM, 64-byte swizzle) and X (K x M, box 64 x BN, 128-byte
 // swizzle), M, N, K, E, Y, ldy, bias, aux (GELU's, or null), mask (ReLU's,
 // or null), ldaux.
 // TILE::THREADS threads; grid: TILE::CLUSTER · min(items, SMs /

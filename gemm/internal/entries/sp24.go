@@ -31,13 +31,13 @@ func sp24() (out []Entry) {
 }
 
 // SP24WGFamily holds the 2:4-sparse forward's Hopper kernels
-// (gemm_sp24_wg.cu): wgmma.sp k32 steps, TMA-fed, persistent, in 128 × BN
+// (gemm_sp24_wg.cu): wgmma.sp k32 steps, TMA-fed, persistent, in BM × BN
 // tiles (n × m); the same chain per element as gemm_sp24's.
 const SP24WGFamily = "gemm_sp24_wg"
 
 // SP24WGTiles are the Hopper sparse forward's tiles (gemm_sp24_wg.cu's
-// T128, T256): 128 columns n of Y by 128 or 256 rows m.
-var SP24WGTiles = []string{"w128", "w256"}
+// T64, T128, T256): 64 columns n of Y by 128 rows m, 128 by 128 or 256.
+var SP24WGTiles = []string{"w64", "w128", "w256"}
 
 // SP24WGActs are the activations compiled into the Hopper sparse
 // forward's epilogue.
