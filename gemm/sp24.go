@@ -113,6 +113,13 @@ func sp24wgShared(bn, bm, stages uint32) uint32 {
 	return stages*(bn*64+bm*128) + 1024 + 2*stages*8 + bm*4 + 128 + stages*bn*8
 }
 
+// sp24wgTakesK reports whether gemm_sp24_wg's tiles run a reduction of
+// length K: every stage of 64 positions issues both of its k32 steps, so
+// the last stage must reach into its second half (K % 64 of 0 or 48; at 16
+// or 32 its second step would lie wholly past K, and adding its +0 products
+// turns a -0 chain into +0 where the contract's chain has no such step).
+func sp24wgTakesK(K int) bool { return K%64 == 0 || K%64 == 48 }
+
 // sp24ForceTile, when set (tests only), is the tile every plan takes.
 var sp24ForceTile string
 
@@ -229,7 +236,7 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 		return p, argErr(op, "LDAux", ErrLeadingDim, "%d given, but %v has no aux; leave it 0", d.LDAux, d.Epilogue)
 	}
 	name := sp24TileFor(e, d, p.act)
-	if sp24ForceTile != "" {
+	if sp24ForceTile != "" && (!sp24Tiles[sp24ForceTile].wg || sp24wgTakesK(d.K)) {
 		name = sp24ForceTile
 	}
 	var id kernelID
@@ -263,7 +270,7 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 // loaded (sp24TileChoice).
 func sp24TileFor(e *Engine, d Sparse24Desc, act int32) string {
 	rows := func(t string) bool { return e.loaded(sp24RowsIDs[sp24Key{d.In, d.Out, t}]) }
-	wg := e.loaded(sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}])
+	wg := e.loaded(sp24WGIDs[sp24WGKey{d.In, d.Out, "w128", sp24ActName[act]}]) && sp24wgTakesK(d.K)
 	return sp24TileChoice(int64(d.M), int64(d.N), int64(e.sms), act, rows, wg)
 }
 

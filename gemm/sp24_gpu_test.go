@@ -181,7 +181,11 @@ func TestSparse24HopperTilesMatchReference(t *testing.T) {
 	r := newRand(t)
 	shapes := [][3]int{{64, 128, 64}, {1, 7, 16}, {3, 33, 48}, {17, 100, 96}, {129, 130, 160}, {257, 96, 1040},
 		{300, 520, 544}, {130, 129, 272}, {513, 257, 208}, {64, 64, 4096}, {129, 130, 128}, {300, 264, 512},
-		{77, 257, 1280}}
+		{77, 257, 1280},
+		// Whole tiles beside partial ones, and reductions whose last stage
+		// ends three quarters in (K % 64 = 48: the wgmma.sp tiles' step 1
+		// half inside K); K % 64 of 16 or 32 leaves the wgmma.sp tiles.
+		{300, 383, 512}, {520, 262, 1072}, {256, 133, 112}}
 	// The rows tiles: few rows and every kind of K (a stage of 128 cut
 	// short, a last step of 16, metadata rows of 1, 3, 33 words, copied a
 	// word at a time, and of multiples of 4, copied 16 bytes at a time),
@@ -207,7 +211,7 @@ func TestSparse24HopperTilesMatchReference(t *testing.T) {
 					if si == 0 {
 						eps = []Epilogue{Default}
 					}
-					if si == 3 || si == 5 {
+					if si == 3 || si == 5 || si == 13 {
 						eps = spfEpilogues
 					}
 					for _, ep := range eps {

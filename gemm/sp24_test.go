@@ -128,6 +128,24 @@ func TestSparse24TileByM(t *testing.T) {
 			t.Errorf("sm_90a M %d N %d %v: tile %s, want %s", c.M, c.N, c.ep, p.tile.name, c.tile)
 		}
 	}
+	// The wgmma.sp tiles issue both k32 steps of every stage: a reduction
+	// whose last stage ends in its first half (K % 64 of 16 or 32) takes
+	// gemm_sp24's tiles, even when a test forces a wgmma.sp tile.
+	for _, c := range []struct {
+		K     int
+		force string
+		tile  string
+	}{{4096, "", "w256"}, {4048, "", "l"}, {4064, "", "l"}, {4080, "", "w256"}, {1040, "w128", "l"}, {1072, "w128", "w128"}} {
+		sp24ForceTile = c.force
+		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: 4096, N: 11008, K: c.K})
+		sp24ForceTile = ""
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.tile.name != c.tile {
+			t.Errorf("sm_90a K %d (forced %q): tile %s, want %s", c.K, c.force, p.tile.name, c.tile)
+		}
+	}
 }
 
 // FuzzSparse24Forward: any description and pointers give a typed error or

@@ -110,6 +110,14 @@ func TestEmbeddedSetDecodesToCUBINsForTheirArch(t *testing.T) {
 			sm, newABI := cubinSM(cubin)
 			require.Equal(t, arch.number(), sm, "the CUBIN's e_flags name its architecture")
 			require.Equal(t, r.variant != baseVariant, newABI, "NVRTC %s writes the %s ELF ABI", r.nvrtc, map[bool]string{true: "new", false: "old"}[newABI])
+			// ptxas's "wgmma.mma_async instructions are serialized"
+			// (C7510-C7520) in the set's own log: the cuda13 set is built
+			// on the GPU machine by NVRTC 13, which this machine's NVRTC
+			// does not reproduce (gemm_sp24_wg's epilogue serialised every
+			// kernel of the family under 13 only, 2026-11-27).
+			for _, l := range strings.Split(log, "\n") {
+				require.NotContains(t, l, "instructions are serialized", "%s %s: ptxas serialises wgmma", r.variant, r.family)
+			}
 			res := ParseResources(log)
 			require.NotEmpty(t, res, "the ptxas report travels with the CUBIN")
 			for _, k := range res {

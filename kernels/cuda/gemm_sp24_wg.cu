@@ -8,9 +8,10 @@
 // (rows of V), its columns rows m of X. Per element the chain starts at
 // bias[n] (or +0) and takes one wgmma.sp m64nNk32 step for every 32
 // positions of K in ascending order (16 kept products a step; a step wholly
-// past K is not issued), then Matmul's epilogue and one rounding at the
-// store: gemm_sp24.cu's chain, so the two families give the same bits and
-// the tile may depend on M.
+// past K is not issued: the plan runs this family only where K % 64 is 0 or
+// 48, so both steps of every stage lie inside K), then Matmul's epilogue and
+// one rounding at the store: gemm_sp24.cu's chain, so the two families give
+// the same bits and the tile may depend on M.
 //
 // Roles, ring and clusters as gemm_fp8.cu's: a producer warpgroup (thread 0 issues
 // TMA copies of V's BM rows x 32 values, 64-byte swizzle, and X's BN rows x
@@ -128,6 +129,30 @@ using wg::cluster_place;
 using wg::cluster_sync;
 using wg::release_slot;
 
+// The bits of v as a matrix of type OUT stores it (epi::store's rounding;
+// 16-bit by wgmma.cuh's pack16: one cvt and selects, no branch).
+template <int OUT>
+DETGEMM_INLINE dg_u32 out_bits(float v) {
+    if constexpr (OUT == epi::F32) return __float_as_uint(v);
+    else return wg::pack16<OUT>(v, v) & 0xffffu;
+}
+
+// Stores element e of a matrix of type OUT whose bits out_bits gave.
+template <int OUT>
+DETGEMM_INLINE void put(void* p, dg_i64 e, dg_u32 bits) {
+    if constexpr (OUT == epi::F32) static_cast<dg_u32*>(p)[e] = bits;
+    else static_cast<dg_u16*>(p)[e] = (dg_u16)bits;
+}
+
+// The ReLU mask byte (epi::mm_mask) of a stored value, from its bits.
+template <int OUT>
+DETGEMM_INLINE unsigned char mask_byte(dg_u32 bits) {
+    const float x = OUT == epi::F32 ? __uint_as_float(bits)
+                    : OUT == epi::BF16 ? __uint_as_float(bits << 16)
+                                       : dg_f16_to_f32((dg_u16)bits);
+    return x > 0.0f ? epi::MASK_PASS : (x != x ? epi::MASK_NAN : epi::MASK_ZERO);
+}
+
 // The origin of the tile of item t for the block of this rank: an item is
 // a tile, or with clusters the tiles (n0, m0) and (n0 + BM, m0), rank r
 // taking the r-th (past N it computes on TMA's zeros and stores nothing).
@@ -232,7 +257,6 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
 
     dg_u32 rank, first, step;
     cluster_place<T>(rank, first, step);
-    const int k32 = (int)K;
     wg::Ring r;
     int prev = 0;
     for (dg_u32 t = first; t < (dg_u32)items; t += step) {
@@ -244,13 +268,14 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
             // The chain's start: bias[n], or +0 read from shared memory
             // (constant accumulators make ptxas serialise the wgmma
             // pipeline, C7515, as in wgmma.cuh).
-            const float* z = zeros;
-            asm volatile("" : "+l"(z));
-            float s0 = z[0], s1 = z[1];
-            if (a.bias != nullptr) {
-                s0 = na < n32 ? epi::tc_start(a.bias, na) : 0.0f;
-                s1 = nb < n32 ? epi::tc_start(a.bias, nb) : 0.0f;
-            }
+            // Loaded on one path: the source is the block's choice, and
+            // rows past N read row N - 1's (never stored); a per-thread
+            // branch here made ptxas 13 serialise it too (C7520).
+            const bool has = a.bias != nullptr;
+            const float* src = has ? a.bias : zeros;
+            asm volatile("" : "+l"(src));
+            const float s0 = epi::tc_start(src, has ? min(na, n32 - 1) : 0);
+            const float s1 = epi::tc_start(src, has ? min(nb, n32 - 1) : 0);
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = (i & 2) ? s1 : s0;
         }
@@ -266,10 +291,13 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
             asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(w0b), "=r"(w1b) : "r"(me + 8 * (r0 + 8)) : "memory");
             const dg_u32 e0 = __byte_perm(w0a, w0b, sel), e1 = __byte_perm(w1a, w1b, sel);
             wg::wgmma_fence();
-            // Step 0 always lies inside K (K % 16 = 0); step 1 only if
-            // K reaches past the stage's first 32 positions.
+            // Both steps lie inside K: the plan runs these tiles only where
+            // K % 64 is 0 or 48 (a step wholly past K would add +0 products
+            // and turn a -0 chain into +0; issuing step 1 on a condition,
+            // as a branch or as the instruction's guard, made ptxas 13
+            // serialise the pipeline, C7520).
             mma_sp<BN, IN>(acc, da, db, e0);
-            if (kt * 64 + 32 < k32) mma_sp<BN, IN>(acc, da + 2, db + 4, e1);
+            mma_sp<BN, IN>(acc, da + 2, db + 4, e1);
             wg::wgmma_commit();
             // The previous stage's steps are done once at most this one's
             // group is pending: hand its slot back to the producers.
@@ -285,11 +313,24 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
 
         // The epilogue, element by element: accumulator 4q + 2h + e is
         // Y[m][n] with n = na (h = 0) or nb, m = m0 + 8q + 2(lane % 4) + e.
+        // Every value is formed on one path and only the stores depend on
+        // the bounds (epi::mm_finish's steps, reordered): a bounds branch
+        // around code that reads the accumulators made ptxas 13 serialise
+        // the wgmma pipeline of every kernel of this family (C7520), as
+        // wgmma.cuh's epilogue found.
         const int mc = (int)m0 + 2 * (lane % 4);
         auto finish = [&](float v, int q, int h, int e) {
             const int n = h ? nb : na, m = mc + 8 * q + e;
-            if (n < n32 && m < m32)
-                epi::mm_finish<OUT>(v, ACT, a.Y, (dg_i64)m * a.ldy + n, a.aux, a.mask, (dg_i64)m * a.ldaux + n);
+            const bool in = n < n32 && m < m32;
+            const dg_i64 ax = (dg_i64)m * a.ldaux + n;
+            const dg_u32 pre = out_bits<OUT>(v);  // GELU's aux: v as D stores it
+            const float y = ACT == epi::ACT_RELU ? dg_relu(v) : ACT == epi::ACT_GELU ? dg_gelu(v) : v;
+            const dg_u32 yb = out_bits<OUT>(y);
+            if (in) {
+                put<OUT>(a.Y, (dg_i64)m * a.ldy + n, yb);
+                if (ACT == epi::ACT_GELU && a.aux != nullptr) put<OUT>(a.aux, ax, pre);
+                if (ACT == epi::ACT_RELU && a.mask != nullptr) a.mask[ax] = mask_byte<OUT>(yb);
+            }
         };
         if constexpr (ACT == epi::ACT_GELU) {
             // GELU in a rolled loop, W accumulators a turn, the next turn's
