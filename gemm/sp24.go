@@ -114,11 +114,13 @@ func sp24wgShared(bn, bm, stages uint32) uint32 {
 }
 
 // sp24wgTakesK reports whether gemm_sp24_wg's tiles run a reduction of
-// length K: every stage of 64 positions issues both of its k32 steps, so
-// the last stage must reach into its second half (K % 64 of 0 or 48; at 16
-// or 32 its second step would lie wholly past K, and adding its +0 products
-// turns a -0 chain into +0 where the contract's chain has no such step).
-func sp24wgTakesK(K int) bool { return K%64 == 0 || K%64 == 48 }
+// length K: they issue both k32 steps of every stage of 64 positions, in
+// pairs of stages, so the count of stages must be even and the last stage
+// must reach into its second half (K % 128 of 0 or 112). Past K a step
+// would add +0 products, which turn a -0 chain into +0 where the
+// contract's chain has no such step; a conditional step or stage made
+// ptxas 13 serialise the kernels' wgmma.
+func sp24wgTakesK(K int) bool { return K%128 == 0 || K%128 == 112 }
 
 // sp24ForceTile, when set (tests only), is the tile every plan takes.
 var sp24ForceTile string

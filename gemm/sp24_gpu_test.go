@@ -183,9 +183,10 @@ func TestSparse24HopperTilesMatchReference(t *testing.T) {
 		{300, 520, 544}, {130, 129, 272}, {513, 257, 208}, {64, 64, 4096}, {129, 130, 128}, {300, 264, 512},
 		{77, 257, 1280},
 		// Whole tiles beside partial ones, and reductions whose last stage
-		// ends three quarters in (K % 64 = 48: the wgmma.sp tiles' step 1
-		// half inside K); K % 64 of 16 or 32 leaves the wgmma.sp tiles.
-		{300, 383, 512}, {520, 262, 1072}, {256, 133, 112}}
+		// ends three quarters in (K % 128 = 112: the wgmma.sp tiles' last
+		// step half inside K); other K leave the wgmma.sp tiles unless
+		// K % 128 = 0.
+		{300, 383, 512}, {520, 262, 1136}, {256, 133, 112}}
 	// The rows tiles: few rows and every kind of K (a stage of 128 cut
 	// short, a last step of 16, metadata rows of 1, 3, 33 words, copied a
 	// word at a time, and of multiples of 4, copied 16 bytes at a time),

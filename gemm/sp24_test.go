@@ -120,7 +120,7 @@ func TestSparse24TileByM(t *testing.T) {
 	}{{1, 4096, Default, "r8"}, {8, 11008, Gelu, "r8"}, {9, 4096, Bias, "r16"}, {16, 11008, Default, "r16"},
 		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "r32"}, {64, 4096, Default, "r32"}, {64, 4224, Default, "r32"}, {64, 4256, Default, "w64"}, {64, 11008, Relu, "m"}, {33, 8448, Default, "m"}, {40, 8384, Default, "w64"}, {128, 4096, Default, "w64"}, {128, 8448, Default, "w64"}, {128, 8704, Default, "w128"},
 		{128, 11008, GeluBias, "w128"}, {4096, 11008, Default, "w256"}, {4096, 11008, Gelu, "w128"}, {0, 64, Default, "r8"}} {
-		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 64, Epilogue: c.ep})
+		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 128, Epilogue: c.ep})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,14 +128,15 @@ func TestSparse24TileByM(t *testing.T) {
 			t.Errorf("sm_90a M %d N %d %v: tile %s, want %s", c.M, c.N, c.ep, p.tile.name, c.tile)
 		}
 	}
-	// The wgmma.sp tiles issue both k32 steps of every stage: a reduction
-	// whose last stage ends in its first half (K % 64 of 16 or 32) takes
-	// gemm_sp24's tiles, even when a test forces a wgmma.sp tile.
+	// The wgmma.sp tiles issue both k32 steps of every stage, stages in
+	// pairs: a reduction of an odd count of stages, or whose last stage ends
+	// in its first half (K % 128 other than 0 or 112), takes gemm_sp24's
+	// tiles, even when a test forces a wgmma.sp tile.
 	for _, c := range []struct {
 		K     int
 		force string
 		tile  string
-	}{{4096, "", "w256"}, {4048, "", "l"}, {4064, "", "l"}, {4080, "", "w256"}, {1040, "w128", "l"}, {1072, "w128", "w128"}} {
+	}{{4096, "", "w256"}, {4048, "", "l"}, {4064, "", "l"}, {4080, "", "w256"}, {4032, "", "l"}, {1040, "w128", "l"}, {1136, "w128", "w128"}} {
 		sp24ForceTile = c.force
 		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: 4096, N: 11008, K: c.K})
 		sp24ForceTile = ""

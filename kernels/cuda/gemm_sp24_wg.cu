@@ -8,10 +8,10 @@
 // (rows of V), its columns rows m of X. Per element the chain starts at
 // bias[n] (or +0) and takes one wgmma.sp m64nNk32 step for every 32
 // positions of K in ascending order (16 kept products a step; a step wholly
-// past K is not issued: the plan runs this family only where K % 64 is 0 or
-// 48, so both steps of every stage lie inside K), then Matmul's epilogue and
-// one rounding at the store: gemm_sp24.cu's chain, so the two families give
-// the same bits and the tile may depend on M.
+// past K is not issued: the plan runs this family only where K % 128 is 0
+// or 112, so both steps of every stage lie inside K), then Matmul's epilogue
+// and one rounding at the store: gemm_sp24.cu's chain, so the two families
+// give the same bits and the tile may depend on M.
 //
 // Roles, ring and clusters as gemm_fp8.cu's: a producer warpgroup (thread 0 issues
 // TMA copies of V's BM rows x 32 values, 64-byte swizzle, and X's BN rows x
@@ -259,6 +259,15 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
     cluster_place<T>(rank, first, step);
     wg::Ring r;
     int prev = 0;
+    // Two sets of metadata registers, one for even stages and one for odd:
+    // wgmma.sp may still read a stage's metadata operand until its group
+    // completes, so the next stage's must land in the other set (measured:
+    // with one set, whose registers the next stage's loads could take while
+    // the group before was still pending, the bits changed from run to
+    // run). Each set is used once more after the wait that retires its
+    // group, which keeps the compiler from giving the other set its
+    // registers before then.
+    dg_u32 ea0 = 0, ea1 = 0, eb0 = 0, eb1 = 0;
     for (dg_u32 t = first; t < (dg_u32)items; t += step) {
         dg_i64 n0, m0;
         item_origin<T>(t, M, N, rank, n0, m0);
@@ -280,7 +289,10 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
             for (int i = 0; i < BN / 2; ++i) acc[i] = (i & 2) ? s1 : s0;
         }
         wg::fence_acc(acc);
-        for (int kt = 0; kt < (int)ktiles; ++kt, r.next<STAGES>()) {
+        // One stage: its metadata into (e0, e1), both k32 steps, and the
+        // slot of the stage before handed back once its group is done;
+        // (o0, o1) is the other set, free from then on.
+        auto stage = [&](int kt, dg_u32& e0, dg_u32& e1, const dg_u32& o0, const dg_u32& o1) {
             const int s = r.slot;
             wg::mbar_wait(bars + 8 * s, r.phase);
             const dg_u32 v = ring + s * T::STAGE_BYTES;
@@ -289,13 +301,9 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
             dg_u32 w0a, w0b, w1a, w1b;
             asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(w0a), "=r"(w1a) : "r"(me + 8 * r0) : "memory");
             asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(w0b), "=r"(w1b) : "r"(me + 8 * (r0 + 8)) : "memory");
-            const dg_u32 e0 = __byte_perm(w0a, w0b, sel), e1 = __byte_perm(w1a, w1b, sel);
+            e0 = __byte_perm(w0a, w0b, sel);
+            e1 = __byte_perm(w1a, w1b, sel);
             wg::wgmma_fence();
-            // Both steps lie inside K: the plan runs these tiles only where
-            // K % 64 is 0 or 48 (a step wholly past K would add +0 products
-            // and turn a -0 chain into +0; issuing step 1 on a condition,
-            // as a branch or as the instruction's guard, made ptxas 13
-            // serialise the pipeline, C7520).
             mma_sp<BN, IN>(acc, da, db, e0);
             mma_sp<BN, IN>(acc, da + 2, db + 4, e1);
             wg::wgmma_commit();
@@ -303,8 +311,20 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
             // group is pending: hand its slot back to the producers.
             wg::wgmma_wait<1>();
             wg::fence_acc(acc);
+            asm volatile("" ::"r"(o0), "r"(o1));
             if (kt > 0) release_slot<T>(bars, prev, lane, rank);
             prev = s;
+            r.next<STAGES>();
+        };
+        // Stages in pairs, every step issued: the plan runs these tiles only
+        // where K % 128 is 0 or 112 (sp24wgTakesK), so the count of stages
+        // is even and both steps of the last lie inside K. A step wholly
+        // past K would add +0 products and turn a -0 chain into +0; a step
+        // or stage issued on a condition (a branch, or the instruction's
+        // guard) made ptxas 13 serialise the pipeline (C7520).
+        for (int kt = 0; kt < (int)ktiles; kt += 2) {
+            stage(kt, ea0, ea1, eb0, eb1);
+            stage(kt + 1, eb0, eb1, ea0, ea1);
         }
         wg::wgmma_wait<0>();
         wg::fence_acc(acc);
