@@ -122,7 +122,8 @@ func sp24wgShared(bn, bm, stages uint32) uint32 {
 // ptxas 13 serialise the kernels' wgmma.
 func sp24wgTakesK(K int) bool { return K%128 == 0 || K%128 == 112 }
 
-// sp24ForceTile, when set (tests only), is the tile every plan takes.
+// sp24ForceTile, when set (tests only), is the tile every plan takes
+// (a wgmma.sp tile only where it runs K: sp24wgTakesK).
 var sp24ForceTile string
 
 // sp24Shared is the dynamic shared memory of a tile (build_share.go).
