@@ -154,6 +154,7 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 			named[id] = "detgemm_fp8_scales"
 		}
 	}
+	named[sp24StageID] = "detgemm_sp24wg_stage_meta"
 	require.Len(t, named, len(kernelEntries)-1, "every entry point has exactly one key")
 	for id, name := range named {
 		require.Equal(t, id.entry().Name, name)

@@ -64,6 +64,12 @@ type Sparse24Plan struct {
 	bias, aux bool
 	mask      bool
 	precision Precision
+	// stage: the metadata staged in the workspace (sp24StageID) before a
+	// wgmma.sp product, whose producer then copies a stage's at once; ws is
+	// the workspace that takes, etRows the staged rows (N rounded up to 256).
+	stage  bool
+	ws     uint64
+	etRows int64
 }
 
 // sp24Tile is one of gemm_sp24.cu's tile shapes, or (wg) one of
@@ -122,6 +128,22 @@ func sp24wgShared(bn, bm, stages uint32) uint32 {
 // ptxas 13 serialise the kernels' wgmma.
 func sp24wgTakesK(K int) bool { return K%128 == 0 || K%128 == 112 }
 
+// sp24StageID is gemm_sp24_wg.cu's detgemm_sp24wg_stage_meta.
+var sp24StageID = indexOf(func(entries.Key) bool { return true }, "sp24wgstage")[true]
+
+// sp24StageMTiles is the count of wgmma.sp row tiles m from which a plan
+// stages the metadata: the staging pass reads E once and writes it once,
+// while the product's loader reads it for every row tile, 8 bytes a row and
+// stage in its own sector.
+const sp24StageMTiles = 4
+
+// sp24StageBytes is the staged metadata's workspace: two words for each of
+// N (rounded up to 256) rows and each stage of 64 positions of K.
+func sp24StageBytes(N, K int64) (ws uint64, etRows int64) {
+	etRows = ceilDiv(N, 256) * 256
+	return uint64(ceilDiv(K, 64) * etRows * 8), etRows
+}
+
 // sp24ForceTile, when set (tests only), is the tile every plan takes
 // (a wgmma.sp tile only where it runs K: sp24wgTakesK).
 var sp24ForceTile string
@@ -175,12 +197,24 @@ func (e *Engine) CanImplementSparse24(d Sparse24Desc) error {
 	return err
 }
 
-// PlanSparse24 validates d and chooses its kernel. The sparse forward
-// needs no workspace.
+// PlanSparse24 validates d and chooses its kernel. A wgmma.sp plan of many
+// row tiles takes a workspace for its staged metadata (WorkspaceBytes),
+// allocated now so that Run never allocates; the errors are
+// CanImplementSparse24's, or the allocation's.
 func (e *Engine) PlanSparse24(d Sparse24Desc) (*Sparse24Plan, error) {
 	p, err := e.newSparse24Plan(d)
 	if err != nil {
 		return nil, err
+	}
+	if p.ws > 0 {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			return nil, ErrClosed
+		}
+		if err := e.ws.ensure("Sparse24Forward", p.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
+			return nil, err
+		}
 	}
 	return &p, nil
 }
@@ -256,6 +290,10 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 		}
 	}
 	p.id, p.tile = id, sp24Tiles[name]
+	if p.tile.wg && ceilDiv(int64(d.M), p.tile.bm) >= sp24StageMTiles {
+		p.stage = true
+		p.ws, p.etRows = sp24StageBytes(int64(d.N), int64(d.K))
+	}
 	if ceilDiv(int64(d.M), p.tile.bm)*ceilDiv(int64(d.N), p.tile.bn) > math.MaxInt32 {
 		return p, argErr(op, "M", ErrTooLarge, "%d × %d outputs: more than 2^31-1 tiles of %d × %d", d.M, d.N, p.tile.bm, p.tile.bn)
 	}
@@ -331,13 +369,17 @@ func sp24TileChoice(M, N, sms int64, act int32, rows func(tile string) bool, wg 
 // resolved).
 func (p *Sparse24Plan) Desc() Sparse24Desc { return p.d }
 
-// WorkspaceBytes is the engine workspace the plan uses: none.
-func (p *Sparse24Plan) WorkspaceBytes() uint64 { return 0 }
+// WorkspaceBytes is the engine workspace the plan uses: the staged
+// metadata of a wgmma.sp plan of many row tiles, else none.
+func (p *Sparse24Plan) WorkspaceBytes() uint64 { return p.ws }
 
 // Kernels names the entry point a Run launches.
 func (p *Sparse24Plan) Kernels() []string {
 	if p.id == 0 {
 		return nil
+	}
+	if p.stage {
+		return []string{sp24StageID.entry().Name, p.id.entry().Name}
 	}
 	return []string{p.id.entry().Name}
 }
@@ -391,6 +433,11 @@ func (p *Sparse24Plan) Run(a Sparse24Args) error {
 	if err := l.need(&prob, p.id); err != nil {
 		return err
 	}
+	if p.stage {
+		if err := l.need(&prob, sp24StageID); err != nil {
+			return err
+		}
+	}
 	var aux, mask cudaload.DevicePtr
 	if p.mask {
 		mask = a.Aux
@@ -442,13 +489,26 @@ func (l launcher) sp24wg(p *Sparse24Plan, a Sparse24Args, aux, mask cudaload.Dev
 	if err := l.sp24Maps(d, a, 32, uint32(t.bn), cudaload.TensorMapSwizzle64B, uint32(t.bm/t.cluster)); err != nil {
 		return err
 	}
+	prob := problem{op: "Sparse24Forward", in: d.In, out: d.Out}
+	var et cudaload.DevicePtr
+	if p.stage {
+		// The metadata staged first (gemm_sp24_wg.cu's
+		// detgemm_sp24wg_stage_meta): a stage's two words of every row,
+		// rows of a stage contiguous.
+		et = e.ws.ptr
+		kt := ceilDiv(int64(d.K), 64)
+		e.args.Reset().Ptr(a.Meta).Int64(int64(d.N)).Int64(int64((d.K + 31) / 32)).Int64(kt).Ptr(et).Int64(p.etRows)
+		grid := cudaload.Dim3{X: uint32(max(min(ceilDiv(kt*p.etRows, 256), int64(8*e.sms)), 1)), Y: 1, Z: 1}
+		if err := l.launch(&prob, sp24StageID, grid, 256, 0, 0, 0); err != nil {
+			return err
+		}
+	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).
-		Ptr(a.Meta).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).Ptr(aux).Ptr(mask).Int64(int64(d.LDAux))
+		Ptr(a.Meta).Ptr(et).Int64(p.etRows).Ptr(a.Y).Int64(int64(d.LDY)).Ptr(a.Bias).Ptr(aux).Ptr(mask).Int64(int64(d.LDAux))
 	// Items: tiles, or with clusters that many tiles stacked along n; a
 	// cluster's blocks are co-resident, so the grid is whole clusters.
 	items := ceilDiv(int64(d.N), t.bn*t.cluster) * ceilDiv(int64(d.M), t.bm)
 	blocks := t.cluster * max(min(items, int64(e.sms)/t.cluster), 1)
-	prob := problem{op: "Sparse24Forward", in: d.In, out: d.Out}
 	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, uint32(t.threads), t.shared, t.bm, t.bn)
 }
 

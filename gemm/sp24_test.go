@@ -120,7 +120,7 @@ func TestSparse24TileByM(t *testing.T) {
 	}{{1, 4096, Default, "r8"}, {8, 11008, Gelu, "r8"}, {9, 4096, Bias, "r16"}, {16, 11008, Default, "r16"},
 		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "r32"}, {64, 4096, Default, "r32"}, {64, 4224, Default, "r32"}, {64, 4256, Default, "w64"}, {64, 11008, Relu, "m"}, {33, 8448, Default, "m"}, {40, 8384, Default, "w64"}, {128, 4096, Default, "w64"}, {128, 8448, Default, "w64"}, {128, 8704, Default, "w128"},
 		{128, 11008, GeluBias, "w128"}, {4096, 11008, Default, "w256"}, {4096, 11008, Gelu, "w128"}, {0, 64, Default, "r8"}} {
-		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 128, Epilogue: c.ep})
+		p, err := h.newSparse24Plan(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 128, Epilogue: c.ep})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestSparse24TileByM(t *testing.T) {
 		tile  string
 	}{{4096, "", "w256"}, {4048, "", "l"}, {4064, "", "l"}, {4080, "", "w256"}, {4032, "", "l"}, {1040, "w128", "l"}, {1136, "w128", "w128"}} {
 		sp24ForceTile = c.force
-		p, err := h.PlanSparse24(Sparse24Desc{In: BF16, Out: BF16, M: 4096, N: 11008, K: c.K})
+		p, err := h.newSparse24Plan(Sparse24Desc{In: BF16, Out: BF16, M: 4096, N: 11008, K: c.K})
 		sp24ForceTile = ""
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +162,7 @@ func FuzzSparse24Forward(f *testing.F) {
 		d := Sparse24Desc{In: []DType{0, BF16, F16, F32}[in%4], Out: []DType{0, BF16, F16, F32}[out%4], M: M, N: N, K: K,
 			LDX: ldx, LDY: ldy, Epilogue: Epilogue(ep % 40), LDAux: ldaux}
 		e := sp24TestEngine(hopper)
-		p, err := e.PlanSparse24(d)
+		p, err := e.newSparse24Plan(d)
 		var ae *ArgError
 		if err != nil {
 			if !errors.As(err, &ae) {

@@ -110,6 +110,11 @@ DETGEMM_INLINE void mma_sp(float (&d)[N / 2], dg_u64 da, dg_u64 db, dg_u32 e) {
 // The arguments after the maps and shape.
 struct Args {
     const dg_u32* E;  // metadata, N rows of MW words
+    // The metadata staged by stage_meta (null: the loader warp reads E):
+    // ET[(kt * et_rows + n) * 2 + w], the stage's two words of row n, rows
+    // past N repeating row N - 1's; et_rows is N rounded up to 256.
+    const dg_u32* ET;
+    dg_i64 et_rows;
     void* Y;
     dg_i64 ldy;
     const float* bias;  // null: none
@@ -186,14 +191,25 @@ DETGEMM_INLINE void each_free_slot(dg_u32 bars, dg_i64 items, dg_i64 ktiles, dg_
 // to both blocks (every block's full barrier expects the whole stage: its
 // own V, both halves of X). Rows and positions past the operands arrive as
 // zeros.
+// With staged metadata (Args::ET) the same thread copies the stage's
+// metadata too, BM rows x 8 contiguous bytes of ET, into the stage's slot
+// (meta_ring) by one bulk copy completing on the stage's full barrier.
 template <class T>
 DETGEMM_INLINE void produce(const wg::tensor_map& tmV, const wg::tensor_map& tmX, dg_u32 ring, dg_u32 bars,
-                            dg_i64 items, dg_i64 ktiles, dg_i64 M, dg_i64 N) {
+                            dg_i64 items, dg_i64 ktiles, dg_i64 M, dg_i64 N, const Args& a) {
     tma::prefetch_map(tmV);
     tma::prefetch_map(tmX);
+    const bool staged = a.ET != nullptr;
+    const dg_u32 mring = meta_ring<T>(bars);
     each_free_slot<T>(bars, items, ktiles, M, N, [&](int s, dg_u32 rank, dg_i64 n0, dg_i64 m0, int kt) {
         const dg_u32 full = bars + 8 * s;
-        tma::mbar_expect_tx(full, T::STAGE_BYTES);
+        tma::mbar_expect_tx(full, T::STAGE_BYTES + (staged ? T::E_BYTES : 0));
+        if (staged) {
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                             mring + s * T::E_BYTES),
+                         "l"(a.ET + ((dg_i64)kt * a.et_rows + n0) * 2), "r"(T::E_BYTES), "r"(full)
+                         : "memory");
+        }
         const dg_u32 v = ring + s * T::STAGE_BYTES, x = v + T::V_BYTES;
         tma::load_2d(v, tmV, (int)(kt * 32), (int)n0, full);
         if constexpr (T::CLUSTER > 1) {
@@ -389,9 +405,10 @@ DETGEMM_INLINE void forward(const wg::tensor_map& tmV, const wg::tensor_map& tmX
     }
     if (threadIdx.x == 0) {
         // A stage is full when the producer's copies and the metadata
-        // loader's 32 lanes' copies have landed.
+        // loader's 32 lanes' copies have landed (staged metadata: the
+        // producer's copies alone).
         for (int s = 0; s < STAGES; ++s) {
-            wg::mbar_init(bars + 8 * s, 33u);
+            wg::mbar_init(bars + 8 * s, a.ET != nullptr ? 1u : 33u);
             wg::mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS * T::CLUSTER);
         }
         tma::fence_barrier_init();
@@ -409,8 +426,8 @@ DETGEMM_INLINE void forward(const wg::tensor_map& tmV, const wg::tensor_map& tmX
     // thread (with the producer lowered to 40 and the consumers raised to
     // 232, NVRTC 13 spilled a GELU kernel).
     if (threadIdx.x < 128) {
-        if (threadIdx.x == 0) produce<T>(tmV, tmX, ring, bars, items, ktiles, M, N);
-        if (threadIdx.x / 32 == 1) load_meta<T>(bars, items, ktiles, M, N, (K + 31) / 32, a.E, threadIdx.x % 32);
+        if (threadIdx.x == 0) produce<T>(tmV, tmX, ring, bars, items, ktiles, M, N, a);
+        if (threadIdx.x / 32 == 1 && a.ET == nullptr) load_meta<T>(bars, items, ktiles, M, N, (K + 31) / 32, a.E, threadIdx.x % 32);
     } else {
         consume<T, IN, OUT, ACT>(ring, bars, items, ktiles, threadIdx.x / 128 - 1, M, N, K, a);
     }
@@ -431,11 +448,32 @@ DETGEMM_INLINE void forward(const wg::tensor_map& tmV, const wg::tensor_map& tmX
 #define DETGEMM_SP24WG_ENTRY(NAME, IN, OUT, TILE, ACT)                                                          \
     DETGEMM_KERNEL void __launch_bounds__(TILE::THREADS, 1) __cluster_dims__(TILE::CLUSTER, 1, 1)              \
         NAME(const __grid_constant__ wg::tensor_map tmV, const __grid_constant__ wg::tensor_map tmX, dg_i64 M,   \
-             dg_i64 N, dg_i64 K, const dg_u32* E, void* Y, dg_i64 ldy, const float* bias, void* aux,             \
-             unsigned char* mask, dg_i64 ldaux) {                                                                \
+             dg_i64 N, dg_i64 K, const dg_u32* E, const dg_u32* ET, dg_i64 et_rows, void* Y, dg_i64 ldy,        \
+             const float* bias, void* aux, unsigned char* mask, dg_i64 ldaux) {                                  \
         dg_grid_dependency_wait();                                                                              \
-        const spw::Args a{E, Y, ldy, bias, aux, mask, ldaux};                                                   \
+        const spw::Args a{E, ET, et_rows, Y, ldy, bias, aux, mask, ldaux};                                      \
         spw::forward<TILE, IN, OUT, ACT>(tmV, tmX, M, N, K, a);                                                 \
+    }
+
+// Entry point detgemm_sp24wg_stage_meta(E, N, mw, ktiles, ET, et_rows): one
+// call's metadata in the layout the producer copies a stage of at once
+// (Args::ET): ET[(kt * et_rows + n) * 2 + w] = E[min(n, N - 1) * mw + c]
+// with c = 2kt for w = 0 and min(2kt + 1, mw - 1) for w = 1 (load_meta's
+// words). Exact copies, so the bits are the loader's. A thread a word
+// pair, rows fastest; any grid.
+#define DETGEMM_SP24WG_STAGE_ENTRY(NAME, ...)                                                                   \
+    DETGEMM_KERNEL void NAME(const dg_u32* E, dg_i64 N, dg_i64 mw, dg_i64 ktiles, dg_u32* ET, dg_i64 et_rows) {   \
+        dg_grid_dependency_wait();                                                                              \
+        const dg_i64 total = ktiles * et_rows;                                                                  \
+        for (dg_i64 e = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;                              \
+             e += (dg_i64)gridDim.x * blockDim.x) {                                                             \
+            const dg_i64 kt = e / et_rows, n = e - kt * et_rows;                                                \
+            const dg_u32* row = E + (n < N ? n : N - 1) * mw;                                                  \
+            const dg_i64 w1 = 2 * kt + 1 < mw ? 2 * kt + 1 : 2 * kt;                                          \
+            ET[2 * e] = row[2 * kt];                                                                            \
+            ET[2 * e + 1] = row[w1];                                                                            \
+        }                                                                                                       \
+        dg_launch_dependents();                                                                                 \
     }
 
 #include "zgemm_sp24_wg_entries.cuh"

@@ -33,3 +33,4 @@ DETGEMM_SP24WG_ENTRY(detgemm_sp24wg_w256_relu_bf16_bf16, epi::BF16, epi::BF16, s
 DETGEMM_SP24WG_ENTRY(detgemm_sp24wg_w256_relu_bf16_f32, epi::BF16, epi::F32, spw::T256, epi::ACT_RELU)
 DETGEMM_SP24WG_ENTRY(detgemm_sp24wg_w256_relu_f16_f16, epi::F16, epi::F16, spw::T256, epi::ACT_RELU)
 DETGEMM_SP24WG_ENTRY(detgemm_sp24wg_w256_relu_f16_f32, epi::F16, epi::F32, spw::T256, epi::ACT_RELU)
+DETGEMM_SP24WG_STAGE_ENTRY(detgemm_sp24wg_stage_meta, )

@@ -61,6 +61,10 @@ func sp24wg() (out []Entry) {
 			}
 		}
 	}
+	// The metadata staged for the producer's bulk copies (kind
+	// "sp24wgstage").
+	out = append(out, Entry{Key: Key{Kind: "sp24wgstage"}, Family: SP24WGFamily, Header: HeaderFor(SP24WGFamily),
+		Macro: "DETGEMM_SP24WG_STAGE_ENTRY", Name: "detgemm_sp24wg_stage_meta"})
 	return out
 }
 
