@@ -148,6 +148,9 @@ func sp24StageBytes(N, K int64) (ws uint64, etRows int64) {
 // (a wgmma.sp tile only where it runs K: sp24wgTakesK).
 var sp24ForceTile string
 
+// sp24NoStage, when set (tests only), keeps every plan's metadata unstaged.
+var sp24NoStage bool
+
 // sp24Shared is the dynamic shared memory of a tile (build_share.go).
 func sp24Shared(tile string) uint32 { return sp24Tiles[tile].shared }
 
@@ -290,7 +293,7 @@ func (e *Engine) newSparse24Plan(d Sparse24Desc) (Sparse24Plan, error) {
 		}
 	}
 	p.id, p.tile = id, sp24Tiles[name]
-	if p.tile.wg && ceilDiv(int64(d.M), p.tile.bm) >= sp24StageMTiles {
+	if p.tile.wg && !sp24NoStage && ceilDiv(int64(d.M), p.tile.bm) >= sp24StageMTiles {
 		p.stage = true
 		p.ws, p.etRows = sp24StageBytes(int64(d.N), int64(d.K))
 	}

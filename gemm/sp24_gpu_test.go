@@ -186,7 +186,10 @@ func TestSparse24HopperTilesMatchReference(t *testing.T) {
 		// ends three quarters in (K % 128 = 112: the wgmma.sp tiles' last
 		// step half inside K); other K leave the wgmma.sp tiles unless
 		// K % 128 = 0.
-		{300, 383, 512}, {520, 262, 1136}, {256, 133, 112}}
+		{300, 383, 512}, {520, 262, 1136}, {256, 133, 112},
+		// Enough row tiles for the metadata to be staged (sp24StageMTiles),
+		// w256 included, N odd (staged rows past N repeat row N - 1's).
+		{1030, 77, 256}, {777, 100, 384}}
 	// The rows tiles: few rows and every kind of K (a stage of 128 cut
 	// short, a last step of 16, metadata rows of 1, 3, 33 words, copied a
 	// word at a time, and of multiples of 4, copied 16 bytes at a time),

@@ -52,9 +52,10 @@ func TestSparse24Throughput(t *testing.T) {
 			if tile == "s" && M > 64 || tile != "" && os.Getenv("DETGEMM_SP24_PERF_TILES") == "" {
 				continue
 			}
-			sp24ForceTile = tile
+			// "w256/ns": that tile with its metadata unstaged.
+			sp24ForceTile, sp24NoStage = strings.CutSuffix(tile, "/ns")
 			p, err := eng.PlanSparse24(Sparse24Desc{In: d, Out: d, M: M, N: N, K: K})
-			sp24ForceTile = ""
+			sp24ForceTile, sp24NoStage = "", false
 			require.NoError(t, err)
 			sparse := bestPerLaunch(t, eng, start, end, reps, func(i int) error {
 				return p.Run(Sparse24Args{X: x, Values: vs[i%sets], Meta: ms[i%sets], Y: y})

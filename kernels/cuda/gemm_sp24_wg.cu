@@ -292,10 +292,10 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
         {
             // The chain's start: bias[n], or +0 read from shared memory
             // (constant accumulators make ptxas serialise the wgmma
-            // pipeline, C7515, as in wgmma.cuh).
-            // Loaded on one path: the source is the block's choice, and
-            // rows past N read row N - 1's (never stored); a per-thread
-            // branch here made ptxas 13 serialise it too (C7520).
+            // pipeline, C7515, as in wgmma.cuh), loaded on one path: the
+            // source is the block's choice, and rows past N read row
+            // N - 1's (never stored); a per-thread choice between a load
+            // and a constant made ptxas 13 serialise it too (C7520).
             const bool has = a.bias != nullptr;
             const float* src = has ? a.bias : zeros;
             asm volatile("" : "+l"(src));
@@ -350,10 +350,8 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, dg_i64 items, dg_i64 ktile
         // The epilogue, element by element: accumulator 4q + 2h + e is
         // Y[m][n] with n = na (h = 0) or nb, m = m0 + 8q + 2(lane % 4) + e.
         // Every value is formed on one path and only the stores depend on
-        // the bounds (epi::mm_finish's steps, reordered): a bounds branch
-        // around code that reads the accumulators made ptxas 13 serialise
-        // the wgmma pipeline of every kernel of this family (C7520), as
-        // wgmma.cuh's epilogue found.
+        // the bounds (epi::mm_finish's steps, reordered): the same bits in
+        // fewer registers than mm_finish under a bounds branch.
         const int mc = (int)m0 + 2 * (lane % 4);
         auto finish = [&](float v, int q, int h, int e) {
             const int n = h ? nb : na, m = mc + 8 * q + e;
