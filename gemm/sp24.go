@@ -85,20 +85,21 @@ type sp24Tile struct {
 }
 
 // sp24Tiles mirror gemm_sp24.cu's CfgS, CfgM and CfgL (entries.SP24Tiles),
-// gemm_sp24_wg.cu's T64, T128 and T256 (entries.SP24WGTiles) and
+// gemm_sp24_wg.cu's T64, T128, T256 and T64x64 (entries.SP24WGTiles) and
 // gemm_sp24_rows.cu's R8, R16 and R32 (entries.SP24RowsTiles).
 var sp24Tiles = map[string]sp24Tile{
 	"s": {"s", 32, 16, 128, 4 * (32*256 + 16*512 + 32*8*4), false, 1, false},
 	"m": {"m", 64, 64, 128, 4 * (64*64 + 64*128 + 64*2*4), false, 1, false},
 	"l": {"l", 128, 128, 128, 4 * (128*64 + 128*128 + 128*2*4), false, 1, false},
-	// gemm_sp24_wg.cu's T64, T128 and T256 (Tile::SMEM: the ring of V's
+	// gemm_sp24_wg.cu's T64, T128, T256 and T64x64 (Tile::SMEM: the ring of V's
 	// bn rows × 64 bytes and X's bm rows × 128 bytes a stage, 1 KiB of
 	// alignment slack, the barriers, bm zero floats, 128 bytes of slack,
 	// the metadata ring of bn rows × 8 bytes a stage), in clusters of two;
 	// a consumer warpgroup per 64 rows n and a producer warpgroup.
-	"w64":  {"w64", 64, 128, 256, sp24wgShared(64, 128, 10), true, 2, false},
-	"w128": {"w128", 128, 128, 384, sp24wgShared(128, 128, 8), true, 2, false},
-	"w256": {"w256", 128, 256, 384, sp24wgShared(128, 256, 5), true, 2, false},
+	"w64":    {"w64", 64, 128, 256, sp24wgShared(64, 128, 10), true, 2, false},
+	"w128":   {"w128", 128, 128, 384, sp24wgShared(128, 128, 8), true, 2, false},
+	"w256":   {"w256", 128, 256, 384, sp24wgShared(128, 256, 5), true, 2, false},
+	"w64x64": {"w64x64", 64, 64, 256, sp24wgShared(64, 64, 16), true, 2, false},
 	// gemm_sp24_rows.cu's R8, R16, R32 (Rows::SMEM: 1 KiB of alignment
 	// slack, then a stage's V box of 32 rows × 128 bytes, two X boxes of
 	// mr rows × 128 bytes, two barriers and 32 rows × 16 bytes of
@@ -343,6 +344,9 @@ func sp24TileChoice(M, N, sms int64, act int32, rows func(tile string) bool, wg 
 		if rows(t) {
 			return t
 		}
+	}
+	if wg && M > 32 && M <= 64 && ceilDiv(N, 64) >= sms/4 {
+		return "w64x64" // the rows tiles run a 33-64-row batch as two of 32; this one computes 64 rows once
 	}
 	if M > 32 && M <= 64 && ceilDiv(N, 32)*ceilDiv(M, 32) <= 2*sms && rows("r32") {
 		return "r32"

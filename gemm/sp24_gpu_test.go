@@ -197,7 +197,7 @@ func TestSparse24HopperTilesMatchReference(t *testing.T) {
 	rowShapes := [][3]int{{1, 40, 128}, {1, 7, 16}, {3, 33, 48}, {8, 100, 96}, {16, 130, 272}, {9, 257, 1040},
 		{32, 96, 128}, {31, 544, 512}, {17, 40, 4096}, {64, 64, 256}, {2, 1280, 208}, {33, 77, 160}, {77, 300, 1024}}
 	i := 0
-	for _, tile := range []string{"w64", "w128", "w256", "r8", "r16", "r32"} {
+	for _, tile := range []string{"w64", "w128", "w256", "w64x64", "r8", "r16", "r32"} {
 		tileShapes := shapes
 		if sp24Tiles[tile].rows {
 			tileShapes = rowShapes

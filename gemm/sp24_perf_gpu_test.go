@@ -44,7 +44,7 @@ func TestSparse24Throughput(t *testing.T) {
 		dense := bestPerLaunch(t, eng, start, end, reps, func(i int) error {
 			return eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: x, W: ws[i%sets], Y: y, In: d, Out: d})
 		})
-		tiles := []string{"", "s", "m", "l", "w64", "w128", "w256"}
+		tiles := []string{"", "s", "m", "l", "w64", "w128", "w256", "w64x64"}
 		if env := os.Getenv("DETGEMM_SP24_PERF_TILES"); env != "" && env != "1" {
 			tiles = append([]string{""}, strings.Fields(env)...) // a narrow run names its tiles: "w128 w256"
 		}

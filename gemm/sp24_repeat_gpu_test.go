@@ -23,7 +23,7 @@ func TestSparse24KernelsRepeatTheirBits(t *testing.T) {
 	reps, only := repeatSettings(t)
 	tiles := []string{"s", "m", "l"}
 	if eng.hasWG {
-		tiles = append(tiles, "r8", "r16", "r32", "w64", "w128", "w256")
+		tiles = append(tiles, "r8", "r16", "r32", "w64", "w128", "w256", "w64x64")
 	}
 	// Few rows (the decode tiles' case, several row tiles for r8 and r16)
 	// and a long K: many stages through every ring slot. Then enough rows
@@ -32,7 +32,7 @@ func TestSparse24KernelsRepeatTheirBits(t *testing.T) {
 	for _, c := range []struct {
 		M, N, K int
 		tiles   []string
-	}{{32, 2000, 4096, tiles}, {1100, 600, 4096, []string{"w64", "w64/ns", "w128", "w128/ns", "w256", "w256/ns"}}} {
+	}{{32, 2000, 4096, tiles}, {1100, 600, 4096, []string{"w64", "w64/ns", "w128", "w128/ns", "w256", "w256/ns", "w64x64", "w64x64/ns"}}} {
 		if !eng.hasWG && c.M > 32 {
 			continue
 		}

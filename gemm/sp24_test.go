@@ -118,7 +118,7 @@ func TestSparse24TileByM(t *testing.T) {
 		ep   Epilogue
 		tile string
 	}{{1, 4096, Default, "r8"}, {8, 11008, Gelu, "r8"}, {9, 4096, Bias, "r16"}, {16, 11008, Default, "r16"},
-		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "r32"}, {64, 4096, Default, "r32"}, {64, 4224, Default, "r32"}, {64, 4256, Default, "w64"}, {64, 11008, Relu, "m"}, {33, 8448, Default, "m"}, {40, 8384, Default, "w64"}, {128, 4096, Default, "w64"}, {128, 8448, Default, "w64"}, {128, 8704, Default, "w128"},
+		{17, 4096, Relu, "r32"}, {32, 4224, Default, "r32"}, {32, 4256, Default, "r16"}, {33, 4096, Default, "w64x64"}, {64, 4096, Default, "w64x64"}, {64, 4224, Default, "w64x64"}, {64, 4256, Gelu, "w64x64"}, {64, 11008, Relu, "w64x64"}, {33, 8448, Default, "w64x64"}, {40, 8384, Default, "w64x64"}, {48, 2048, Default, "r32"}, {64, 1024, Default, "r32"}, {128, 4096, Default, "w64"}, {128, 8448, Default, "w64"}, {128, 8704, Default, "w128"},
 		{128, 11008, GeluBias, "w128"}, {4096, 11008, Default, "w256"}, {4096, 11008, Gelu, "w128"}, {0, 64, Default, "r8"}} {
 		p, err := h.newSparse24Plan(Sparse24Desc{In: BF16, Out: BF16, M: c.M, N: c.N, K: 128, Epilogue: c.ep})
 		if err != nil {

@@ -46,10 +46,15 @@ struct Tile {
     static constexpr int STAGE_BYTES = V_BYTES + X_BYTES;
     static constexpr int E_BYTES = BM * 8;  // two metadata words a row
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + STAGES * E_BYTES;
-    static_assert(BN == 128 || BN == 256, "consumers issue m64nBNk32");
+    static_assert(BN == 64 || BN == 128 || BN == 256, "consumers issue m64nBNk32");
     static_assert(BM == 64 || BM == 128, "one consumer warpgroup per 64 rows");
 };
 typedef Tile<64, 128, 10, 2> T64;
+// 64 rows m: twice T64's items where its grid leaves SMs with a second
+// tile while others have none (M about 128, N about 11008); a block's
+// work is half T64's, and the two tiles of a column block n read its V at
+// about the same time (wg::tile_origin's order), the second from L2.
+typedef Tile<64, 64, 16, 2> T64x64;
 typedef Tile<128, 128, 8, 2> T128;
 typedef Tile<128, 256, 5, 2> T256;
 
@@ -63,6 +68,10 @@ DETGEMM_INLINE dg_u64 sw64_desc(dg_u32 addr) {
 // One sparse k32 step, m64nNk32, A (compressed, 64 x 16) and B (32 x N,
 // K-major) from shared memory, e the thread's metadata register:
 // d = A·B + d.
+#define SPW_REGS_64 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define SPW_TAIL_64 "%32, %33, %34"
 #define SPW_REGS_128 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
@@ -81,6 +90,7 @@ DETGEMM_INLINE dg_u64 sw64_desc(dg_u32 addr) {
 #define SPW_TAIL_256 "%128, %129, %130"
 #define SPW_D8(o) \
     "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
+#define SPW_D_64 SPW_D8(0), SPW_D8(8), SPW_D8(16), SPW_D8(24)
 #define SPW_D_128 \
     SPW_D8(0), SPW_D8(8), SPW_D8(16), SPW_D8(24), SPW_D8(32), SPW_D8(40), SPW_D8(48), SPW_D8(56)
 #define SPW_D_256 \
@@ -92,7 +102,13 @@ DETGEMM_INLINE dg_u64 sw64_desc(dg_u32 addr) {
                  : "l"(da), "l"(db), "r"(e))
 template <int N, int IN>
 DETGEMM_INLINE void mma_sp(float (&d)[N / 2], dg_u64 da, dg_u64 db, dg_u32 e) {
-    if constexpr (N == 128) {
+    if constexpr (N == 64) {
+        if constexpr (IN == epi::BF16) {
+            SPW_MMA(64, "bf16");
+        } else {
+            SPW_MMA(64, "f16");
+        }
+    } else if constexpr (N == 128) {
         if constexpr (IN == epi::BF16) {
             SPW_MMA(128, "bf16");
         } else {

@@ -36,8 +36,9 @@ func sp24() (out []Entry) {
 const SP24WGFamily = "gemm_sp24_wg"
 
 // SP24WGTiles are the Hopper sparse forward's tiles (gemm_sp24_wg.cu's
-// T64, T128, T256): 64 columns n of Y by 128 rows m, 128 by 128 or 256.
-var SP24WGTiles = []string{"w64", "w128", "w256"}
+// T64, T128, T256, T64x64): 64 columns n of Y by 128 rows m, 128 by 128
+// or 256, 64 by 64.
+var SP24WGTiles = []string{"w64", "w128", "w256", "w64x64"}
 
 // SP24WGActs are the activations compiled into the Hopper sparse
 // forward's epilogue.
