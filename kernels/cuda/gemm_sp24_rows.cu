@@ -30,6 +30,7 @@
 #include "prelude.cuh"
 #include "tc_common.cuh"
 #include "tma.cuh"
+#include "ring_release.cuh"
 #include "sp24_mma.cuh"
 
 namespace sp24r {
@@ -104,17 +105,6 @@ DETGEMM_INLINE void load_frags(Frags& f, dg_u32 sv, dg_u32 sx, dg_u32 se, int la
     const dg_u32 sel = (lane & 1) ? 0x7632u : 0x5410u;
 #pragma unroll
     for (int s = 0; s < STEPS; ++s) f.e[s] = __byte_perm(wa[s], wb[s], sel);
-}
-
-// Gives ring slot bar back once this thread's reads of it have completed:
-// the fence orders the fragment reads (ldmatrix, generic proxy) before the
-// arrival, after which the producer's next copy (TMA, async proxy) may
-// overwrite the slot. The arrival's own release was not enough under
-// NVRTC 12.4: repeated runs met rows of a slot already refilled
-// (gemm's TestTCKernelsRepeatTheirBits).
-DETGEMM_INLINE void release_after_reads(dg_u32 bar) {
-    asm volatile("fence.acq_rel.cta;\n" ::: "memory");
-    tc::mbar_arrive(bar);
 }
 
 template <class T, int IN, int OUT>
@@ -244,10 +234,10 @@ DETGEMM_INLINE void forward(const tma::tensor_map& tmV, const tma::tensor_map& t
 #pragma unroll
         for (int s = 1; s < STEPS; ++s)
             if (whole || k0 + 32 * s < K) sp24::mma_sp<IN>(acc, cur.a[s], cur.b[s], cur.e[s]);
-        if (more) release_after_reads(empty);
+        if (more) tc::release_after_reads(empty);
     };
     Frags f0, f1;
-    release_after_reads(take(f0));
+    tc::release_after_reads(take(f0));
     dg_i64 kt = 0;
 #pragma unroll 1
     for (; kt + 2 <= ktiles; kt += 2) {

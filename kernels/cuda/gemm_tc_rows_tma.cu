@@ -39,6 +39,7 @@
 #include "prelude.cuh"
 #include "tc_common.cuh"
 #include "tma.cuh"
+#include "ring_release.cuh"
 
 namespace tcrt {
 
@@ -126,17 +127,6 @@ DETGEMM_INLINE void load_frags(Frags& f, dg_u32 sx, dg_u32 sw, int lane, int n0,
         f.x[2 * p + 1][0] = r[2];
         f.x[2 * p + 1][1] = r[3];
     }
-}
-
-// Gives ring slot bar back once this thread's reads of it have completed:
-// the fence orders the fragment reads (ldmatrix, generic proxy) before the
-// arrival, after which the producer's next copy (TMA, async proxy) may
-// overwrite the slot. The arrival's own release was not enough under
-// NVRTC 12.4: repeated runs met rows of a slot already refilled
-// (gemm's TestTCKernelsRepeatTheirBits).
-DETGEMM_INLINE void release_after_reads(dg_u32 bar) {
-    asm volatile("fence.acq_rel.cta;\n" ::: "memory");
-    tc::mbar_arrive(bar);
 }
 
 template <class T, int DTIN, int DTOUT, bool B_JC, int INIT, bool CUT, class Act = epi::Identity>
@@ -228,7 +218,7 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
     auto step = [&](const Frags& f, int ks) { tc::mma16816<DTIN>(acc, f.w[ks], f.x[ks][0], f.x[ks][1]); };
 
     Frags f0, f1;
-    release_after_reads(take(f0));
+    tc::release_after_reads(take(f0));
     // k-tile kt with its fragments in cur: SPLIT steps, the next k-tile's
     // fragments (waiting on the tensor core anyway), the remaining steps.
     // The arrival that gives the slot back waits for the fragment reads to
@@ -246,12 +236,12 @@ DETGEMM_INLINE void rows_tile(const tensor_map& tmX, const tensor_map& tmW, void
         dg_u32 empty = 0;
         if (kt + 1 < ktiles) {
             empty = take(nxt);
-            if (!T::LATE) release_after_reads(empty);
+            if (!T::LATE) tc::release_after_reads(empty);
         }
 #pragma unroll
         for (int ks = T::SPLIT; ks < KS; ++ks)
             if (whole || k0 + ks * 16 < R) step(cur, ks);
-        if (T::LATE && empty != 0) release_after_reads(empty);
+        if (T::LATE && empty != 0) tc::release_after_reads(empty);
     };
     // The plan's slabs (L a multiple of BK): the chain folds into sum at
     // the end of every slab but the last (epi::fold_slab); a loop a slab at
