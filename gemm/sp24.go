@@ -444,6 +444,11 @@ func (p *Sparse24Plan) Run(a Sparse24Args) error {
 		if err := l.need(&prob, sp24StageID); err != nil {
 			return err
 		}
+		// The workspace only grows, so the plan's still fits; checked
+		// because the staging kernel writes all of it.
+		if e.ws.bytes < p.ws {
+			return fmt.Errorf("gemm.%s: %w: the plan's %d bytes of staged metadata are no longer allocated", op, ErrWorkspace, p.ws)
+		}
 	}
 	var aux, mask cudaload.DevicePtr
 	if p.mask {
