@@ -38,38 +38,46 @@ const sparseRows = 301
 // and working copies is +0 after every step.
 func TestGPUSparse24StateAndForwardEqualCPU(t *testing.T) {
 	gpu := gpuBackend(t)
-	for _, act := range acts {
-		for _, tc := range sparseCases {
-			t.Run(act.String()+"/"+tc.String(), func(t *testing.T) {
-				skipTCOffHopper(t, gpu, tc)
-				run := func(be Backend) []map[string][]uint32 {
-					m, err := NewMLP(be, MLPConfig{Sizes: sparseSizes, Tier: tc.tier, DType: tc.d, MaxRows: sparseRows, Seed: 5,
-						Opt: SGD{LR: 0.02, Momentum: 0.9}, Act: act, Sparse24: true})
-					require.NoError(t, err)
-					defer m.Close()
-					in, out := sparseSizes[0], sparseSizes[len(sparseSizes)-1]
-					x := tensorOf(t, be, tc.d, sparseRows, in, randValues(7, sparseRows*in, 1))
-					tg := tensorOf(t, be, tc.d, sparseRows, out, randValues(8, sparseRows*out, 1))
-					states := []map[string][]uint32{sparseState(t, m, x)}
-					for range 3 {
-						require.NoError(t, m.Step(x, tg))
-						st := sparseState(t, m, x)
-						for i, l := range m.layers {
-							p := string(rune('0' + i))
-							requireMasked(t, st["pattern"+p], st["W"+p], l.cfg.In, l.cfg.Out, be.Name()+" master "+p)
-							requireMasked(t, st["pattern"+p], st["work"+p], l.cfg.In, l.cfg.Out, be.Name()+" work "+p)
+	// The small network runs gemm_sp24's mma.sp tiles (K not a multiple of
+	// 128); the wide one, on Hopper, the wgmma.sp tiles with the metadata
+	// staged in the workspace (600 rows: five row tiles or more).
+	for _, net := range []struct {
+		sizes []int
+		rows  int
+	}{{sparseSizes, sparseRows}, {[]int{256, 128, 16}, 600}} {
+		for _, act := range acts {
+			for _, tc := range sparseCases {
+				t.Run(fmt.Sprintf("%v/%v/%v", net.sizes, act, tc), func(t *testing.T) {
+					skipTCOffHopper(t, gpu, tc)
+					run := func(be Backend) []map[string][]uint32 {
+						m, err := NewMLP(be, MLPConfig{Sizes: net.sizes, Tier: tc.tier, DType: tc.d, MaxRows: net.rows, Seed: 5,
+							Opt: SGD{LR: 0.02, Momentum: 0.9}, Act: act, Sparse24: true})
+						require.NoError(t, err)
+						defer m.Close()
+						in, out := net.sizes[0], net.sizes[len(net.sizes)-1]
+						x := tensorOf(t, be, tc.d, net.rows, in, randValues(7, net.rows*in, 1))
+						tg := tensorOf(t, be, tc.d, net.rows, out, randValues(8, net.rows*out, 1))
+						states := []map[string][]uint32{sparseState(t, m, x)}
+						for range 3 {
+							require.NoError(t, m.Step(x, tg))
+							st := sparseState(t, m, x)
+							for i, l := range m.layers {
+								p := string(rune('0' + i))
+								requireMasked(t, st["pattern"+p], st["W"+p], l.cfg.In, l.cfg.Out, be.Name()+" master "+p)
+								requireMasked(t, st["pattern"+p], st["work"+p], l.cfg.In, l.cfg.Out, be.Name()+" work "+p)
+							}
+							states = append(states, st)
 						}
-						states = append(states, st)
+						return states
 					}
-					return states
-				}
-				want, got := run(NewCPU(0)), run(gpu)
-				for s := range want {
-					for k, w := range want[s] {
-						requireSameBits(t, w, got[s][k], fmt.Sprintf("after %d steps: %s", s, k))
+					want, got := run(NewCPU(0)), run(gpu)
+					for s := range want {
+						for k, w := range want[s] {
+							requireSameBits(t, w, got[s][k], fmt.Sprintf("after %d steps: %s", s, k))
+						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
