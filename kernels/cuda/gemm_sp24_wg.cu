@@ -17,7 +17,9 @@
 // TMA copies of V's BM rows x 32 values, 64-byte swizzle, and X's BN rows x
 // 64 positions, 128-byte swizzle, per stage of 64 positions of K; warp 1
 // copies the stage's two metadata words of each of the tile's rows with
-// cp.async), and BM/64 consumer warpgroups of 64 rows each. Metadata
+// cp.async, or, where the plan staged the metadata first (stage_meta),
+// thread 0 copies the stage's in one bulk copy), and BM/64 consumer
+// warpgroups of 64 rows each. Metadata
 // registers: each warp of a warpgroup gives its 16 rows (warp % 4), lane
 // 4g + h (h = 0, 1; sparsity selector 0) rows g (bits 0-15) and g + 8
 // (bits 16-31), groups 4h .. 4h+3 of the step: mma.sp.m16n8k32's layout
@@ -50,10 +52,9 @@ struct Tile {
     static_assert(BM == 64 || BM == 128, "one consumer warpgroup per 64 rows");
 };
 typedef Tile<64, 128, 10, 2> T64;
-// 64 rows m: twice T64's items where its grid leaves SMs with a second
-// tile while others have none (M about 128, N about 11008); a block's
-// work is half T64's, and the two tiles of a column block n read its V at
-// about the same time (wg::tile_origin's order), the second from L2.
+// 64 rows m, for batches of 33 to 64 rows, which the other tiles run as
+// two row tiles of 32 or as 128 rows half empty; a block streams the same
+// V as T64's, so it does not help larger M (bench/NOTES-sparse.md).
 typedef Tile<64, 64, 16, 2> T64x64;
 typedef Tile<128, 128, 8, 2> T128;
 typedef Tile<128, 256, 5, 2> T256;
