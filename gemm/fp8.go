@@ -94,6 +94,12 @@ type FP8Plan struct {
 	bn        int64 // the tile's columns
 	bias      bool
 	precision Precision
+	// stage: block scales staged in the workspace (fp8StageScales) before
+	// the product, whose producer then copies a stage's scales at once;
+	// ws is the workspace that takes, taLD the staged A scales' row.
+	stage bool
+	ws    uint64
+	taLD  int64
 }
 
 type fp8Key struct {
@@ -148,6 +154,24 @@ func fp8TileFor(M, N, sms int64, fast bool, act string) int64 {
 
 var fp8IDs = indexOf(func(k entries.Key) fp8Key { return fp8Key{k.In, k.Out, k.Tile, k.Act} }, "fp8")
 
+// fp8StageID is gemm_fp8.cu's detgemm_fp8_stage_scales.
+var fp8StageID = indexOf(func(entries.Key) bool { return true }, "fp8stage")[true]
+
+// fp8StageRows is the M past which block scales are staged: one more
+// launch and a pass over the scales (M · K/128 floats), against a
+// product whose per-stage scale loads (128 four-byte copies a stage from
+// rows K/128 floats apart) cost a sixth of its time at the large shapes.
+const fp8StageRows = 128
+
+// fp8StageBytes is the workspace of staged block scales: A's K/128 rows of
+// M rounded up to 128 floats, then B's K/128 rows of ceil(N/128) 16-byte
+// units.
+func fp8StageBytes(M, N, K int64) (ws uint64, taLD int64) {
+	kb := ceilDiv(K, 128)
+	taLD = ceilDiv(M, 128) * 128
+	return uint64(kb*taLD*4 + kb*ceilDiv(N, 128)*16), taLD
+}
+
 // fp8Spec: each epilogue the fp8 product takes, its compiled activation
 // and whether it has a bias.
 var fp8Spec = map[Epilogue]struct {
@@ -169,12 +193,23 @@ func (e *Engine) CanImplementFP8(d FP8Desc) error {
 	return err
 }
 
-// PlanFP8 validates d and chooses its kernel. The fp8 product needs no
-// workspace.
+// PlanFP8 validates d and chooses its kernel. Block scales past 128 rows
+// take a workspace (WorkspaceBytes), allocated now so that Run never
+// allocates; its errors are CanImplementFP8's, or the allocation's.
 func (e *Engine) PlanFP8(d FP8Desc) (*FP8Plan, error) {
 	p, err := e.newFP8Plan(d)
 	if err != nil {
 		return nil, err
+	}
+	if p.ws > 0 {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			return nil, ErrClosed
+		}
+		if err := e.ws.ensure("FP8Matmul", p.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
+			return nil, err
+		}
 	}
 	return &p, nil
 }
@@ -260,6 +295,10 @@ func (e *Engine) newFP8Plan(d FP8Desc) (FP8Plan, error) {
 	if p.id == 0 {
 		return p, fmt.Errorf("gemm.%s: no kernel for %v × %v → %v %s %s", op, d.A, d.B, d.Out, mode, spec.act)
 	}
+	if d.Scaling == ScaleBlock && int64(d.M) > fp8StageRows {
+		p.stage = true
+		p.ws, p.taLD = fp8StageBytes(int64(d.M), int64(d.N), int64(d.K))
+	}
 	red := "one chain over K (fast: the tensor cores' 14-bit running sum)"
 	if d.Accum == AccumPromoted {
 		red = "a chain per 128 positions of K, each added in f32 in ascending order"
@@ -273,11 +312,18 @@ func (e *Engine) newFP8Plan(d FP8Desc) (FP8Plan, error) {
 // resolved).
 func (p *FP8Plan) Desc() FP8Desc { return p.d }
 
-// WorkspaceBytes is the engine workspace the plan uses: none.
-func (p *FP8Plan) WorkspaceBytes() uint64 { return 0 }
+// WorkspaceBytes is the engine workspace the plan uses: with block scales
+// past 128 rows, the scales in the layout the product copies a stage of at
+// once; else none.
+func (p *FP8Plan) WorkspaceBytes() uint64 { return p.ws }
 
-// Kernels names the entry point a Run launches.
-func (p *FP8Plan) Kernels() []string { return []string{p.id.entry().Name} }
+// Kernels names the entry points a Run launches, in order.
+func (p *FP8Plan) Kernels() []string {
+	if p.stage {
+		return []string{fp8StageID.entry().Name, p.id.entry().Name}
+	}
+	return []string{p.id.entry().Name}
+}
 
 // Precision reports the plan's arithmetic and what its bits depend on.
 func (p *FP8Plan) Precision() Precision { return p.precision }
@@ -334,6 +380,11 @@ func (p *FP8Plan) Run(a FP8Args) error {
 	if err := l.need(&prob, p.id); err != nil {
 		return err
 	}
+	if p.stage {
+		if err := l.need(&prob, fp8StageID); err != nil {
+			return err
+		}
+	}
 	if fp8Out && a.Amax != 0 {
 		if err := e.device.zero(a.Amax, 4); err != nil {
 			return fmt.Errorf("gemm.%s: clearing Amax: %w", op, err)
@@ -380,13 +431,29 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 	case ScaleBlock:
 		blkA, blkB, ldA, ldB = a.ScaleA, a.ScaleB, kb, kb
 	}
+	prob := problem{op: "FP8Matmul", in: d.A, out: d.Out}
+	var ta, tb cudaload.DevicePtr
+	var nb int64
+	if p.stage {
+		// The scales staged in the workspace first (gemm_fp8.cu's
+		// detgemm_fp8_stage_scales): A's as K/128 rows of taLD floats, then
+		// B's as K/128 rows of nb 16-byte units.
+		nb = ceilDiv(int64(d.N), 128)
+		ta = e.ws.ptr
+		tb = ta + cudaload.DevicePtr(kb*p.taLD*4)
+		total := kb * (p.taLD + nb)
+		e.args.Reset().Ptr(blkA).Ptr(blkB).Int64(int64(d.M)).Int64(nb).Int64(kb).Ptr(ta).Int64(p.taLD).Ptr(tb).Int64(nb)
+		grid := cudaload.Dim3{X: uint32(max(min(ceilDiv(total, 256), int64(8*e.sms)), 1)), Y: 1, Z: 1}
+		if err := l.launch(&prob, fp8StageID, grid, 256, 0, 0, 0); err != nil {
+			return err
+		}
+	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).
 		Ptr(a.D).Int64(int64(d.LDD)).Ptr(endA).Int64(rsA).Ptr(endB).Int64(rsB).Ptr(blkA).Int64(ldA).Ptr(blkB).Int64(ldB).
-		Ptr(a.Bias).Ptr(a.ScaleD).Ptr(a.Amax)
+		Ptr(ta).Int64(p.taLD).Ptr(tb).Int64(nb).Ptr(a.Bias).Ptr(a.ScaleD).Ptr(a.Amax)
 	// Items: tiles, or with clusters pairs of tiles side by side; a
 	// cluster's blocks are co-resident, so the grid is whole clusters.
 	items := ceilDiv(int64(d.M), 128) * ceilDiv(int64(d.N), p.bn*g.cluster)
 	blocks := g.cluster * max(min(items, int64(e.sms)/g.cluster), 1)
-	prob := problem{op: "FP8Matmul", in: d.A, out: d.Out}
 	return l.launch(&prob, p.id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, 384, fp8SharedBytes(p.bn), 128, p.bn)
 }

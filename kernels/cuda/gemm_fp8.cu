@@ -147,6 +147,13 @@ struct Args {
     dg_i64 ba_ld;
     const float* bb;  // block scales of B: bb[(j / 128) * bb_ld + kb]
     dg_i64 bb_ld;
+    // The block scales staged by stage_scales (null: the loader warp reads
+    // ba and bb): A's as ta[kb * ta_ld + i] (ta_ld: M rounded up to 128),
+    // B's as tb[(kb * tb_ld + j / 128) * 4] (one 16-byte unit a block).
+    const float* ta;
+    dg_i64 ta_ld;
+    const float* tb;
+    dg_i64 tb_ld;
     const float* bias;  // null: none
     const float* sd;    // the fp8 output's scale (null: 1)
     dg_u32* amax;       // the fp8 output's amax (f32 bits), zeroed by the caller; null: none
@@ -232,6 +239,22 @@ DETGEMM_INLINE void each_free_slot(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_
     }
 }
 
+// The shared-memory ring of the stages' block scales (F8Tile's
+// SCALE_BYTES a slot), after the 16-bit store's staging.
+template <class T>
+DETGEMM_INLINE dg_u32 scale_ring(dg_u32 bars) {
+    return ((bars + 16 * T::STAGES + T::BN * 4 + 127u) & ~127u) + T::EPI_BYTES;
+}
+
+// One bulk copy (no tensor map) of bytes (a multiple of 16, both addresses
+// 16-byte aligned) from global src into this block's shared dst,
+// completing on bar by transaction bytes.
+DETGEMM_INLINE void bulk_copy(dg_u32 dst, const void* src, dg_u32 bytes, dg_u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
 // Producer: one thread keeps the ring full across all of the block's
 // tiles (wgmma.cuh's produce with fp8's items): A's box of 64 units x 128
 // rows, or with clusters this rank's 64 rows multicast to both blocks
@@ -244,15 +267,27 @@ DETGEMM_INLINE void each_free_slot(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_
 // that half of the slot held before: its rows are past M, so neither
 // stored nor in the amax (store8, store_tile), and the consumers' code is
 // the same for every M (a branch there cost the promoted chain 4 %).
+// With staged block scales (Args::ta) the same thread copies the stage's
+// scales too: A's of the tile's 128 rows (512 contiguous bytes of ta) and
+// the 16-byte unit of tb holding B's, into the stage's scale slot
+// (scale_ring), completing on the stage's full barrier like the operands.
 template <class T>
 DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB, dg_u32 ring, dg_u32 bars,
-                            const wg::Work& w, dg_i64 M, dg_i64 N, bool half) {
+                            const wg::Work& w, dg_i64 M, dg_i64 N, bool half, const Args& sc) {
     tma::prefetch_map(tmA);
     tma::prefetch_map(tmB);
-    const dg_u32 bytes = half ? T::STAGE_BYTES - (dg_u32)wg::BOX : T::STAGE_BYTES;
+    const bool staged = sc.ta != nullptr;
+    const dg_u32 bytes = (half ? T::STAGE_BYTES - (dg_u32)wg::BOX : T::STAGE_BYTES) + (staged ? T::BM * 4 + 16 : 0);
+    const dg_u32 sring = scale_ring<T>(bars);
     each_free_slot<T>(bars, w, M, N, [&](int s, dg_u32 rank, dg_i64 i0, dg_i64 j0, dg_i64 kt) {
         const dg_u32 full = bars + 8 * s;
         tma::mbar_expect_tx(full, bytes);
+        if (staged) {
+            const dg_u32 dst = sring + s * T::SCALE_BYTES;
+            const dg_i64 jb = j0 < N ? j0 / 128 : 0;
+            bulk_copy(dst, sc.ta + kt * sc.ta_ld + i0, T::BM * 4, full);
+            bulk_copy(dst + T::BM * 4, sc.tb + (kt * sc.tb_ld + jb) * 4, 16, full);
+        }
         const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
         const int k0 = (int)(kt * wg::BK);
         if constexpr (T::CLUSTER > 1) {
@@ -264,12 +299,6 @@ DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB
     });
 }
 
-// The shared-memory ring of the stages' block scales (F8Tile's
-// SCALE_BYTES a slot), after the 16-bit store's staging.
-template <class T>
-DETGEMM_INLINE dg_u32 scale_ring(dg_u32 bars) {
-    return ((bars + 16 * T::STAGES + T::BN * 4 + 127u) & ~127u) + T::EPI_BYTES;
-}
 
 // The block scales' loader (the producer warpgroup's second warp, with
 // block scales only): for every stage, once its slot is free, A's scales
@@ -516,7 +545,7 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     if (threadIdx.x == 0) {
         // A stage is full when the producer's copies have landed and, with
         // block scales, the scale loader's 32 lanes' copies too.
-        const dg_u32 fills = PROMOTE && a.ba != nullptr ? 33u : 1u;
+        const dg_u32 fills = PROMOTE && a.ba != nullptr && a.ta == nullptr ? 33u : 1u;
         for (int s = 0; s < STAGES; ++s) {
             wg::mbar_init(bars + 8 * s, fills);
             wg::mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS * T::CLUSTER);
@@ -539,9 +568,9 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     w.items = w.tiles;
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
-        if (threadIdx.x == 0) produce<T>(tmA, tmB, ring, bars, w, M, N, M <= 64);
+        if (threadIdx.x == 0) produce<T>(tmA, tmB, ring, bars, w, M, N, M <= 64, a);
         if constexpr (PROMOTE) {
-            if (threadIdx.x / 32 == 1 && a.ba != nullptr) load_scales<T>(bars, w, M, N, a, threadIdx.x % 32);
+            if (threadIdx.x / 32 == 1 && a.ba != nullptr && a.ta == nullptr) load_scales<T>(bars, w, M, N, a, threadIdx.x % 32);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
@@ -563,11 +592,36 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     DETGEMM_KERNEL void __launch_bounds__(TILE::THREADS, 1) __cluster_dims__(TILE::CLUSTER, 1, 1)              \
         NAME(const __grid_constant__ wg::tensor_map tmA, const __grid_constant__ wg::tensor_map tmB, dg_i64 M,    \
              dg_i64 N, dg_i64 K, void* D, dg_i64 ldd, const float* sa, dg_i64 sa_rs, const float* sb,             \
-             dg_i64 sb_rs, const float* ba, dg_i64 ba_ld, const float* bb, dg_i64 bb_ld, const float* bias,       \
-             const float* sd, dg_u32* amax) {                                                                             \
+             dg_i64 sb_rs, const float* ba, dg_i64 ba_ld, const float* bb, dg_i64 bb_ld, const float* ta,         \
+             dg_i64 ta_ld, const float* tb, dg_i64 tb_ld, const float* bias, const float* sd, dg_u32* amax) {       \
         dg_grid_dependency_wait();                                                                                 \
-        const f8::Args a{D, ldd, sa, sa_rs, sb, sb_rs, ba, ba_ld, bb, bb_ld, bias, sd, amax};                      \
+        const f8::Args a{D, ldd, sa, sa_rs, sb, sb_rs, ba, ba_ld, bb, bb_ld, ta, ta_ld, tb, tb_ld, bias, sd, amax}; \
         f8::gemm<TILE, TA, TB, DTOUT, PROMOTE, ACT>(tmA, tmB, M, N, K, a);                                               \
+    }
+
+// Entry point detgemm_fp8_stage_scales(ba, bb, M, NB, kb, ta, ta_ld, tb,
+// tb_ld): one call's block scales in the layout the producer copies a
+// stage of at once (Args::ta, tb): ta[k * ta_ld + i] = ba[min(i, M - 1) * kb
+// + k] for i < ta_ld (rows past M repeat row M - 1's, never stored), and
+// tb[(k * tb_ld + b) * 4] = bb[b * kb + k] for b < NB = tb_ld (the unit's
+// other three floats are never read). Exact copies, so the product's bits
+// are the loader's. A thread an element, rows fastest; any grid.
+#define DETGEMM_F8_STAGE_ENTRY(NAME, ...)                                                                             \
+    DETGEMM_KERNEL void NAME(const float* ba, const float* bb, dg_i64 M, dg_i64 NB, dg_i64 kb, float* ta,           \
+                             dg_i64 ta_ld, float* tb, dg_i64 tb_ld) {                                               \
+        dg_grid_dependency_wait();                                                                                 \
+        const dg_i64 na = kb * ta_ld, total = na + kb * NB;                                                        \
+        for (dg_i64 e = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;                                 \
+             e += (dg_i64)gridDim.x * blockDim.x) {                                                                \
+            if (e < na) {                                                                                          \
+                const dg_i64 k = e / ta_ld, i = e - k * ta_ld;                                                     \
+                ta[e] = ba[(i < M ? i : M - 1) * kb + k];                                                          \
+            } else {                                                                                               \
+                const dg_i64 f = e - na, k = f / NB, b = f - k * NB;                                               \
+                tb[(k * tb_ld + b) * 4] = bb[b * kb + k];                                                          \
+            }                                                                                                      \
+        }                                                                                                          \
+        dg_launch_dependents();                                                                                    \
     }
 
 #include "zgemm_fp8_entries.cuh"
