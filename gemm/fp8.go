@@ -186,6 +186,10 @@ var fp8Spec = map[Epilogue]struct {
 // where it has a kernel.
 var fp8ForceTile int64
 
+// fp8NoStage, when set (tests only), keeps every plan's block scales
+// unstaged (the loader warp's path).
+var fp8NoStage bool
+
 // CanImplementFP8 reports whether this engine can run d, and if not, why:
 // the *ArgError PlanFP8 would return. It allocates nothing.
 func (e *Engine) CanImplementFP8(d FP8Desc) error {
@@ -295,7 +299,7 @@ func (e *Engine) newFP8Plan(d FP8Desc) (FP8Plan, error) {
 	if p.id == 0 {
 		return p, fmt.Errorf("gemm.%s: no kernel for %v × %v → %v %s %s", op, d.A, d.B, d.Out, mode, spec.act)
 	}
-	if d.Scaling == ScaleBlock && int64(d.M) > fp8StageRows {
+	if d.Scaling == ScaleBlock && int64(d.M) > fp8StageRows && !fp8NoStage {
 		p.stage = true
 		p.ws, p.taLD = fp8StageBytes(int64(d.M), int64(d.N), int64(d.K))
 	}
@@ -383,6 +387,11 @@ func (p *FP8Plan) Run(a FP8Args) error {
 	if p.stage {
 		if err := l.need(&prob, fp8StageID); err != nil {
 			return err
+		}
+		// The workspace only grows, so the plan's still fits; checked
+		// because the staging kernel writes all of it.
+		if e.ws.bytes < p.ws {
+			return fmt.Errorf("gemm.%s: %w: the plan's %d bytes of staged block scales are no longer allocated", op, ErrWorkspace, p.ws)
 		}
 	}
 	if fp8Out && a.Amax != 0 {

@@ -245,6 +245,10 @@ func fp8Cases() []fp8Case {
 		c.ep = []Epilogue{GeluBias, Default, ReluBias}[k%3]
 		cs = append(cs, c)
 	}
+	// Block scales past fp8StageRows rows (staged in the workspace), N
+	// and K not multiples of 128, padded.
+	cs = append(cs, fp8Case{M: 333, N: 250, K: 656, padA: 16, padD: 5, a: E5M2, b: E4M3, out: F16, scaling: ScaleBlock, accum: AccumPromoted, ep: GeluBias},
+		fp8Case{M: 200, N: 520, K: 1152, a: E4M3, b: E4M3, out: E4M3, scaling: ScaleBlock, accum: AccumPromoted, ep: ReluBias})
 	// Specials: NaN codes, E5M2's infinities (Inf·0 and opposite infinities).
 	cs = append(cs, fp8Case{M: 64, N: 96, K: 256, a: E5M2, b: E4M3, out: F32, scaling: ScaleRow, accum: AccumFast, ep: Default, specials: true},
 		fp8Case{M: 64, N: 96, K: 256, a: E4M3, b: E5M2, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: Bias, specials: true})
@@ -261,7 +265,7 @@ func TestFP8MatmulMatchesReference(t *testing.T) {
 		t.Skipf("the fp8 product needs sm_90a; this GPU is %v", eng.arch)
 	}
 	r := newRand(t)
-	defer func() { fp8ForceTile = 0 }()
+	defer func() { fp8ForceTile, fp8NoStage = 0, false }()
 	for _, c := range fp8Cases() {
 		in := newFP8Inputs(t, ctx, r, c)
 		want, wantAmax := fp8Want(t, c, in, 0, c.M)
@@ -270,6 +274,18 @@ func TestFP8MatmulMatchesReference(t *testing.T) {
 			fp8ForceTile = tile
 			got, gotAmax := fp8Run(t, eng, ctx, c, in, 0, c.M)
 			what := fmt.Sprintf("%v tile %d", c, tile)
+			requireSameBits(t, want, got, c.N, what)
+			if c.out.FP8() {
+				require.Equal(t, wantAmax, gotAmax, "%s: amax %#x, want %#x", what, gotAmax, wantAmax)
+			}
+		}
+		fp8ForceTile = 0
+		if c.scaling == ScaleBlock && c.M > fp8StageRows {
+			// The loader warp's path too, where the plan stages.
+			fp8NoStage = true
+			got, gotAmax := fp8Run(t, eng, ctx, c, in, 0, c.M)
+			fp8NoStage = false
+			what := fmt.Sprintf("%v unstaged", c)
 			requireSameBits(t, want, got, c.N, what)
 			if c.out.FP8() {
 				require.Equal(t, wantAmax, gotAmax, "%s: amax %#x, want %#x", what, gotAmax, wantAmax)
@@ -506,10 +522,13 @@ func TestFP8Throughput(t *testing.T) {
 		sa := upload(t, ctx, operand{d: F32, values: fp8Ones(M * kb)})
 		sb := upload(t, ctx, operand{d: F32, values: fp8Ones((N + 127) / 128 * kb)})
 		for _, m := range []struct {
-			s FP8Scaling
-			a FP8Accum
-		}{{ScaleTensor, AccumFast}, {ScaleTensor, AccumPromoted}, {ScaleBlock, AccumPromoted}} {
+			s       FP8Scaling
+			a       FP8Accum
+			noStage bool // block scales read by the loader warp ("/ns")
+		}{{ScaleTensor, AccumFast, false}, {ScaleTensor, AccumPromoted, false}, {ScaleBlock, AccumPromoted, false}, {ScaleBlock, AccumPromoted, true}} {
+			fp8NoStage = m.noStage
 			p, err := eng.PlanFP8(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: M, N: N, K: K, Scaling: m.s, Accum: m.a})
+			fp8NoStage = false
 			require.NoError(t, err)
 			best := bestPerLaunch(t, eng, start, end, 10, func(i int) error {
 				return p.Run(FP8Args{A: a, B: bs[i%sets], D: d, ScaleA: sa, ScaleB: sb})

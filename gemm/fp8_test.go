@@ -241,3 +241,33 @@ func FuzzQuantizeFP8(f *testing.F) {
 		}
 	})
 }
+
+// TestFP8BlockScalesStagedPlan: block scales past fp8StageRows rows are
+// staged in a workspace of A's K/128 rows of M rounded to 128 floats and
+// B's K/128 rows of ceil(N/128) 16-byte units, by a kernel launched first;
+// other plans take no workspace.
+func TestFP8BlockScalesStagedPlan(t *testing.T) {
+	e := sp24TestEngine(hopper)
+	for _, c := range []struct {
+		M, N, K int
+		s       FP8Scaling
+		ws      uint64
+	}{
+		{128, 4096, 7168, ScaleBlock, 0},
+		{129, 4096, 7168, ScaleBlock, 56 * (256*4 + 32*16)},
+		{4096, 7168, 16384, ScaleBlock, 128 * (4096*4 + 56*16)},
+		{333, 250, 656, ScaleBlock, 6 * (384*4 + 2*16)},
+		{4096, 7168, 16384, ScaleRow, 0},
+	} {
+		p, err := e.newFP8Plan(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: c.M, N: c.N, K: c.K, Scaling: c.s, Accum: AccumPromoted})
+		require.NoError(t, err)
+		require.Equal(t, c.ws, p.WorkspaceBytes(), "%+v", c)
+		k := p.Kernels()
+		if c.ws > 0 {
+			require.Len(t, k, 2)
+			require.Equal(t, "detgemm_fp8_stage_scales", k[0])
+		} else {
+			require.Len(t, k, 1)
+		}
+	}
+}
