@@ -526,6 +526,9 @@ func TestFP8Throughput(t *testing.T) {
 			a       FP8Accum
 			noStage bool // block scales read by the loader warp ("/ns")
 		}{{ScaleTensor, AccumFast, false}, {ScaleTensor, AccumPromoted, false}, {ScaleBlock, AccumPromoted, false}, {ScaleBlock, AccumPromoted, true}} {
+			if only := os.Getenv("DETGEMM_FP8_PERF_MODES"); only != "" && !strings.Contains(" "+only+" ", " "+fp8PerfMode(m.s, m.a, m.noStage)+" ") {
+				continue // "tensor-fast tensor-prom block block/ns"
+			}
 			fp8NoStage = m.noStage
 			p, err := eng.PlanFP8(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: M, N: N, K: K, Scaling: m.s, Accum: m.a})
 			fp8NoStage = false
@@ -538,6 +541,19 @@ func TestFP8Throughput(t *testing.T) {
 				2*float64(M)*float64(N)*float64(K)/us/1e6, float64(M*K+N*K+2*M*N)/us/1e3)
 		}
 	}
+}
+
+// fp8PerfMode names a probe mode for DETGEMM_FP8_PERF_MODES.
+func fp8PerfMode(s FP8Scaling, a FP8Accum, noStage bool) string {
+	switch {
+	case s == ScaleBlock && noStage:
+		return "block/ns"
+	case s == ScaleBlock:
+		return "block"
+	case a == AccumFast:
+		return "tensor-fast"
+	}
+	return "tensor-prom"
 }
 
 func fp8Ones(n int) []float32 {
