@@ -52,6 +52,17 @@ type workspace struct {
 	retired  []cudaload.DevicePtr
 }
 
+// holds checks, before a plan's Run, that the plan's need bytes are still
+// allocated (of what: "" or a description starting with a space). The
+// workspace only grows, so they are; checked because the plan's kernels
+// write all of it.
+func (w *workspace) holds(op, what string, need uint64) error {
+	if w.bytes < need {
+		return fmt.Errorf("gemm.%s: %w: the plan's %d bytes%s are no longer allocated", op, ErrWorkspace, need, what)
+	}
+	return nil
+}
+
 // workspaceGranule rounds allocations up, so a sweep over shapes grows the
 // buffer a few times rather than on every new shape.
 const workspaceGranule = 1 << 20

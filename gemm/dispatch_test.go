@@ -606,3 +606,14 @@ func TestDispatchStreamsShortDWOnly(t *testing.T) {
 		require.NotEqual(t, StrategyStream, pl.strategy, r.name)
 	}
 }
+
+// TestWorkspaceHolds: a plan's Run refuses, with ErrWorkspace, a workspace
+// smaller than the plan's, and says which plan's bytes are missing.
+func TestWorkspaceHolds(t *testing.T) {
+	w := workspace{bytes: 4096}
+	require.NoError(t, w.holds("FP8Matmul", " of staged block scales", 4096))
+	require.NoError(t, w.holds("Matmul", "", 0))
+	err := w.holds("Sparse24Forward", " of staged metadata", 4097)
+	require.ErrorIs(t, err, ErrWorkspace)
+	require.EqualError(t, err, "gemm.Sparse24Forward: workspace not presized: the plan's 4097 bytes of staged metadata are no longer allocated")
+}

@@ -205,15 +205,8 @@ func (e *Engine) PlanFP8(d FP8Desc) (*FP8Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.ws > 0 {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.closed {
-			return nil, ErrClosed
-		}
-		if err := e.ws.ensure("FP8Matmul", p.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
-			return nil, err
-		}
+	if err := e.reserveWorkspace("FP8Matmul", p.ws); err != nil {
+		return nil, err
 	}
 	return &p, nil
 }
@@ -388,10 +381,8 @@ func (p *FP8Plan) Run(a FP8Args) error {
 		if err := l.need(&prob, fp8StageID); err != nil {
 			return err
 		}
-		// The workspace only grows, so the plan's still fits; checked
-		// because the staging kernel writes all of it.
-		if e.ws.bytes < p.ws {
-			return fmt.Errorf("gemm.%s: %w: the plan's %d bytes of staged block scales are no longer allocated", op, ErrWorkspace, p.ws)
+		if err := e.ws.holds(op, " of staged block scales", p.ws); err != nil {
+			return err
 		}
 	}
 	if fp8Out && a.Amax != 0 {

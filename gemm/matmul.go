@@ -255,10 +255,9 @@ func (p *MatmulPlan) Run(a MatmulArgs) error {
 	if e.closed {
 		return ErrClosed
 	}
-	// Another plan on this engine may have grown the workspace since;
-	// it only grows, so this plan's still fits.
-	if e.ws.bytes < p.p.wsBytes {
-		return fmt.Errorf("gemm.Matmul: %w: the plan's %d bytes are no longer allocated", ErrWorkspace, p.p.wsBytes)
+	// Another plan on this engine may have grown the workspace since.
+	if err := e.ws.holds("Matmul", "", p.p.wsBytes); err != nil {
+		return err
 	}
 	return p.p.run(e, a)
 }

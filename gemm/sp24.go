@@ -210,15 +210,8 @@ func (e *Engine) PlanSparse24(d Sparse24Desc) (*Sparse24Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.ws > 0 {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.closed {
-			return nil, ErrClosed
-		}
-		if err := e.ws.ensure("Sparse24Forward", p.ws, e.stream.IsCapturing, e.ctx.MemAlloc); err != nil {
-			return nil, err
-		}
+	if err := e.reserveWorkspace("Sparse24Forward", p.ws); err != nil {
+		return nil, err
 	}
 	return &p, nil
 }
@@ -444,10 +437,8 @@ func (p *Sparse24Plan) Run(a Sparse24Args) error {
 		if err := l.need(&prob, sp24StageID); err != nil {
 			return err
 		}
-		// The workspace only grows, so the plan's still fits; checked
-		// because the staging kernel writes all of it.
-		if e.ws.bytes < p.ws {
-			return fmt.Errorf("gemm.%s: %w: the plan's %d bytes of staged metadata are no longer allocated", op, ErrWorkspace, p.ws)
+		if err := e.ws.holds(op, " of staged metadata", p.ws); err != nil {
+			return err
 		}
 	}
 	var aux, mask cudaload.DevicePtr

@@ -59,6 +59,21 @@ func (e *Engine) WorkspaceBytes(c Call) (uint64, error) {
 	return pl.ws + pl.ctrs, err
 }
 
+// reserveWorkspace allocates, under the engine's lock, the workspace a
+// plan of op needs, so that its Run allocates nothing (none when bytes is
+// 0): ErrClosed after Close, else the allocation's error.
+func (e *Engine) reserveWorkspace(op string, bytes uint64) error {
+	if bytes == 0 {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	return e.ws.ensure(op, bytes, e.stream.IsCapturing, e.ctx.MemAlloc)
+}
+
 // Presize allocates, now, the workspace the largest of calls needs (only
 // their shapes and types matter; pointers may be anything valid), so that
 // later calls with those shapes allocate nothing. Before capturing calls in
