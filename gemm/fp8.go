@@ -158,9 +158,9 @@ var fp8IDs = indexOf(func(k entries.Key) fp8Key { return fp8Key{k.In, k.Out, k.T
 var fp8StageID = indexOf(func(entries.Key) bool { return true }, "fp8stage")[true]
 
 // fp8StageRows is the M past which block scales are staged: one more
-// launch and a pass over the scales (M · K/128 floats), against a
-// product whose per-stage scale loads (128 four-byte copies a stage from
-// rows K/128 floats apart) cost a sixth of its time at the large shapes.
+// launch and a pass over the scales (M · K/128 floats), against the
+// loader warp's 128 four-byte copies a stage from rows K/128 floats apart
+// (what it saves, and on which CUBIN set: bench/NOTES-fp8.md).
 const fp8StageRows = 128
 
 // fp8StageBytes is the workspace of staged block scales: A's K/128 rows of
