@@ -442,6 +442,15 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 		ta = e.ws.ptr
 		tb = ta + cudaload.DevicePtr(kb*p.taLD*4)
 		total := kb * (p.taLD + nb)
+		// The kernel writes the first float of each of B's units; the
+		// producer's bulk copy reads all 16 bytes, so the rest are
+		// cleared first (never used, but a copy of uninitialised memory
+		// would trouble compute-sanitizer's initcheck in users' runs).
+		if l.rec == nil {
+			if err := e.zero(tb, uint64(kb*nb*16)); err != nil {
+				return fmt.Errorf("gemm.FP8Matmul: clearing the staged scales: %w", err)
+			}
+		}
 		e.args.Reset().Ptr(blkA).Ptr(blkB).Int64(int64(d.M)).Int64(nb).Int64(kb).Ptr(ta).Int64(p.taLD).Ptr(tb).Int64(nb)
 		grid := cudaload.Dim3{X: uint32(max(min(ceilDiv(total, 256), int64(8*e.sms)), 1)), Y: 1, Z: 1}
 		if err := l.launch(&prob, fp8StageID, grid, 256, 0, 0, 0); err != nil {
