@@ -14,6 +14,10 @@ import (
 // (a and b as GatedHalves: a the first N/2 columns) and writes y M × N/2;
 // the backward reads h M × N and dy M × N/2 and writes dh M × N.
 const (
+	modeGatedGLUFwd    = "gated-glu-fwd"
+	modeGatedGLUBwd    = "gated-glu-bwd"
+	modeGatedReGLUFwd  = "gated-reglu-fwd"
+	modeGatedReGLUBwd  = "gated-reglu-bwd"
 	modeGatedSwiGLUFwd = "gated-swiglu-fwd"
 	modeGatedSwiGLUBwd = "gated-swiglu-bwd"
 	modeGatedGeGLUFwd  = "gated-geglu-fwd"
@@ -29,6 +33,10 @@ type gatedMode struct {
 
 // gatedModes is every standalone gated mode in table order.
 var gatedModes = []gatedMode{
+	{modeGatedGLUFwd, gemm.GLU, false},
+	{modeGatedGLUBwd, gemm.GLU, true},
+	{modeGatedReGLUFwd, gemm.ReGLU, false},
+	{modeGatedReGLUBwd, gemm.ReGLU, true},
 	{modeGatedSwiGLUFwd, gemm.SwiGLU, false},
 	{modeGatedSwiGLUBwd, gemm.SwiGLU, true},
 	{modeGatedGeGLUFwd, gemm.GeGLU, false},

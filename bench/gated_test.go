@@ -15,7 +15,7 @@ func TestGatedGroupIsIssue23sComparison(t *testing.T) {
 	c, err := parseFlags([]string{"--modes", "gated,lt,default"}, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, []string{modeDefault, modeCopy, "tc-mm", "tc-mm-swiglu", "tc-mm-swiglu-aux", "tc-mm-then-swiglu", "tc-mm-geglu-aux",
-		"tc-mm-dswiglu", modeLt, "gated-swiglu-fwd", "gated-swiglu-bwd", "gated-geglu-fwd", "gated-geglu-bwd"}, c.modes,
+		"tc-mm-dswiglu", modeLt, "gated-glu-fwd", "gated-glu-bwd", "gated-reglu-fwd", "gated-reglu-bwd", "gated-swiglu-fwd", "gated-swiglu-bwd", "gated-geglu-fwd", "gated-geglu-bwd"}, c.modes,
 		"a mode named twice is measured once")
 	require.Equal(t, gatedGroup(), c.modes)
 	require.True(t, wantsMatmul(c.modes))
@@ -84,7 +84,8 @@ func TestGatedMatmulModes(t *testing.T) {
 func TestGatedStandaloneModes(t *testing.T) {
 	b := &gatedBackend{}
 	for _, dt := range []dtype{f32, bf16, f16} {
-		require.Equal(t, []string{"gated-swiglu-fwd", "gated-swiglu-bwd", "gated-geglu-fwd", "gated-geglu-bwd"}, b.Modes(dt))
+		require.Equal(t, []string{"gated-glu-fwd", "gated-glu-bwd", "gated-reglu-fwd", "gated-reglu-bwd", "gated-swiglu-fwd",
+			"gated-swiglu-bwd", "gated-geglu-fwd", "gated-geglu-bwd"}, b.Modes(dt))
 	}
 	s := shape{M: 4096, K: 4096, N: 22016}
 	for _, tc := range []struct {
@@ -93,6 +94,8 @@ func TestGatedStandaloneModes(t *testing.T) {
 		bwd   bool
 		bytes int64
 	}{
+		{"gated-glu-fwd", gemm.GLU, false, (2*11008 + 11008) * 4096 * 2},
+		{"gated-reglu-bwd", gemm.ReGLU, true, (2*11008 + 11008 + 2*11008) * 4096 * 2},
 		{"gated-swiglu-fwd", gemm.SwiGLU, false, (2*11008 + 11008) * 4096 * 2},
 		{"gated-swiglu-bwd", gemm.SwiGLU, true, (2*11008 + 11008 + 2*11008) * 4096 * 2},
 		{"gated-geglu-fwd", gemm.GeGLU, false, (2*11008 + 11008) * 4096 * 2},

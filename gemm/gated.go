@@ -252,6 +252,11 @@ func gatedKeyOf(k entries.Key) gatedKey { return gatedKey{dtypeOf(k.In), dtypeOf
 // gatedFamily holds the gated kernels.
 const gatedFamily = entries.GatedFamily
 
+// gatedVecIndices is how many consecutive indices a thread of a vector
+// kernel (the _v4 entries: 4-aligned accesses) takes in each row it visits:
+// two groups of four (gated.cu, GATED_FOR_EACH8).
+const gatedVecIndices = 8
+
 // gatedV4 reports whether four consecutive indices a thread stay aligned:
 // every leading dimension and column offset a multiple of 4 and every
 // pointer aligned to 4 elements of its type.
@@ -308,11 +313,11 @@ func (l launcher) gatedFwd(p *problem, ht, ot DType, g Gate, rows, n int64, A cu
 	}
 	v := int64(1)
 	if v4 {
-		v = 4
+		v = gatedVecIndices
 	}
 	l.e.args.Reset().Int32(int32(g)).Int64(rows).Int64(n).Ptr(A).Int64(lda).Ptr(B).Int64(ldb).Int32(b2i(blk)).
 		Ptr(Y).Int64(ldy).Ptr(ha).Ptr(hb).Int64(ldh)
-	return l.launch(p, id, mmGrid(rows, n/v, l.e.sms), mmThreads, 0, 1, v)
+	return l.launch(p, id, mmGrid(rows, ceilDiv(n, v), l.e.sms), mmThreads, 0, 1, v)
 }
 
 // gatedBwd launches the backward kernel from ids (dy of the output's type,
@@ -328,11 +333,11 @@ func (l launcher) gatedBwd(p *problem, ids map[gatedKey]kernelID, t DType, g Gat
 	}
 	v := int64(1)
 	if v4 {
-		v = 4
+		v = gatedVecIndices
 	}
 	l.e.args.Reset().Int32(int32(g)).Int64(rows).Int64(n).Ptr(DY).Int64(lddy).Ptr(A).Int64(lda).Ptr(B).Int64(ldb).
 		Int32(b2i(blk)).Ptr(DA).Int64(ldda).Ptr(DB).Int64(lddb)
-	return l.launch(p, id, mmGrid(rows, n/v, l.e.sms), mmThreads, 0, 1, v)
+	return l.launch(p, id, mmGrid(rows, ceilDiv(n, v), l.e.sms), mmThreads, 0, 1, v)
 }
 
 func b2i(b bool) int32 {

@@ -2,7 +2,10 @@ package gemm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -315,6 +318,162 @@ func TestMatmulGatedBatchInvariance(t *testing.T) {
 			for _, row := range []int{0, 1, 355, M - 1} {
 				one := run(1, row)
 				require.Equal(t, all[row*dCols:(row+1)*dCols], one, "%v %v row %d alone", tc, ep, row)
+			}
+		}
+	}
+}
+
+// gatedSweepInputs is the b of TestGatedVectorPathEveryPattern for type
+// d: f32 every high half (so every sign, exponent and leading mantissa
+// bits: every bf16 value) with 64 low halves each (0, 1, 0x7fff, 0x8000,
+// 0xffff and random ones); bf16 and f16 every 16-bit pattern. a and dy are
+// every pattern again in another order (16-bit types) or random values
+// with specials (f32).
+func gatedSweepInputs(r *rand.Rand, d DType) (a, b, dy operand) {
+	bits := func(n int, f func(i int) uint32) operand {
+		op := operand{d: d, values: make([]float32, n)}
+		if !d.Half() {
+			for i := range op.values {
+				op.values[i] = math.Float32frombits(f(i))
+			}
+			return op
+		}
+		op.half = make([]uint16, n)
+		for i := range op.half {
+			op.half[i] = uint16(f(i))
+		}
+		if err := ref.Upcast(d, op.values, op.half); err != nil {
+			panic(err)
+		}
+		return op
+	}
+	if d.Half() {
+		return bits(1<<16, func(i int) uint32 { return uint32(i) * 40503 }), bits(1<<16, func(i int) uint32 { return uint32(i) }),
+			bits(1<<16, func(i int) uint32 { return uint32(i) * 21845 })
+	}
+	low := [64]uint32{0, 1, 0x7fff, 0x8000, 0xffff}
+	for i := 5; i < len(low); i++ {
+		low[i] = r.Uint32() & 0xffff
+	}
+	n := 1 << 16 * len(low)
+	b = bits(n, func(i int) uint32 { return uint32(i/len(low))<<16 | low[i%len(low)] })
+	a = withSpecials(r, randomOperand(r, d, n), n/97)
+	dy = withSpecials(r, randomOperand(r, d, n), n/97)
+	return a, b, dy
+}
+
+// TestGatedVectorPathEveryPattern: the vector kernels (gated.cu's _v4
+// entries: eight indices a thread, the activations' branches as selects,
+// the division without its slow path) give the contract's
+// bits, forward and backward, for every gate, on gatedSweepInputs: every
+// exponent and sign of b, every NaN, infinity and subnormal class, the
+// thresholds of the exponential and of GELU, and every 16-bit pattern of
+// the half types' a, b and dy (their widening and rounding).
+func TestGatedVectorPathEveryPattern(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	for _, d := range []DType{F32, BF16, F16} {
+		a, b, dy := gatedSweepInputs(r, d)
+		const n = 4096
+		rows := len(b.values) / n
+		desc := GatedDesc{Type: d, Layout: GatedSeparate, Rows: rows, N: n, LDX: n, LDXB: n, LDY: n}
+		da, db, ddy := upload(t, ctx, a), upload(t, ctx, b), upload(t, ctx, dy)
+		for _, g := range gatedGates {
+			desc.Gate = g
+			name := fmt.Sprintf("%v/%v", g, d)
+			y := newMMOutput(t, ctx, d, rows, n, n)
+			require.NoError(t, eng.GatedForward(desc, GatedArgs{X: da, XB: db, Y: y.dev}), name)
+			want := make([]float32, len(b.values))
+			require.NoError(t, ref.GatedForward(g, d, want, a.values, b.values))
+			for i, v := range want {
+				y.set(i, v)
+			}
+			requireSameBits(t, y.bits(), readBits(t, eng, ctx, y.dev, d, y.n()), n, name+" forward")
+
+			ga, gb := newMMOutput(t, ctx, d, rows, n, n), newMMOutput(t, ctx, d, rows, n, n)
+			bd := desc
+			bd.LDG, bd.LDGB = n, n
+			require.NoError(t, eng.GatedBackward(bd, GatedArgs{X: da, XB: db, Y: ddy, G: ga.dev, GB: gb.dev}), name)
+			wa, wb := make([]float32, len(b.values)), make([]float32, len(b.values))
+			require.NoError(t, ref.GatedBackward(g, d, wa, wb, dy.values, a.values, b.values))
+			for i := range wa {
+				ga.set(i, wa[i])
+				gb.set(i, wb[i])
+			}
+			requireSameBits(t, ga.bits(), readBits(t, eng, ctx, ga.dev, d, ga.n()), n, name+" da")
+			requireSameBits(t, gb.bits(), readBits(t, eng, ctx, gb.dev, d, gb.n()), n, name+" db")
+		}
+	}
+}
+
+// TestGatedThroughput times the standalone gated kernels beside a
+// device-to-device copy of the same bytes (DETGEMM_GATED_PERF=1; the bench
+// measures them for the record). DETGEMM_GATED_PERF_N lists the widths n
+// (default "11008 5504"), rows 4096, bf16 unless DETGEMM_GATED_PERF_TYPES
+// names others ("bf16 f16 f32"); DETGEMM_GATED_PERF_DIRS "fwd" or "bwd"
+// keeps one direction.
+func TestGatedThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_GATED_PERF") == "" {
+		t.Skip("set DETGEMM_GATED_PERF=1 to time the gated kernels")
+	}
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	widths := strings.Fields(os.Getenv("DETGEMM_GATED_PERF_N"))
+	if len(widths) == 0 {
+		widths = []string{"11008", "5504"}
+	}
+	types := strings.Fields(os.Getenv("DETGEMM_GATED_PERF_TYPES"))
+	if len(types) == 0 {
+		types = []string{"bf16"}
+	}
+	const rows = 4096
+	for _, ts := range types {
+		d := map[string]DType{"bf16": BF16, "f16": F16, "f32": F32}[ts]
+		for _, w := range widths {
+			n, err := strconv.Atoi(w)
+			require.NoError(t, err)
+			// Random values, a block of them repeated (drawing all of them
+			// on the host would take longer than the timing).
+			block := upload(t, ctx, randomOperand(r, d, 1<<20))
+			fill := func(elems int) cudaload.DevicePtr {
+				p := alloc(t, ctx, uint64(elems*d.Size()))
+				for off := 0; off < elems; off += 1 << 20 {
+					n := min(1<<20, elems-off)
+					require.NoError(t, ctx.MemcpyDtoD(p+cudaload.DevicePtr(off*d.Size()), block, uint64(n*d.Size())))
+				}
+				return p
+			}
+			h, dy := fill(rows*2*n), fill(rows*n)
+			y := alloc(t, ctx, uint64(rows*n*d.Size()))
+			g := alloc(t, ctx, uint64(rows*2*n*d.Size()))
+			bytes := func(bwd bool) int {
+				if bwd {
+					return 5 * n * rows * d.Size()
+				}
+				return 3 * n * rows * d.Size()
+			}
+			// The copy moves as many bytes as the gated call reads and writes.
+			cpSrc, cpDst := alloc(t, ctx, uint64(bytes(true)/2)), alloc(t, ctx, uint64(bytes(true)/2))
+			for _, bwd := range []bool{false, true} {
+				if dirs := os.Getenv("DETGEMM_GATED_PERF_DIRS"); dirs != "" && !strings.Contains(dirs, map[bool]string{false: "fwd", true: "bwd"}[bwd]) {
+					continue // "fwd", "bwd" or both
+				}
+				cp := bestPerLaunch(t, eng, start, end, 20, func(int) error {
+					return eng.Stream().MemcpyDtoDAsync(cpDst, cpSrc, uint64(bytes(bwd)/2))
+				})
+				cpGB := float64(bytes(bwd)) / float64(cp.Nanoseconds())
+				for _, gate := range gatedGates {
+					desc := GatedDesc{Gate: gate, Type: d, Layout: GatedHalves, Rows: rows, N: n}
+					run := func(int) error { return eng.GatedForward(desc, GatedArgs{X: h, Y: y}) }
+					if bwd {
+						run = func(int) error { return eng.GatedBackward(desc, GatedArgs{X: h, Y: dy, G: g}) }
+					}
+					best := bestPerLaunch(t, eng, start, end, 20, run)
+					gb := float64(bytes(bwd)) / float64(best.Nanoseconds())
+					t.Logf("gatedperf %v %5dx%5d %-6v bwd=%-5v %8.1f us %6.0f GB/s  copy %6.0f GB/s  %5.1f %% of copy", d, rows, n, gate, bwd,
+						float64(best.Nanoseconds())/1e3, gb, cpGB, 100*gb/cpGB)
+				}
 			}
 		}
 	}

@@ -481,7 +481,7 @@ func wgmmaMatmul() (out []Entry) {
 // (h, out) of one type, or an f32 pre-activation (Matmul's plane) to a
 // 16-bit output. Backward: dy of the output's type (kind "gatedbwd"), or
 // f32 (kind "gatedbwdf": Matmul's plane) with a 16-bit h and output. Each
-// macro call also defines the four-a-thread twin NAME_v4 (Vec set, no
+// macro call also defines the twin NAME_v4 for 4-aligned operands (Vec set, no
 // macro call of its own).
 func gated() (out []Entry) {
 	twin := func(e Entry) []Entry {
