@@ -115,6 +115,9 @@ type mmRun struct {
 	// misalignA moves A's pointer by one element: the fused kernel's TMA
 	// cannot stage it, so a plan made for it takes the general path.
 	misalignA bool
+	// bits, when set, gives the bits of element o of the named input ("A",
+	// "B", "aux") in place of random values.
+	bits func(name string, o int) uint32
 }
 
 func (c mmRun) String() string {
@@ -144,6 +147,8 @@ func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mod
 	spec := specOf(c.ep)
 	A := newMMInput(t, ctx, r, c.tc.in, aRows, aCols, desc.LDA, c.specials)
 	B := newMMInput(t, ctx, r, c.tc.in, bRows, bCols, desc.LDB, c.specials)
+	c.refill(t, ctx, "A", &A)
+	c.refill(t, ctx, "B", &B)
 	ldd, ldc := desc.LDD, desc.LDC
 	D := newMMOutput(t, ctx, c.tc.out, M, N, ldd)
 	var C mmMat
@@ -205,6 +210,7 @@ func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mod
 		}
 		aux.op = fromValues(c.tc.out, aux.op.values)
 		aux.dev = upload(t, ctx, aux.op)
+		c.refill(t, ctx, "aux", &aux)
 		args.Aux, req.Aux = aux.dev, aux.refOperand()
 	}
 	var bg operand
@@ -240,6 +246,72 @@ func mmCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand, mod
 	if spec.bgrad != 0 {
 		want := refBits(F32, bg.values)
 		requireSameBits(t, want, readBits(t, eng, ctx, args.BiasGrad, F32, len(bg.values)), len(want), c.String()+" bias gradient")
+	}
+}
+
+// refill replaces m's values by c.bits's (every element, padding
+// included) and uploads them again; without c.bits it does nothing.
+func (c mmRun) refill(t *testing.T, ctx *cudaload.Context, name string, m *mmMat) {
+	t.Helper()
+	if c.bits == nil {
+		return
+	}
+	op := operand{d: m.d, values: make([]float32, len(m.op.values))}
+	if m.d.Half() {
+		op.half = make([]uint16, len(op.values))
+		for o := range op.half {
+			op.half[o] = uint16(c.bits(name, o))
+		}
+		require.NoError(t, ref.Upcast(m.d, op.values, op.half))
+	} else {
+		for o := range op.values {
+			op.values[o] = math.Float32frombits(c.bits(name, o))
+		}
+	}
+	m.op = op
+	m.dev = upload(t, ctx, op)
+}
+
+// TestMatmulEpilogueVectorPathEveryPattern: the epilogue kernel's vector
+// path (four columns a thread, GELU and its gradient as selects) gives
+// gemm/ref's bits for every activation epilogue when its inputs sweep
+// every pattern: the IEEE tiers with K = 1, so that an element's
+// pre-activation is A's row value times B's column value (1, −1, 0.5, 2,
+// ...), A over every 16-bit pattern (bf16, f16 in and out) or every high
+// half of an f32 with random low halves (f32) — every sign, exponent, NaN
+// and infinity class and the GELU thresholds — and the backward's aux over
+// every 16-bit pattern (or f32 high half) again.
+func TestMatmulEpilogueVectorPathEveryPattern(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	low := make([]uint32, 1<<16)
+	for i := range low {
+		low[i] = r.Uint32() & 0xffff
+	}
+	scale := map[DType][]uint32{
+		F32:  {0x3f800000, 0xbf800000, 0x3f000000, 0x40000000, 0x3f800000, 0xbf800000, 0x3e800000, 0xc0000000},
+		BF16: {0x3f80, 0xbf80, 0x3f00, 0x4000, 0x3f80, 0xbf80, 0x3e80, 0xc000},
+		F16:  {0x3c00, 0xbc00, 0x3800, 0x4000, 0x3c00, 0xbc00, 0x3400, 0xc000},
+	}
+	const M, N = 1 << 16, 8
+	for _, tc := range []mmTierCase{{TierF32, F32, F32}, {TierTyped, BF16, BF16}, {TierTyped, F16, F16}} {
+		bits := func(name string, o int) uint32 {
+			wide := tc.in == F32
+			switch {
+			case name == "A" && wide:
+				return uint32(o)<<16 | low[o%len(low)]
+			case name == "A":
+				return uint32(o)
+			case name == "B":
+				return scale[tc.in][o%N]
+			case wide: // aux: f32 high halves in another order
+				return (uint32(o)*40503)<<16 | low[(o/N)%len(low)]
+			}
+			return uint32(o) * 40503 // aux: every 16-bit pattern, N times
+		}
+		for _, ep := range []Epilogue{Default, Bias, Relu, ReluAux, ReluAuxBias, Gelu, GeluAux, GeluAuxBias, DRelu, DReluBgrad, DGelu, DGeluBgrad} {
+			mmCheck(t, eng, ctx, r, ref.TCModel{}, mmRun{tc: tc, s: mmShape{M, N, 1, 0}, ep: ep, alpha: 1, bits: bits})
+		}
 	}
 }
 

@@ -501,10 +501,11 @@ func (p *mmPlan) runRouteEpi(e *Engine, a MatmulArgs) error {
 			aux = a.Aux + cudaload.DevicePtr(i0*int64(d.LDAux)*out)
 		}
 		D := a.D + cudaload.DevicePtr(i0*int64(d.LDD)*out)
+		vec := mmEpiVec(N, int64(d.LDD), int64(d.LDAux), plane, D, aux, mask, uint64(out))
 		e.args.Reset().Ptr(plane).Int64(1).Ptr(0).Int64(int64(d.LDC)).Ptr(D).Int64(int64(d.LDD)).Ptr(0).
 			Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int64(rows).Int64(N).Float32(1).Float32(0).
-			Int32(mmFormStart).Int32(int32(p.spec.act))
-		if err := l.launch(&prob, id, mmGrid(rows, N, e.sms), mmThreads, 0, 1, 1); err != nil {
+			Int32(mmFormStart).Int32(int32(p.spec.act)).Int32(b2i(vec))
+		if err := l.launch(&prob, id, mmEpiGrid(rows, N, vec, e.sms), mmThreads, 0, 1, mmEpiCols(vec)); err != nil {
 			return err
 		}
 	}
@@ -964,14 +965,48 @@ func (p *mmPlan) run(e *Engine, a MatmulArgs) error {
 		if err := l.need(&prob, id); err != nil {
 			return err
 		}
+		vec := mmEpiVec(N, int64(d.LDD), int64(d.LDAux), ws, D, aux, mask, uint64(out))
 		e.args.Reset().Ptr(ws).Int64(p.slabs).Ptr(C).Int64(int64(d.LDC)).Ptr(D).Int64(int64(d.LDD)).Ptr(bias).
 			Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).Int64(rows).Int64(N).Float32(d.Alpha).Float32(d.Beta).
-			Int32(int32(p.form)).Int32(int32(p.spec.act))
-		if err := l.launch(&prob, id, mmGrid(rows, N, e.sms), mmThreads, 0, 1, 1); err != nil {
+			Int32(int32(p.form)).Int32(int32(p.spec.act)).Int32(b2i(vec))
+		if err := l.launch(&prob, id, mmEpiGrid(rows, N, vec, e.sms), mmThreads, 0, 1, mmEpiCols(vec)); err != nil {
 			return err
 		}
 	}
 	return p.bgrad(l, &prob, a)
+}
+
+// mmEpiVecForbidden turns the epilogue kernel's vector path off (tests).
+var mmEpiVecForbidden bool
+
+// mmEpiVec reports whether the epilogue kernel may take its vector path,
+// four columns a thread with 4-wide accesses: N and the leading dimensions
+// of D and of the aux or mask multiples of 4, the planes P 16-byte aligned,
+// D and the aux aligned to 4 elements of the output (size out bytes), the
+// mask to 4 bytes.
+func mmEpiVec(N, ldd, ldaux int64, P, D, aux, mask cudaload.DevicePtr, out uint64) bool {
+	switch {
+	case mmEpiVecForbidden, N%4 != 0, ldd%4 != 0, uint64(P)%16 != 0, uint64(D)%(4*out) != 0:
+		return false
+	case (aux != 0 || mask != 0) && ldaux%4 != 0:
+		return false
+	case aux != 0 && uint64(aux)%(4*out) != 0, mask != 0 && uint64(mask)%4 != 0:
+		return false
+	}
+	return true
+}
+
+// mmEpiCols is the columns a thread of the epilogue kernel takes.
+func mmEpiCols(vec bool) int64 {
+	if vec {
+		return 4
+	}
+	return 1
+}
+
+// mmEpiGrid covers rows × N elements for the epilogue kernel.
+func mmEpiGrid(rows, N int64, vec bool, sms int) cudaload.Dim3 {
+	return mmGrid(rows, ceilDiv(N, mmEpiCols(vec)), sms)
 }
 
 // mmThreads is the elementwise kernels' block.

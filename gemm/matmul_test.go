@@ -334,3 +334,30 @@ func TestMatmulActsMatchTheKernelCodes(t *testing.T) {
 	}
 	require.Equal(t, -1, entries.ActCode("dnone"))
 }
+
+// TestMatmulEpilogueVectorConditions: the epilogue kernel takes its vector
+// path only where every 4-wide access stays aligned.
+func TestMatmulEpilogueVectorConditions(t *testing.T) {
+	const p, d = cudaload.DevicePtr(1 << 20), cudaload.DevicePtr(1 << 21)
+	for _, c := range []struct {
+		name            string
+		n, ldd, ldaux   int64
+		P, D, aux, mask cudaload.DevicePtr
+		out             uint64
+		want            bool
+	}{
+		{"aligned, no aux", 64, 64, 0, p, d, 0, 0, 2, true},
+		{"aligned aux", 64, 72, 68, p, d, d + 4096, 0, 2, true},
+		{"aligned mask", 64, 64, 64, p, d, 0, d + 4096, 4, true},
+		{"N odd", 63, 64, 0, p, d, 0, 0, 2, false},
+		{"ldd not 4", 64, 66, 0, p, d, 0, 0, 2, false},
+		{"planes off 16 bytes", 64, 64, 0, p + 8, d, 0, 0, 4, false},
+		{"D off 4 elements", 64, 64, 0, p, d + 4, 0, 0, 2, false},
+		{"aux ld not 4", 64, 64, 66, p, d, d + 4096, 0, 2, false},
+		{"aux off 4 elements", 64, 64, 64, p, d, d + 4098, 0, 2, false},
+		{"mask off 4 bytes", 64, 64, 64, p, d, 0, d + 4097, 2, false},
+		{"mask ld not 4", 64, 64, 65, p, d, 0, d + 4096, 2, false},
+	} {
+		require.Equal(t, c.want, mmEpiVec(c.n, c.ldd, c.ldaux, c.P, c.D, c.aux, c.mask, c.out), c.name)
+	}
+}

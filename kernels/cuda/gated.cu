@@ -12,12 +12,19 @@
 // a call.
 #include "prelude.cuh"
 #include "epilogue.cuh"
+#include "elementwise.cuh"
 
 namespace gated {
 
 using epi::F32;
 using epi::BF16;
 using epi::F16;
+using sel::at;
+using sel::div_unit;
+using sel::load4;
+using sel::SigmoidExp;
+using sel::sigmoid_exp;
+using sel::store4;
 
 DETGEMM_INLINE dg_i64 col(dg_i64 j, int blk) { return blk ? ((j >> 3) << 4) + (j & 7) : j; }
 
@@ -69,45 +76,12 @@ DETGEMM_INLINE void backward(int gate, dg_i64 rows, dg_i64 n, const void* DETGEM
 // ---------------------------------------------------------------------------
 // The vector path: eight consecutive indices a thread (two groups of four,
 // each one 8- or 16-byte access), the gate a template parameter, and the
-// activations of activation.cuh with their branches turned into selects,
-// so that a thread's eight elements interleave and no element pays for
-// branch bookkeeping. The operations, their order and their operands are
-// dg_gate_act's and dg_gate_act_grad's; where those skip work (the
-// exponential below −104, a NaN or infinite b) the work is done and its
-// result discarded. TestGatedVectorPathEveryPattern checks this path
-// against gemm/ref on every exponent and sign of b and every 16-bit
+// activations as elementwise.cuh's select forms compute them (the
+// operations of dg_gate_act and dg_gate_act_grad, in their order, with no
+// branch), so that a thread's eight elements interleave and no element
+// pays for branch bookkeeping. TestGatedVectorPathEveryPattern checks this
+// path against gemm/ref on every exponent and sign of b and every 16-bit
 // pattern of the half types' inputs.
-
-// x / d for the sigmoid's operands (d = 1 + e, x = 1 or e, e in [0, 1]):
-// __fdiv_rn's own fast path (reciprocal, one Newton step, quotient,
-// remainder, correction) without its test for the slow path. For x from
-// 2^-100 up the operands are far from the exponent limits that test guards,
-// and the sequence gives the correctly rounded quotient; a smaller x is e
-// itself, so d = 1 + e rounds to 1, r = 1 and q = x exactly, and the result
-// is x = x / 1 again (subnormals and 0 included).
-DETGEMM_INLINE float div_unit(float x, float d) {
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
-    r = __fmaf_rn(r, __fmaf_rn(-d, r, 1.0f), r);
-    const float q = __fmaf_rn(x, r, 0.0f);
-    return __fmaf_rn(r, __fmaf_rn(-d, q, x), q);
-}
-
-// dg_sigmoid_parts / dg_sigmoid_one's exponential, branch-free: e =
-// e^(−|z+zl|) (0 where −|z| < −104) and d = 1 + e.
-struct SigmoidExp {
-    float e, d;
-};
-DETGEMM_INLINE SigmoidExp sigmoid_exp(float z, float zl) {
-    const bool pos = z >= 0.0f;
-    const float y = pos ? -z : z, yl = pos ? -zl : zl;
-    int k;
-    const float q = dg_exp_reduce(y, yl, &k);
-    float e = dg_exp_scale(q, k);
-    asm volatile("" : "+f"(e));  // computed on every lane: no branch around it
-    e = y >= -104.0f ? e : 0.0f;
-    return {e, __fadd_rn(1.0f, e)};
-}
 
 // act(b) for gate G (dg_gate_act) over V values.
 template <int G, int V>
@@ -117,23 +91,17 @@ DETGEMM_INLINE void acts(const float (&b)[V], float (&act)[V]) {
         const float x = b[u];
         if constexpr (G == 2) {
             act[u] = dg_relu(x);
-        } else if constexpr (G == 1 || G == 3 || G == 4) {
-            float z = x, zl = 0.0f, x2;
-            if constexpr (G == 4) z = dg_gelu_arg(x, &x2, &zl);
-            const SigmoidExp p = sigmoid_exp(z, zl);
-            const float s = div_unit(z >= 0.0f ? 1.0f : p.e, p.d);
-            float v = s;
+        } else if constexpr (G == 4) {
+            act[u] = sel::gelu(x);
+        } else if constexpr (G == 1 || G == 3) {
+            const SigmoidExp p = sigmoid_exp(x, 0.0f);
+            const float s = div_unit(x >= 0.0f ? 1.0f : p.e, p.d);
             if constexpr (G == 3) {
-                v = __fmul_rn(x, s);
-                v = x == DG_F(0xFF800000) ? DG_F(0x80000000) : v;  // −Inf: −0
-            } else if constexpr (G == 4) {
-                float big = x > 0.0f ? x : DG_F(0x80000000);  // |x| >= 16: x or −0
-                asm volatile("" : "+f"(big));                 // a select below, not a branch
-                v = dg_abs(x) >= DG_F(0x41800000) ? big : __fmul_rn(x, s);
+                const float v = __fmul_rn(x, s);                        // a NaN x: the canonical NaN
+                act[u] = x == DG_F(0xFF800000) ? DG_F(0x80000000) : v;  // −Inf: −0
+            } else {
+                act[u] = x != x ? DG_F(0x7FFFFFFF) : s;  // GLU: s is not NaN for a NaN x
             }
-            // A NaN b: GLU's s is not NaN, so the NaN is chosen here; for
-            // SwiGLU and GeGLU x·s is already the canonical NaN.
-            act[u] = G == 1 && x != x ? DG_F(0x7FFFFFFF) : v;
         } else {
             act[u] = x;
         }
@@ -149,41 +117,29 @@ DETGEMM_INLINE void act_grads(const float (&b)[V], float (&act)[V], float (&grad
             act[u] = dg_relu(b[u]);
             grad[u] = dg_gate_grad(2, b[u]);
         }
-    } else if constexpr (G == 1 || G == 3 || G == 4) {
+    } else if constexpr (G == 4) {
+#pragma unroll
+        for (int u = 0; u < V; ++u) sel::gelu_grad(b[u], &act[u], &grad[u]);
+    } else if constexpr (G == 1 || G == 3) {
 #pragma unroll
         for (int u = 0; u < V; ++u) {
-            float z = b[u], zl = 0.0f, x2 = 0.0f, zp = 0.0f;
-            if constexpr (G == 4) {
-                z = dg_gelu_arg(b[u], &x2, &zl);
-                zp = __fmaf_rn(DG_F(0x3E5B33B6), x2, DG_F(0x3FCC422A));  // K0 + 3·K1·x²
-            }
-            const SigmoidExp p = sigmoid_exp(z, zl);
-            const float pos = div_unit(1.0f, p.d), neg = div_unit(p.e, p.d);
             const float x = b[u];
-            const bool swap = z < 0.0f;
+            const SigmoidExp p = sigmoid_exp(x, 0.0f);
+            const float pos = div_unit(1.0f, p.d), neg = div_unit(p.e, p.d);
+            const bool swap = x < 0.0f;
             const float s = swap ? neg : pos, sm = swap ? pos : neg;
-            float va, vg;
             if constexpr (G == 1) {
-                va = s;
-                vg = __fmul_rn(s, sm);
-            } else if constexpr (G == 3) {
-                va = __fmul_rn(x, s);
-                vg = __fmul_rn(s, __fmaf_rn(x, sm, 1.0f));
-                const bool pinf = x == DG_F(0x7F800000), ninf = x == DG_F(0xFF800000);
-                va = pinf ? x : (ninf ? DG_F(0x80000000) : va);
-                vg = pinf ? 1.0f : (ninf ? DG_F(0x80000000) : vg);
+                // GLU: s and s·sm are not NaN for a NaN x, so the NaN is chosen.
+                const bool nan = x != x;
+                act[u] = nan ? DG_F(0x7FFFFFFF) : s;
+                grad[u] = nan ? DG_F(0x7FFFFFFF) : __fmul_rn(s, sm);
             } else {
-                va = __fmul_rn(x, s);
-                vg = __fmul_rn(s, __fmaf_rn(__fmul_rn(x, sm), zp, 1.0f));
-                const bool big = dg_abs(x) >= DG_F(0x41800000), up = x > 0.0f;
-                va = big ? (up ? x : DG_F(0x80000000)) : va;
-                vg = big ? (up ? 1.0f : DG_F(0x80000000)) : vg;
+                // SwiGLU: a NaN x makes both products the canonical NaN.
+                const float va = __fmul_rn(x, s), vg = __fmul_rn(s, __fmaf_rn(x, sm, 1.0f));
+                const bool pinf = x == DG_F(0x7F800000), ninf = x == DG_F(0xFF800000);
+                act[u] = pinf ? x : (ninf ? DG_F(0x80000000) : va);
+                grad[u] = pinf ? 1.0f : (ninf ? DG_F(0x80000000) : vg);
             }
-            // A NaN b: as in acts, only GLU needs the NaN chosen (x·s and
-            // s·(…x…) are the canonical NaN for SwiGLU and GeGLU).
-            const bool nan = G == 1 && x != x;
-            act[u] = nan ? DG_F(0x7FFFFFFF) : va;
-            grad[u] = nan ? DG_F(0x7FFFFFFF) : vg;
         }
     } else {
 #pragma unroll
@@ -192,62 +148,6 @@ DETGEMM_INLINE void act_grads(const float (&b)[V], float (&act)[V], float (&grad
             grad[u] = 1.0f;
         }
     }
-}
-
-// Four consecutive elements from p (4-aligned), widened exactly: f16 by the
-// hardware conversion, exact for every number. A NaN's payload may differ
-// from dg_f16_to_f32's, and nothing shows it: every output a NaN input
-// reaches is the canonical NaN (the activations' NaN, the products' NaN,
-// round_pair's 0x7fff).
-template <int T>
-DETGEMM_INLINE void load4(const void* DETGEMM_RESTRICT p, float* v) {
-    if constexpr (T == F32) {
-        const float4 x = *static_cast<const float4*>(p);
-        v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
-    } else {
-        const uint2 x = *static_cast<const uint2*>(p);
-        const dg_u32 w[2] = {x.x, x.y};
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-            const dg_u16 h = (dg_u16)(w[c >> 1] >> (16 * (c & 1)));
-            if constexpr (T == BF16) v[c] = dg_bf16_to_f32(h);
-            else asm("cvt.f32.f16 %0, %1;" : "=f"(v[c]) : "h"(h));
-        }
-    }
-}
-
-// Two values rounded to T (RNE) and packed, lo in the low half: one cvt for
-// the pair, a NaN half replaced by the canonical 0x7fff (round16's bits).
-template <int T>
-DETGEMM_INLINE dg_u32 round_pair(float lo, float hi) {
-    dg_u32 p;
-    if constexpr (T == BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));
-    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));
-    p = lo != lo ? (p & 0xffff0000u) | 0x7fffu : p;
-    return hi != hi ? (p & 0x0000ffffu) | 0x7fff0000u : p;
-}
-
-// Four values rounded once to T and stored at p (4-aligned) with one access.
-template <int T>
-DETGEMM_INLINE void store4(void* DETGEMM_RESTRICT p, const float* v) {
-    if constexpr (T == F32) {
-        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                     : "memory");
-    } else {
-        asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(round_pair<T>(v[0], v[1])),
-                     "r"(round_pair<T>(v[2], v[3]))
-                     : "memory");
-    }
-}
-
-// Pointer to element e of a T array.
-template <int T>
-DETGEMM_INLINE const void* at(const void* p, dg_i64 e) {
-    return static_cast<const char*>(p) + e * (T == F32 ? 4 : 2);
-}
-template <int T>
-DETGEMM_INLINE void* at(void* p, dg_i64 e) {
-    return static_cast<char*>(p) + e * (T == F32 ? 4 : 2);
 }
 
 // Thread t of the x dimension takes indices [8t, 8t + 8) of every row it

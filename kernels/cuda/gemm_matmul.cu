@@ -12,6 +12,7 @@
 // depends on the grid, the rows of a call, or the GPU.
 #include "prelude.cuh"
 #include "epilogue.cuh"
+#include "elementwise.cuh"
 
 namespace mm {
 
@@ -83,6 +84,106 @@ DETGEMM_INLINE void epilogue(const float* DETGEMM_RESTRICT P, dg_i64 S, const vo
     }
 }
 
+// The epilogue's vector path: four consecutive columns a thread (N, ldd
+// and, where the epilogue has an aux or a mask, ldaux multiples of 4; D,
+// aux and mask aligned to 4 elements), the activation a template
+// parameter, GELU and its gradient in elementwise.cuh's select forms.
+// Every element is the same sequence of operations as epilogue's: the
+// fold, beta·C and the bias per element, then epi::mm_act's cases.
+template <int OUT, int ACT>
+DETGEMM_INLINE void epilogue4(const float* DETGEMM_RESTRICT P, dg_i64 S, const void* C, dg_i64 ldc, void* D,
+                              dg_i64 ldd, const float* DETGEMM_RESTRICT bias, void* DETGEMM_RESTRICT aux,
+                              unsigned char* DETGEMM_RESTRICT mask, dg_i64 ldaux, dg_i64 M, dg_i64 N, float alpha,
+                              float beta, int form) {
+    const dg_i64 plane = M * N;
+    const dg_i64 j = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (j >= N) return;
+    for (dg_i64 i = blockIdx.y; i < M; i += gridDim.y) {
+        const dg_i64 e = i * N + j;
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f}, p[4];
+        if (form == FORM_START) {
+            sel::load4<F32>(P + e, v);
+            for (dg_i64 s = 1; s < S; ++s) {
+                sel::load4<F32>(P + s * plane + e, p);
+#pragma unroll
+                for (int u = 0; u < 4; ++u) v[u] = epi::fold_add(v[u], p[u]);
+            }
+        } else {
+            bool have = false;
+            if (beta != 0.0f) {
+#pragma unroll
+                for (int u = 0; u < 4; ++u) v[u] = __fmul_rn(beta, epi::widen<OUT>(C, i * ldc + j + u));
+                have = true;
+            }
+            if (form == FORM_FOLD) {
+                for (dg_i64 s = 0; s < S; ++s) {
+                    sel::load4<F32>(P + s * plane + e, p);
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) v[u] = have ? __fmaf_rn(alpha, p[u], v[u]) : __fmul_rn(alpha, p[u]);
+                    have = true;
+                }
+            }
+            if (bias != nullptr) {
+#pragma unroll
+                for (int u = 0; u < 4; ++u) v[u] = epi::bias_add(v[u], bias[j + u]);
+            }
+        }
+        const dg_i64 ax = i * ldaux + j;
+        float r[4];
+        if constexpr (ACT == epi::ACT_RELU) {
+#pragma unroll
+            for (int u = 0; u < 4; ++u) r[u] = dg_relu(v[u]);
+        } else if constexpr (ACT == epi::ACT_GELU) {
+            if (aux != nullptr) sel::store4<OUT>(sel::at<OUT>(aux, ax), v);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) r[u] = sel::gelu(v[u]);
+        } else if constexpr (ACT == epi::ACT_DRELU) {
+            const dg_u32 m = *reinterpret_cast<const dg_u32*>(mask + ax);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const unsigned char b = (unsigned char)(m >> (8 * u));
+                r[u] = b == epi::MASK_ZERO ? 0.0f : (b == epi::MASK_PASS && v[u] == v[u] ? v[u] : DG_F(0x7FFFFFFF));
+            }
+        } else if constexpr (ACT == epi::ACT_DGELU) {
+            float x[4];
+            sel::load4<OUT>(sel::at<OUT>(aux, ax), x);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                float act, grad;
+                sel::gelu_grad(x[u], &act, &grad);
+                r[u] = __fmul_rn(v[u], grad);
+            }
+        } else {
+#pragma unroll
+            for (int u = 0; u < 4; ++u) r[u] = v[u];
+        }
+        sel::store4<OUT>(sel::at<OUT>(D, i * ldd + j), r);
+        if constexpr (ACT == epi::ACT_RELU) {
+            if (mask != nullptr) {
+                dg_u32 m = 0;
+#pragma unroll
+                for (int u = 0; u < 4; ++u) m |= (dg_u32)epi::mm_mask<OUT>(r[u]) << (8 * u);
+                *reinterpret_cast<dg_u32*>(mask + ax) = m;
+            }
+        }
+    }
+}
+
+template <int OUT>
+DETGEMM_INLINE void epilogue_vec(const float* DETGEMM_RESTRICT P, dg_i64 S, const void* C, dg_i64 ldc, void* D,
+                                 dg_i64 ldd, const float* DETGEMM_RESTRICT bias, void* DETGEMM_RESTRICT aux,
+                                 unsigned char* DETGEMM_RESTRICT mask, dg_i64 ldaux, dg_i64 M, dg_i64 N, float alpha,
+                                 float beta, int form, int act) {
+    dg_grid_dependency_wait();
+    switch (act) {
+    case epi::ACT_RELU: epilogue4<OUT, epi::ACT_RELU>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form); break;
+    case epi::ACT_GELU: epilogue4<OUT, epi::ACT_GELU>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form); break;
+    case epi::ACT_DRELU: epilogue4<OUT, epi::ACT_DRELU>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form); break;
+    case epi::ACT_DGELU: epilogue4<OUT, epi::ACT_DGELU>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form); break;
+    default: epilogue4<OUT, epi::ACT_NONE>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form); break;
+    }
+}
+
 // A bias gradient, G[q] += the slab sums over r < R of X[q·sq + r·sr] (X
 // of type T), in slabs of 256 terms, in two launches: bgrad writes slab
 // s's sum (a chain from +0, ascending r) to P[s·Q + q], one thread per
@@ -114,7 +215,8 @@ DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64
 
 // Entry points, one per type (the type of C for start, of D for the
 // epilogue, of the summed matrix for bgrad), and the fold. Grids: start
-// and epilogue (ceil(N / blockDim.x), any number of row blocks); bgrad
+// and epilogue (ceil(N / blockDim.x), any number of row blocks; the
+// epilogue with vec set ceil(N / 4 / blockDim.x)); bgrad
 // (ceil(Q / blockDim.x), slabs); bgrad_fold (ceil(Q / blockDim.x)).
 #define DETGEMM_MM_START_ENTRY(NAME, T)                                                                 \
     DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
@@ -125,8 +227,11 @@ DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64
     DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
         NAME(const float* P, dg_i64 S, const void* C, dg_i64 ldc, void* D, dg_i64 ldd, const float* bias, \
              void* aux, unsigned char* mask, dg_i64 ldaux, dg_i64 M, dg_i64 N, float alpha, float beta,   \
-             int form, int act) {                                                                        \
-        mm::epilogue<T>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form, act);    \
+             int form, int act, int vec) {                                                               \
+        if (vec)                                                                                         \
+            mm::epilogue_vec<T>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form, act); \
+        else                                                                                             \
+            mm::epilogue<T>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form, act); \
     }
 #define DETGEMM_MM_BGRAD_ENTRY(NAME, T)                                                                 \
     DETGEMM_KERNEL void __launch_bounds__(256)                                                          \

@@ -1,0 +1,60 @@
+package gemm
+
+import (
+	"os"
+	"testing"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMatmulEpilogueThroughput times tensor-core Matmul requests with the
+// activation epilogues beside the plain product (bf16, random inputs, one
+// set), the figures the epilogue kernel is tuned with. It runs only with
+// DETGEMM_MM_PERF=1; the bench measures the engine for the record, with
+// cuBLASLt beside it.
+func TestMatmulEpilogueThroughput(t *testing.T) {
+	if os.Getenv("DETGEMM_MM_PERF") == "" {
+		t.Skip("set DETGEMM_MM_PERF=1 to time the Matmul epilogues")
+	}
+	eng, ctx := gpuEngine(t)
+	r := newRand(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	for _, s := range [][3]int{{4096, 4096, 4096}, {2048, 768, 3072}, {4096, 1536, 3072}} {
+		M, K, N := s[0], s[1], s[2]
+		block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
+		fill := func(elems int) cudaload.DevicePtr {
+			p := alloc(t, ctx, uint64(elems*2))
+			for off := 0; off < elems; off += 1 << 20 {
+				require.NoError(t, ctx.MemcpyDtoD(p+cudaload.DevicePtr(off*2), block, uint64(min(1<<20, elems-off)*2)))
+			}
+			return p
+		}
+		A, B, D, aux := fill(M*K), fill(K*N), fill(M*N), fill(M*N)
+		mask := alloc(t, ctx, uint64(M*N))
+		require.NoError(t, ctx.MemsetD8(mask, 1, uint64(M*N)))
+		bias := upload(t, ctx, randomOperand(r, F32, N))
+		bgrad := upload(t, ctx, randomOperand(r, F32, N))
+		for _, ep := range []Epilogue{Default, Gelu, GeluAuxBias, ReluAuxBias, DGelu, DGeluBgrad, DReluBgrad} {
+			spec := specOf(ep)
+			d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: M, N: N, K: K, Alpha: 1, Epilogue: ep}
+			a := MatmulArgs{A: A, B: B, D: D}
+			if spec.bias {
+				a.Bias = bias
+			}
+			if spec.bgrad != 0 {
+				a.BiasGrad = bgrad
+			}
+			switch {
+			case spec.mask:
+				a.Aux, d.LDAux = mask, N
+			case spec.auxOut || spec.auxIn:
+				a.Aux, d.LDAux = aux, N
+			}
+			p, err := eng.Plan(d)
+			require.NoError(t, err, "%v", ep)
+			best := bestPerLaunch(t, eng, start, end, 10, func(int) error { return p.Run(a) })
+			t.Logf("mmperf %5dx%5dx%5d %-12v %9.1f us %v", M, K, N, ep, float64(best.Nanoseconds())/1e3, p.Kernels())
+		}
+	}
+}
