@@ -433,17 +433,8 @@ func TestGatedThroughput(t *testing.T) {
 		for _, w := range widths {
 			n, err := strconv.Atoi(w)
 			require.NoError(t, err)
-			// Random values, a block of them repeated (drawing all of them
-			// on the host would take longer than the timing).
 			block := upload(t, ctx, randomOperand(r, d, 1<<20))
-			fill := func(elems int) cudaload.DevicePtr {
-				p := alloc(t, ctx, uint64(elems*d.Size()))
-				for off := 0; off < elems; off += 1 << 20 {
-					n := min(1<<20, elems-off)
-					require.NoError(t, ctx.MemcpyDtoD(p+cudaload.DevicePtr(off*d.Size()), block, uint64(n*d.Size())))
-				}
-				return p
-			}
+			fill := func(elems int) cudaload.DevicePtr { return tiledRandom(t, ctx, block, 1<<20, d, elems) }
 			h, dy := fill(rows*2*n), fill(rows*n)
 			y := alloc(t, ctx, uint64(rows*n*d.Size()))
 			g := alloc(t, ctx, uint64(rows*2*n*d.Size()))

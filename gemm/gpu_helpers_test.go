@@ -96,6 +96,20 @@ func upload(t *testing.T, ctx *cudaload.Context, o operand) cudaload.DevicePtr {
 	return p
 }
 
+// tiledRandom allocates elems elements of type d holding block's values
+// (a device buffer of random values of d) again and again: the perf
+// probes' inputs, which drawing on the host would take longer than the
+// timing.
+func tiledRandom(t *testing.T, ctx *cudaload.Context, block cudaload.DevicePtr, blockElems int, d DType, elems int) cudaload.DevicePtr {
+	t.Helper()
+	p := alloc(t, ctx, uint64(elems*d.Size()))
+	for off := 0; off < elems; off += blockElems {
+		n := min(blockElems, elems-off)
+		require.NoError(t, ctx.MemcpyDtoD(p+cudaload.DevicePtr(off*d.Size()), block, uint64(n*d.Size())))
+	}
+	return p
+}
+
 func alloc(t *testing.T, ctx *cudaload.Context, bytes uint64) cudaload.DevicePtr {
 	t.Helper()
 	p, err := ctx.MemAlloc(bytes)

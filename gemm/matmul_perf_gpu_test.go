@@ -23,13 +23,7 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 	for _, s := range [][3]int{{4096, 4096, 4096}, {2048, 768, 3072}, {4096, 1536, 3072}} {
 		M, K, N := s[0], s[1], s[2]
 		block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
-		fill := func(elems int) cudaload.DevicePtr {
-			p := alloc(t, ctx, uint64(elems*2))
-			for off := 0; off < elems; off += 1 << 20 {
-				require.NoError(t, ctx.MemcpyDtoD(p+cudaload.DevicePtr(off*2), block, uint64(min(1<<20, elems-off)*2)))
-			}
-			return p
-		}
+		fill := func(elems int) cudaload.DevicePtr { return tiledRandom(t, ctx, block, 1<<20, BF16, elems) }
 		A, B, D, aux := fill(M*K), fill(K*N), fill(M*N), fill(M*N)
 		mask := alloc(t, ctx, uint64(M*N))
 		require.NoError(t, ctx.MemsetD8(mask, 1, uint64(M*N)))
