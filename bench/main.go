@@ -147,10 +147,11 @@ Columns:
                                    unfused pair of mm-swiglu
                The standalone gated activations (every type; on MxKxN:
                rows M, n = N/2, K unused; GatedHalves; inputs the sets' C):
-                 gated-swiglu-fwd, gated-geglu-fwd  GatedForward: reads
-                                   [M,N], writes y[M,N/2]
-                 gated-swiglu-bwd, gated-geglu-bwd  GatedBackward: reads
-                                   h[M,N] and dy[M,N/2], writes dh[M,N]
+                 gated-{glu,reglu,swiglu,geglu}-fwd  GatedForward:
+                                   reads [M,N], writes y[M,N/2]
+                 gated-{glu,reglu,swiglu,geglu}-bwd  GatedBackward:
+                                   reads h[M,N] and dy[M,N/2], writes
+                                   dh[M,N]
                their rows' GB/s (bytes read + written over the median; also
                the copy and read floors') go to the JSON (bytes_per_sec) and
                the csv (gb_per_s); table and md add a table of them beside
