@@ -257,9 +257,9 @@ const gatedFamily = entries.GatedFamily
 // two groups of four (gated.cu, GATED_FOR_EACH8).
 const gatedVecIndices = 8
 
-// gatedV4 reports whether four consecutive indices a thread stay aligned:
-// every leading dimension and column offset a multiple of 4 and every
-// pointer aligned to 4 elements of its type.
+// gatedV4 reports whether the vector kernels' groups of four consecutive
+// indices stay aligned: every leading dimension and column offset a
+// multiple of 4 and every pointer aligned to 4 elements of its type.
 func gatedV4(n int64, lds []int64, ptrs []cudaload.DevicePtr, sizes []uint64) bool {
 	if n%4 != 0 {
 		return false

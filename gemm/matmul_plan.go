@@ -976,9 +976,6 @@ func (p *mmPlan) run(e *Engine, a MatmulArgs) error {
 	return p.bgrad(l, &prob, a)
 }
 
-// mmEpiVecForbidden turns the epilogue kernel's vector path off (tests).
-var mmEpiVecForbidden bool
-
 // mmEpiVec reports whether the epilogue kernel may take its vector path,
 // four columns a thread with 4-wide accesses: N and the leading dimensions
 // of D and of the aux or mask multiples of 4, the planes P 16-byte aligned,
@@ -986,7 +983,7 @@ var mmEpiVecForbidden bool
 // mask to 4 bytes.
 func mmEpiVec(N, ldd, ldaux int64, P, D, aux, mask cudaload.DevicePtr, out uint64) bool {
 	switch {
-	case mmEpiVecForbidden, N%4 != 0, ldd%4 != 0, uint64(P)%16 != 0, uint64(D)%(4*out) != 0:
+	case N%4 != 0, ldd%4 != 0, uint64(P)%16 != 0, uint64(D)%(4*out) != 0:
 		return false
 	case (aux != 0 || mask != 0) && ldaux%4 != 0:
 		return false

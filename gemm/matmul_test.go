@@ -361,3 +361,24 @@ func TestMatmulEpilogueVectorConditions(t *testing.T) {
 		require.Equal(t, c.want, mmEpiVec(c.n, c.ldd, c.ldaux, c.P, c.D, c.aux, c.mask, c.out), c.name)
 	}
 }
+
+// TestMatmulEpilogueSweepRunsTheEpilogueKernel: the shapes that
+// TestMatmulEpilogueVectorPathEveryPattern sweeps on the GPU run their
+// activation through the epilogue kernel, with leading dimensions that
+// let it take the vector path, so that test checks that path.
+func TestMatmulEpilogueSweepRunsTheEpilogueKernel(t *testing.T) {
+	e, _ := fakeEngine(fakeDevices[0])
+	for _, tc := range []struct {
+		tier    Tier
+		in, out DType
+	}{{TierF32, F32, F32}, {TierTyped, BF16, BF16}, {TierTyped, F16, F16}} {
+		for _, ep := range []Epilogue{Relu, ReluAux, ReluAuxBias, Gelu, GeluAux, GeluAuxBias, DRelu, DReluBgrad, DGelu, DGeluBgrad} {
+			const M, N = 1 << 16, 8
+			d := MatmulDesc{Tier: tc.tier, In: tc.in, Out: tc.out, M: M, N: N, K: 1, LDD: N, LDAux: N, Alpha: 1, Epilogue: ep}
+			p, err := e.Plan(d)
+			require.NoError(t, err, "%v %v", tc, ep)
+			require.Contains(t, p.Kernels(), "detgemm_mm_epilogue_"+tc.out.String(), "%v %v", tc, ep)
+			require.True(t, mmEpiVec(N, N, N, 1<<20, 1<<21, 1<<22, 0, uint64(tc.out.Size())), "%v %v", tc, ep)
+		}
+	}
+}
