@@ -192,6 +192,8 @@ func gatedMMCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand
 	aRows, _, bRows, _ := desc.stored()
 	A := newMMInput(t, ctx, r, c.tc.in, aRows, aCols, desc.LDA, c.specials)
 	B := newMMInput(t, ctx, r, c.tc.in, bRows, bCols, desc.LDB, c.specials)
+	c.refill(t, ctx, "A", &A)
+	c.refill(t, ctx, "B", &B)
 	D := newMMOutput(t, ctx, c.tc.out, M, dCols, desc.LDD)
 	args := MatmulArgs{A: A.dev, B: B.dev, D: D.dev}
 	req := ref.MatmulRequest{M: M, N: N, K: K, TransA: c.ta, TransB: c.tb, A: A.refOperand(), B: B.refOperand(),
@@ -212,6 +214,7 @@ func gatedMMCheck(t *testing.T, eng *Engine, ctx *cudaload.Context, r *rand.Rand
 		}
 		X.op = fromValues(c.tc.out, X.op.values)
 		X.dev = upload(t, ctx, X.op)
+		c.refill(t, ctx, "aux", &X)
 		args.Aux, req.Aux = X.dev, X.refOperand()
 	}
 	p, err := eng.Plan(desc)

@@ -315,6 +315,50 @@ func TestMatmulEpilogueVectorPathEveryPattern(t *testing.T) {
 	}
 }
 
+// TestMatmulFusedEpiloguesEveryPattern: the fused wgmma kernels'
+// activation epilogues (elementwise.cuh's select forms inside the tile)
+// against gemm/ref on every 16-bit pre-activation and aux pattern. K = 16
+// with A's first column every pattern and the rest +0, and B's first row
+// exact scales, so that row i's products are pattern i scaled (every sign,
+// exponent, NaN and infinity class, GELU's ±16 and the exponential's
+// thresholds); the backward epilogues' aux is every pattern again in
+// another order. The gated ones see a and b from the same pattern.
+func TestMatmulFusedEpiloguesEveryPattern(t *testing.T) {
+	eng, ctx, model := fusedEngine(t)
+	r := newRand(t)
+	scale := map[DType][]uint32{
+		BF16: {0x3f80, 0xbf80, 0x3f00, 0x4000, 0x3f80, 0xbf80, 0x3e80, 0xc000},
+		F16:  {0x3c00, 0xbc00, 0x3800, 0x4000, 0x3c00, 0xbc00, 0x3400, 0xc000},
+	}
+	const M, N, K = 1 << 16, 16, 16
+	for _, tc := range []mmTierCase{{TierTensorCore, BF16, BF16}, {TierTensorCore, F16, F16}} {
+		bits := func(name string, o int) uint32 {
+			switch name {
+			case "A":
+				if o%K == 0 {
+					return uint32(o / K)
+				}
+				return 0
+			case "B":
+				return scale[tc.in][o%len(scale[tc.in])]
+			}
+			return uint32(o) * 40503 // aux: every 16-bit pattern
+		}
+		for _, ep := range []Epilogue{Relu, ReluAuxBias, Gelu, GeluAuxBias, DRelu, DReluBgrad, DGelu, DGeluBgrad} {
+			for _, alpha := range []float32{1, -0.5} {
+				c := mmRun{tc: tc, s: mmShape{M, N, K, 0}, ep: ep, alpha: alpha, bits: bits}
+				p, err := eng.Plan(c.desc())
+				require.NoError(t, err, "%v", c)
+				require.True(t, strings.HasPrefix(p.Kernels()[0], "detgemm_wgmm"), "%v: %v", c, p.Kernels())
+				mmCheck(t, eng, ctx, r, model, c)
+			}
+		}
+		for _, ep := range gatedEpilogues {
+			gatedMMCheck(t, eng, ctx, r, model, mmRun{tc: tc, s: mmShape{M, N, K, 0}, ep: ep, alpha: 1, bits: bits})
+		}
+	}
+}
+
 // fusedEngine is a fresh engine made with DETGEMM_MATMUL_FUSED=wg128x256,
 // so that every Matmul request a fused wgmma kernel can run runs it, and
 // its GPU's tensor-core model; the test is skipped off Hopper.

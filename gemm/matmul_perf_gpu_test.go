@@ -11,7 +11,8 @@ import (
 // TestMatmulEpilogueThroughput times tensor-core Matmul requests with the
 // activation epilogues beside the plain product (bf16, random inputs, one
 // set), the figures the epilogue kernel is tuned with. It runs only with
-// DETGEMM_MM_PERF=1; the bench measures the engine for the record, with
+// DETGEMM_MM_PERF=1 (DETGEMM_MM_PERF_GATED=1 adds issue 23's gated
+// projections); the bench measures the engine for the record, with
 // cuBLASLt beside it.
 func TestMatmulEpilogueThroughput(t *testing.T) {
 	if os.Getenv("DETGEMM_MM_PERF") == "" {
@@ -20,16 +21,29 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 	eng, ctx := gpuEngine(t)
 	r := newRand(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
-	for _, s := range [][3]int{{4096, 4096, 4096}, {2048, 768, 3072}, {4096, 1536, 3072}} {
-		M, K, N := s[0], s[1], s[2]
+	type probe struct {
+		M, K, N int
+		eps     []Epilogue
+	}
+	plain := []Epilogue{Default, Gelu, GeluAuxBias, ReluAuxBias, DGelu, DGeluBgrad, DReluBgrad}
+	probes := []probe{{4096, 4096, 4096, plain}, {2048, 768, 3072, plain}, {4096, 1536, 3072, plain}}
+	if os.Getenv("DETGEMM_MM_PERF_GATED") != "" {
+		// Issue 23's gate-up projection (n = 11008) and its backward's product.
+		probes = append(probes,
+			probe{4096, 4096, 22016, []Epilogue{Default, GatedSwiGLU, GatedSwiGLUAux, GatedGeGLUAux}},
+			probe{4096, 4096, 11008, []Epilogue{Default, DGatedSwiGLU, DGatedGeGLU}})
+	}
+	for _, pr := range probes {
+		M, K, N := pr.M, pr.K, pr.N
 		block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
 		fill := func(elems int) cudaload.DevicePtr { return tiledRandom(t, ctx, block, 1<<20, BF16, elems) }
-		A, B, D, aux := fill(M*K), fill(K*N), fill(M*N), fill(M*N)
+		// D and the aux as wide as a gated backward's (2N).
+		A, B, D, aux := fill(M*K), fill(K*N), fill(2*M*N), fill(2*M*N)
 		mask := alloc(t, ctx, uint64(M*N))
 		require.NoError(t, ctx.MemsetD8(mask, 1, uint64(M*N)))
 		bias := upload(t, ctx, randomOperand(r, F32, N))
 		bgrad := upload(t, ctx, randomOperand(r, F32, N))
-		for _, ep := range []Epilogue{Default, Gelu, GeluAuxBias, ReluAuxBias, DGelu, DGeluBgrad, DReluBgrad} {
+		for _, ep := range pr.eps {
 			spec := specOf(ep)
 			d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: M, N: N, K: K, Alpha: 1, Epilogue: ep}
 			a := MatmulArgs{A: A, B: B, D: D}
@@ -42,6 +56,9 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 			switch {
 			case spec.mask:
 				a.Aux, d.LDAux = mask, N
+			case ep.Gate() != 0 && spec.aux():
+				_, auxCols := gatedCols(ep, N)
+				a.Aux, d.LDAux = aux, auxCols
 			case spec.auxOut || spec.auxIn:
 				a.Aux, d.LDAux = aux, N
 			}

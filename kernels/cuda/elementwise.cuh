@@ -1,6 +1,7 @@
-// elementwise.cuh: what the elementwise kernels (gated.cu, gemm_matmul.cu's
-// epilogue) share on their vector paths: activation.cuh's functions with
-// their branches turned into selects, and 4-wide loads and stores.
+// elementwise.cuh: what the elementwise code (gated.cu, gemm_matmul.cu's
+// epilogue, the fused epilogues of wgmma.cuh) shares on its vector paths:
+// activation.cuh's functions with their branches turned into selects, and
+// 4-wide loads and stores.
 //
 // The select forms run the contract's operations in the contract's order
 // on the same operands; where activation.cuh skips work (the exponential
@@ -81,6 +82,73 @@ DETGEMM_INLINE void gelu_grad(float x, float* act, float* grad) {
     *grad = big ? (up ? 1.0f : DG_F(0x80000000)) : vg;
 }
 
+// act(b) for gate G (dg_gate_act) over V values.
+template <int G, int V>
+DETGEMM_INLINE void acts(const float (&b)[V], float (&act)[V]) {
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+        const float x = b[u];
+        if constexpr (G == 2) {
+            act[u] = dg_relu(x);
+        } else if constexpr (G == 4) {
+            act[u] = sel::gelu(x);
+        } else if constexpr (G == 1 || G == 3) {
+            const SigmoidExp p = sigmoid_exp(x, 0.0f);
+            const float s = div_unit(x >= 0.0f ? 1.0f : p.e, p.d);
+            if constexpr (G == 3) {
+                const float v = __fmul_rn(x, s);                        // a NaN x: the canonical NaN
+                act[u] = x == DG_F(0xFF800000) ? DG_F(0x80000000) : v;  // −Inf: −0
+            } else {
+                act[u] = x != x ? DG_F(0x7FFFFFFF) : s;  // GLU: s is not NaN for a NaN x
+            }
+        } else {
+            act[u] = x;
+        }
+    }
+}
+
+// act(b) and act′(b) for gate G (dg_gate_act_grad) over V values.
+template <int G, int V>
+DETGEMM_INLINE void act_grads(const float (&b)[V], float (&act)[V], float (&grad)[V]) {
+    if constexpr (G == 2) {
+#pragma unroll
+        for (int u = 0; u < V; ++u) {
+            act[u] = dg_relu(b[u]);
+            grad[u] = dg_gate_grad(2, b[u]);
+        }
+    } else if constexpr (G == 4) {
+#pragma unroll
+        for (int u = 0; u < V; ++u) sel::gelu_grad(b[u], &act[u], &grad[u]);
+    } else if constexpr (G == 1 || G == 3) {
+#pragma unroll
+        for (int u = 0; u < V; ++u) {
+            const float x = b[u];
+            const SigmoidExp p = sigmoid_exp(x, 0.0f);
+            const float pos = div_unit(1.0f, p.d), neg = div_unit(p.e, p.d);
+            const bool swap = x < 0.0f;
+            const float s = swap ? neg : pos, sm = swap ? pos : neg;
+            if constexpr (G == 1) {
+                // GLU: s and s·sm are not NaN for a NaN x, so the NaN is chosen.
+                const bool nan = x != x;
+                act[u] = nan ? DG_F(0x7FFFFFFF) : s;
+                grad[u] = nan ? DG_F(0x7FFFFFFF) : __fmul_rn(s, sm);
+            } else {
+                // SwiGLU: a NaN x makes both products the canonical NaN.
+                const float va = __fmul_rn(x, s), vg = __fmul_rn(s, __fmaf_rn(x, sm, 1.0f));
+                const bool pinf = x == DG_F(0x7F800000), ninf = x == DG_F(0xFF800000);
+                act[u] = pinf ? x : (ninf ? DG_F(0x80000000) : va);
+                grad[u] = pinf ? 1.0f : (ninf ? DG_F(0x80000000) : vg);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int u = 0; u < V; ++u) {
+            act[u] = b[u];
+            grad[u] = 1.0f;
+        }
+    }
+}
+
 // Four consecutive elements from p (4-aligned), widened exactly: f16 by the
 // hardware conversion, exact for every number. A NaN's payload may differ
 // from dg_f16_to_f32's, and nothing shows it: every output a NaN input
@@ -125,6 +193,32 @@ DETGEMM_INLINE void store4(void* DETGEMM_RESTRICT p, const float* v) {
                      "r"(round_pair<T>(v[2], v[3]))
                      : "memory");
     }
+}
+
+// Elements e and e + 1 of a T array (e even, the pair aligned for one
+// access): widened as load4 does, or rounded as round_pair and stored.
+template <int T>
+DETGEMM_INLINE void load2(const void* DETGEMM_RESTRICT p, dg_i64 e, float& lo, float& hi) {
+    if constexpr (T == F32) {
+        const float2 x = *reinterpret_cast<const float2*>(static_cast<const float*>(p) + e);
+        lo = x.x;
+        hi = x.y;
+    } else {
+        const dg_u32 w = *reinterpret_cast<const dg_u32*>(static_cast<const dg_u16*>(p) + e);
+        const dg_u16 h0 = (dg_u16)w, h1 = (dg_u16)(w >> 16);
+        if constexpr (T == BF16) {
+            lo = dg_bf16_to_f32(h0);
+            hi = dg_bf16_to_f32(h1);
+        } else {
+            asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(h0));
+            asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"(h1));
+        }
+    }
+}
+template <int T>
+DETGEMM_INLINE void store2(void* DETGEMM_RESTRICT p, dg_i64 e, float lo, float hi) {
+    if constexpr (T == F32) *reinterpret_cast<float2*>(static_cast<float*>(p) + e) = make_float2(lo, hi);
+    else *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(p) + e) = round_pair<T>(lo, hi);
 }
 
 // Pointer to element e of a T array.

@@ -19,11 +19,10 @@ namespace gated {
 using epi::F32;
 using epi::BF16;
 using epi::F16;
+using sel::act_grads;
+using sel::acts;
 using sel::at;
-using sel::div_unit;
 using sel::load4;
-using sel::SigmoidExp;
-using sel::sigmoid_exp;
 using sel::store4;
 
 DETGEMM_INLINE dg_i64 col(dg_i64 j, int blk) { return blk ? ((j >> 3) << 4) + (j & 7) : j; }
@@ -79,76 +78,10 @@ DETGEMM_INLINE void backward(int gate, dg_i64 rows, dg_i64 n, const void* DETGEM
 // activations as elementwise.cuh's select forms compute them (the
 // operations of dg_gate_act and dg_gate_act_grad, in their order, with no
 // branch), so that a thread's eight elements interleave and no element
-// pays for branch bookkeeping. TestGatedVectorPathEveryPattern checks this
-// path against gemm/ref on every exponent and sign of b and every 16-bit
-// pattern of the half types' inputs.
-
-// act(b) for gate G (dg_gate_act) over V values.
-template <int G, int V>
-DETGEMM_INLINE void acts(const float (&b)[V], float (&act)[V]) {
-#pragma unroll
-    for (int u = 0; u < V; ++u) {
-        const float x = b[u];
-        if constexpr (G == 2) {
-            act[u] = dg_relu(x);
-        } else if constexpr (G == 4) {
-            act[u] = sel::gelu(x);
-        } else if constexpr (G == 1 || G == 3) {
-            const SigmoidExp p = sigmoid_exp(x, 0.0f);
-            const float s = div_unit(x >= 0.0f ? 1.0f : p.e, p.d);
-            if constexpr (G == 3) {
-                const float v = __fmul_rn(x, s);                        // a NaN x: the canonical NaN
-                act[u] = x == DG_F(0xFF800000) ? DG_F(0x80000000) : v;  // −Inf: −0
-            } else {
-                act[u] = x != x ? DG_F(0x7FFFFFFF) : s;  // GLU: s is not NaN for a NaN x
-            }
-        } else {
-            act[u] = x;
-        }
-    }
-}
-
-// act(b) and act′(b) for gate G (dg_gate_act_grad) over V values.
-template <int G, int V>
-DETGEMM_INLINE void act_grads(const float (&b)[V], float (&act)[V], float (&grad)[V]) {
-    if constexpr (G == 2) {
-#pragma unroll
-        for (int u = 0; u < V; ++u) {
-            act[u] = dg_relu(b[u]);
-            grad[u] = dg_gate_grad(2, b[u]);
-        }
-    } else if constexpr (G == 4) {
-#pragma unroll
-        for (int u = 0; u < V; ++u) sel::gelu_grad(b[u], &act[u], &grad[u]);
-    } else if constexpr (G == 1 || G == 3) {
-#pragma unroll
-        for (int u = 0; u < V; ++u) {
-            const float x = b[u];
-            const SigmoidExp p = sigmoid_exp(x, 0.0f);
-            const float pos = div_unit(1.0f, p.d), neg = div_unit(p.e, p.d);
-            const bool swap = x < 0.0f;
-            const float s = swap ? neg : pos, sm = swap ? pos : neg;
-            if constexpr (G == 1) {
-                // GLU: s and s·sm are not NaN for a NaN x, so the NaN is chosen.
-                const bool nan = x != x;
-                act[u] = nan ? DG_F(0x7FFFFFFF) : s;
-                grad[u] = nan ? DG_F(0x7FFFFFFF) : __fmul_rn(s, sm);
-            } else {
-                // SwiGLU: a NaN x makes both products the canonical NaN.
-                const float va = __fmul_rn(x, s), vg = __fmul_rn(s, __fmaf_rn(x, sm, 1.0f));
-                const bool pinf = x == DG_F(0x7F800000), ninf = x == DG_F(0xFF800000);
-                act[u] = pinf ? x : (ninf ? DG_F(0x80000000) : va);
-                grad[u] = pinf ? 1.0f : (ninf ? DG_F(0x80000000) : vg);
-            }
-        }
-    } else {
-#pragma unroll
-        for (int u = 0; u < V; ++u) {
-            act[u] = b[u];
-            grad[u] = 1.0f;
-        }
-    }
-}
+// pays for branch bookkeeping (elementwise.cuh's acts and act_grads).
+// TestGatedVectorPathEveryPattern checks this path against gemm/ref on
+// every exponent and sign of b and every 16-bit pattern of the half types'
+// inputs.
 
 // Thread t of the x dimension takes indices [8t, 8t + 8) of every row it
 // visits (n, the leading dimensions and the column offsets multiples of 4;

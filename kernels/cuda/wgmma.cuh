@@ -7,6 +7,7 @@
 #include "prelude.cuh"
 #include "tma.cuh"
 #include "tc_common.cuh"
+#include "elementwise.cuh"
 
 namespace wg {
 
@@ -692,35 +693,108 @@ DETGEMM_INLINE float mm_elem(float v, const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i
     return v;
 }
 
+// The raw bits mm_tile's backward epilogues read for turn t (W
+// accumulators): DGELU's aux, element u of the turn in raw[u] (f32) or the
+// pair u/2 in raw[u/2] (16-bit, lo the even column); DRELU's mask bytes,
+// pair u/2 in the low 16 bits of raw[u/2]. A pair is one access where the
+// aux or mask allows; an element outside D reads element 0.
+template <int DTOUT, int ACT, int W>
+DETGEMM_INLINE void mm_fetch(dg_u32 (&raw)[W], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0, dg_i64 col0, int t,
+                             bool apairs, bool mpairs) {
+#pragma unroll
+    for (int u = 0; u < W; u += 2) {
+        const dg_i64 ii = row0 + 8 * ((u / 2) % 2), jj = col0 + 8 * (2 * t + u / 4);
+        const bool in0 = ii < M && jj < N, in1 = ii < M && jj + 1 < N;
+        const dg_i64 x0 = in0 ? ii * mm.ldaux + jj : 0, x1 = in1 ? ii * mm.ldaux + jj + 1 : 0;
+        if constexpr (ACT == epi::ACT_DRELU) {
+            raw[u / 2] = mpairs && in1 ? (dg_u32) * reinterpret_cast<const dg_u16*>(mm.mask + x0)
+                                       : (dg_u32)mm.mask[x0] | ((dg_u32)mm.mask[x1] << 8);
+        } else if constexpr (DTOUT == F32) {
+            const float* a = static_cast<const float*>(mm.aux);
+            if (apairs && in1) {
+                const float2 p = *reinterpret_cast<const float2*>(a + x0);
+                raw[u] = __float_as_uint(p.x);
+                raw[u + 1] = __float_as_uint(p.y);
+            } else {
+                raw[u] = __float_as_uint(a[x0]);
+                raw[u + 1] = __float_as_uint(a[x1]);
+            }
+        } else {
+            const dg_u16* a = static_cast<const dg_u16*>(mm.aux);
+            raw[u / 2] = apairs && in1 ? *reinterpret_cast<const dg_u32*>(a + x0) : (dg_u32)a[x0] | ((dg_u32)a[x1] << 16);
+        }
+    }
+}
+
+// Element u of a turn from mm_fetch's raw bits, widened exactly (f16 as
+// sel::load4 widens it).
+template <int DTOUT>
+DETGEMM_INLINE float mm_raw_value(const dg_u32* raw, int u) {
+    if constexpr (DTOUT == F32) {
+        return __uint_as_float(raw[u]);
+    } else {
+        const dg_u16 h = (dg_u16)(raw[u / 2] >> (16 * (u % 2)));
+        if constexpr (DTOUT == BF16) {
+            return dg_bf16_to_f32(h);
+        } else {
+            float f;
+            asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+            return f;
+        }
+    }
+}
+
+// mm_gated's backward: turn t's a and b (W accumulators of the product
+// dy, pairs of columns j = col0 + 8q, +1 at the aux's columns ca = 2·j0 +
+// 16q + (col0 − j0) and ca + 8), raw as mm_fetch keeps them. An element
+// outside D reads element 0.
+template <int DTOUT, int W>
+DETGEMM_INLINE void mm_gated_fetch(dg_u32 (&ra)[W], dg_u32 (&rb)[W], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0,
+                                   dg_i64 col0, dg_i64 j0, int t, bool pairs) {
+#pragma unroll
+    for (int u = 0; u < W; u += 2) {
+        const int q = t * (W / 4) + u / 4, h = (u / 2) % 2;
+        const dg_i64 j = col0 + 8 * q, i = row0 + 8 * h;
+        const bool in = j < N && i < M;
+        const dg_i64 xa = in ? i * mm.ldaux + 2 * j0 + 16 * q + (col0 - j0) : 0;
+        if constexpr (DTOUT == F32) {
+            const float* p = static_cast<const float*>(mm.aux) + xa;
+            if (pairs) {
+                const float2 x = *reinterpret_cast<const float2*>(p), y = *reinterpret_cast<const float2*>(p + 8);
+                ra[u] = __float_as_uint(x.x), ra[u + 1] = __float_as_uint(x.y);
+                rb[u] = __float_as_uint(y.x), rb[u + 1] = __float_as_uint(y.y);
+            } else {
+                ra[u] = __float_as_uint(p[0]), ra[u + 1] = __float_as_uint(p[1]);
+                rb[u] = __float_as_uint(p[8]), rb[u + 1] = __float_as_uint(p[9]);
+            }
+        } else {
+            const dg_u16* p = static_cast<const dg_u16*>(mm.aux) + xa;
+            if (pairs) {
+                ra[u / 2] = *reinterpret_cast<const dg_u32*>(p);
+                rb[u / 2] = *reinterpret_cast<const dg_u32*>(p + 8);
+            } else {
+                ra[u / 2] = (dg_u32)p[0] | ((dg_u32)p[1] << 16);
+                rb[u / 2] = (dg_u32)p[8] | ((dg_u32)p[9] << 16);
+            }
+        }
+    }
+}
+
 // Matmul's epilogue on a consumer thread's accumulators (INIT_MM), for
 // the activation ACT compiled in; store_tile stores D after. Accumulator
-// 4q + 2h + e is element (row0 + 8h, col0 + 8q + e). GELU and its
-// gradient (about a hundred f32 operations, two divisions) run in a rolled
-// loop, W accumulators a turn, the array rotated by W after each (register
-// moves) so that every turn finds its values at the same indices: inlined
-// at all 128 accumulators their code far outgrew the instruction caches
-// and the epilogue cost more than the product. The light activations
-// stay unrolled.
+// 4q + 2h + e is element (row0 + 8h, col0 + 8q + e). The activations run
+// in a rolled loop, W accumulators a turn, the array rotated by W after
+// each (register moves) so that every turn finds its values at the same
+// indices: inlined at all 128 accumulators, their code (with the aux and
+// mask accesses) far outgrew the instruction caches and the epilogue cost
+// more than the product. A turn computes the fold form's values, then the
+// activation as elementwise.cuh's select forms (the contract's operations
+// in its order, no branch: the turn's values interleave), and reads or
+// writes the aux and the mask a column pair per access where they are
+// aligned for it.
 template <int BN, int DTOUT, int ACT>
 DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0, dg_i64 col0) {
-    if constexpr (ACT == epi::ACT_GELU || ACT == epi::ACT_DGELU) {
-        constexpr int W = 8;  // a turn: two 8-column chunks of both rows
-#pragma unroll 1
-        for (int t = 0; t < BN / 2 / W; ++t) {
-            float out[W];
-#pragma unroll
-            for (int u = 0; u < W; ++u) {  // acc[u] holds accumulator t·W + u
-                const int q = t * (W / 4) + u / 4, h = (u / 2) % 2, e = u % 2;
-                out[u] = mm_elem<DTOUT, ACT>(acc[u], mm, M, N, row0 + 8 * h, col0 + 8 * q + e);
-            }
-            // The next turn's accumulators to the front, this turn's
-            // results to the back (after all turns, each is home).
-#pragma unroll
-            for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
-#pragma unroll
-            for (int u = 0; u < W; ++u) acc[BN / 2 - W + u] = out[u];
-        }
-    } else {
+    if constexpr (ACT == epi::ACT_NONE) {
 #pragma unroll
         for (int q = 0; q < BN / 8; ++q)
 #pragma unroll
@@ -728,6 +802,98 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
 #pragma unroll
                 for (int e = 0; e < 2; ++e)
                     acc[4 * q + 2 * h + e] = mm_elem<DTOUT, ACT>(acc[4 * q + 2 * h + e], mm, M, N, row0 + 8 * h, col0 + 8 * q + e);
+    } else {
+        constexpr int W = 8;  // a turn: two 8-column chunks of both rows
+        constexpr dg_u64 PAIR_ALIGN = DTOUT == F32 ? 7u : 3u;
+        const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & PAIR_ALIGN) == 0;
+        const bool mpairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.mask) & 1u) == 0;
+        // The backward's aux (DGELU) or mask (DRELU) of turn t + 1 is loaded
+        // during turn t: in a rolled loop, loads issued where they are used
+        // leave every turn waiting on their latency.
+        constexpr bool READS = ACT == epi::ACT_DGELU || ACT == epi::ACT_DRELU;
+        dg_u32 cur[W], nxt[W];
+        if constexpr (READS) mm_fetch<DTOUT, ACT, W>(nxt, mm, M, N, row0, col0, 0, apairs, mpairs);
+#pragma unroll 1
+        for (int t = 0; t < BN / 2 / W; ++t) {
+            if constexpr (READS) {
+#pragma unroll
+                for (int u = 0; u < W; ++u) cur[u] = nxt[u];
+                if (t + 1 < BN / 2 / W) mm_fetch<DTOUT, ACT, W>(nxt, mm, M, N, row0, col0, t + 1, apairs, mpairs);
+            }
+            // acc[u] holds accumulator t·W + u: element (row0 + 8·((u/2)%2),
+            // col0 + 8·(2t + u/4) + u%2). An element outside D reads element 0
+            // of C, the aux and the mask and is not stored (mm_elem's rule).
+            float v[W];
+            bool in[W];
+            dg_i64 ax[W];
+#pragma unroll
+            for (int u = 0; u < W; ++u) {
+                const dg_i64 ii = row0 + 8 * ((u / 2) % 2), jj = col0 + 8 * (2 * t + u / 4) + u % 2;
+                in[u] = ii < M && jj < N;
+                const dg_i64 i = in[u] ? ii : 0, j = in[u] ? jj : 0;
+                ax[u] = i * mm.ldaux + j;
+                float x = acc[u];
+                if (mm.form == FORM_FOLD) {
+                    x = mm.C != nullptr ? __fmaf_rn(mm.alpha, x, __fmul_rn(mm.beta, epi::widen<DTOUT>(mm.C, i * mm.ldc + j)))
+                                        : __fmul_rn(mm.alpha, x);
+                    if (mm.bias != nullptr) x = epi::bias_add(x, mm.bias[j]);
+                }
+                v[u] = x;
+            }
+            if constexpr (ACT == epi::ACT_GELU) {
+                if (mm.aux != nullptr) {  // the pre-activation, rounded as D is
+#pragma unroll
+                    for (int u = 0; u < W; u += 2) {
+                        if (apairs && in[u + 1]) {
+                            sel::store2<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
+                        } else {
+                            if (in[u]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u], v[u]);
+                            if (in[u + 1]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u + 1], v[u + 1]);
+                        }
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < W; ++u) v[u] = sel::gelu(v[u]);
+            } else if constexpr (ACT == epi::ACT_DGELU) {
+                float x[W];
+#pragma unroll
+                for (int u = 0; u < W; ++u) x[u] = mm_raw_value<DTOUT>(cur, u);
+#pragma unroll
+                for (int u = 0; u < W; ++u) {
+                    float act, grad;
+                    sel::gelu_grad(x[u], &act, &grad);
+                    v[u] = __fmul_rn(v[u], grad);
+                }
+            } else if constexpr (ACT == epi::ACT_RELU) {
+#pragma unroll
+                for (int u = 0; u < W; ++u) v[u] = dg_relu(v[u]);
+                if (mm.mask != nullptr) {
+#pragma unroll
+                    for (int u = 0; u < W; u += 2) {
+                        const unsigned char b0 = epi::mm_mask<DTOUT>(v[u]), b1 = epi::mm_mask<DTOUT>(v[u + 1]);
+                        if (mpairs && in[u + 1]) {
+                            *reinterpret_cast<dg_u16*>(mm.mask + ax[u]) = (dg_u16)(b0 | (b1 << 8));
+                        } else {
+                            if (in[u]) mm.mask[ax[u]] = b0;
+                            if (in[u + 1]) mm.mask[ax[u + 1]] = b1;
+                        }
+                    }
+                }
+            } else if constexpr (ACT == epi::ACT_DRELU) {
+#pragma unroll
+                for (int u = 0; u < W; ++u) {
+                    const unsigned char m = (unsigned char)(cur[u / 2] >> (8 * (u % 2)));
+                    const float x = v[u];
+                    v[u] = m == epi::MASK_ZERO ? 0.0f : (m == epi::MASK_PASS && x == x ? x : DG_F(0x7FFFFFFF));
+                }
+            }
+            // The next turn's accumulators to the front, this turn's
+            // results to the back (after all turns, each is home).
+#pragma unroll
+            for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
+#pragma unroll
+            for (int u = 0; u < W; ++u) acc[BN / 2 - W + u] = v[u];
+        }
     }
 }
 
@@ -741,13 +907,13 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
 // wide; the backward reads a and b from the aux (2N
 // wide) at the blocks of its product column j and stores da, db there in
 // D. The gates run in a rolled loop (W accumulators a turn, the array
-// rotated as mm_tile's GELU); the backward's ReGLU unrolled.
+// rotated as mm_tile's), as elementwise.cuh's select forms, the
+// backward's aux fetched a turn ahead.
 template <int BN, int DTOUT, int MMACT>
 DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg_i64 M, dg_i64 N, dg_i64 ldd,
                              dg_i64 row0, dg_i64 col0, dg_i64 j0, int lane) {
     constexpr bool BWD = MMACT >= epi::ACT_DGATE;
     constexpr int G = BWD ? MMACT - epi::ACT_DGATE : MMACT - epi::ACT_GATE;
-    constexpr bool ROLL = G != 2;  // the backward's ReGLU unrolled (the forward's spilled so)
     if (mm.form == FORM_FOLD) {  // alpha != 1: the chain was from +0
 #pragma unroll
         for (int u = 0; u < BN / 2; ++u) {
@@ -785,11 +951,16 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                     }
                 }
             }
-            float y[W / 2];
+            float b[W / 2], y[W / 2];
 #pragma unroll
             for (int k = 0; k < W / 8; ++k)
 #pragma unroll
-                for (int u = 0; u < 4; ++u) y[4 * k + u] = __fmul_rn(acc[8 * k + u], dg_gate_act(G, acc[8 * k + 4 + u]));
+                for (int u = 0; u < 4; ++u) b[4 * k + u] = acc[8 * k + 4 + u];
+            sel::acts<G, W / 2>(b, y);
+#pragma unroll
+            for (int k = 0; k < W / 8; ++k)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) y[4 * k + u] = __fmul_rn(acc[8 * k + u], y[4 * k + u]);
 #pragma unroll
             for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
 #pragma unroll
@@ -818,46 +989,49 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
     } else {
         const bool pairs = (ldd & 1) == 0 && (mm.ldaux & 1) == 0 &&
                            ((reinterpret_cast<dg_u64>(D) | reinterpret_cast<dg_u64>(mm.aux)) & (DTOUT == F32 ? 7u : 3u)) == 0;
-        constexpr int W = ROLL ? 8 : BN / 2;  // two chunks a turn
+        constexpr int W = 8;  // two chunks a turn
+        // A turn's a and b (the aux at the blocks of its product columns),
+        // fetched a turn ahead as mm_tile's backward does.
+        dg_u32 ra[W], rb[W], na[W], nb[W];
+        mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, 0, pairs);
 #pragma unroll 1
         for (int t = 0; t < BN / 2 / W; ++t) {
 #pragma unroll
-            for (int k = 0; k < W / 4; ++k) {
-                const int q = t * (W / 4) + k;
-                const dg_i64 j = col0 + 8 * q, ca = 2 * j0 + 16 * q + t2;  // (j/8)·16 + j%8
-                if (j >= N) continue;
+            for (int u = 0; u < W; ++u) ra[u] = na[u], rb[u] = nb[u];
+            if (t + 1 < BN / 2 / W) mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, t + 1, pairs);
+            float a[W], b[W], act[W], grad[W];
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const dg_i64 i = row0 + 8 * h;
-                    if (i >= M) continue;
-                    const dg_i64 xa = i * mm.ldaux + ca, xd = i * ldd + ca;
-                    float a[2], b[2], da[2], db[2];
+            for (int u = 0; u < W; ++u) {
+                a[u] = mm_raw_value<DTOUT>(ra, u);
+                b[u] = mm_raw_value<DTOUT>(rb, u);
+            }
+            sel::act_grads<G, W>(b, act, grad);
+#pragma unroll
+            for (int u = 0; u < W; u += 2) {
+                const int q = t * (W / 4) + u / 4, h = (u / 2) % 2;
+                const dg_i64 j = col0 + 8 * q, ca = 2 * j0 + 16 * q + t2, i = row0 + 8 * h;  // ca: (j/8)·16 + j%8
+                if (j >= N || i >= M) continue;
+                const dg_i64 xd = i * ldd + ca;
+                float da[2], db[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float dy = acc[u + e];
+                    da[e] = __fmul_rn(dy, act[u + e]);
+                    db[e] = __fmul_rn(__fmul_rn(dy, a[u + e]), grad[u + e]);
+                }
+                if (pairs) {
+                    epi::store2<DTOUT, epi::RNE_CVT>(D, xd, da[0], da[1]);
+                    epi::store2<DTOUT, epi::RNE_CVT>(D, xd + 8, db[0], db[1]);
+                } else {
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
-                        a[e] = epi::widen<DTOUT>(mm.aux, xa + e);
-                        b[e] = epi::widen<DTOUT>(mm.aux, xa + 8 + e);
-                        const float dy = acc[4 * k + 2 * h + e];
-                        float act, grad;
-                        dg_gate_act_grad(G, b[e], &act, &grad);
-                        da[e] = __fmul_rn(dy, act);
-                        db[e] = __fmul_rn(__fmul_rn(dy, a[e]), grad);
-                    }
-                    if (pairs) {
-                        epi::store2<DTOUT, epi::RNE_CVT>(D, xd, da[0], da[1]);
-                        epi::store2<DTOUT, epi::RNE_CVT>(D, xd + 8, db[0], db[1]);
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + e, da[e]);
-                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + 8 + e, db[e]);
-                        }
+                        epi::store<DTOUT, epi::RNE_CVT>(D, xd + e, da[e]);
+                        epi::store<DTOUT, epi::RNE_CVT>(D, xd + 8 + e, db[e]);
                     }
                 }
             }
-            if constexpr (ROLL) {
 #pragma unroll
-                for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
-            }
+            for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
         }
     }
 }
