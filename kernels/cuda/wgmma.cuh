@@ -703,7 +703,7 @@ DETGEMM_INLINE void mm_fetch(dg_u32 (&raw)[W], const MMArgs& mm, dg_i64 M, dg_i6
                              bool apairs, bool mpairs) {
 #pragma unroll
     for (int u = 0; u < W; u += 2) {
-        const dg_i64 ii = row0 + 8 * ((u / 2) % 2), jj = col0 + 8 * (2 * t + u / 4);
+        const dg_i64 ii = row0 + 8 * ((u / 2) % 2), jj = col0 + 8 * (t * (W / 4) + u / 4);
         const bool in0 = ii < M && jj < N, in1 = ii < M && jj + 1 < N;
         const dg_i64 x0 = in0 ? ii * mm.ldaux + jj : 0, x1 = in1 ? ii * mm.ldaux + jj + 1 : 0;
         if constexpr (ACT == epi::ACT_DRELU) {
@@ -803,7 +803,7 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
                 for (int e = 0; e < 2; ++e)
                     acc[4 * q + 2 * h + e] = mm_elem<DTOUT, ACT>(acc[4 * q + 2 * h + e], mm, M, N, row0 + 8 * h, col0 + 8 * q + e);
     } else {
-        constexpr int W = 8;  // a turn: two 8-column chunks of both rows
+        constexpr int W = 16;  // a turn: four 8-column chunks of both rows
         constexpr dg_u64 PAIR_ALIGN = DTOUT == F32 ? 7u : 3u;
         const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & PAIR_ALIGN) == 0;
         const bool mpairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.mask) & 1u) == 0;
@@ -821,14 +821,14 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
                 if (t + 1 < BN / 2 / W) mm_fetch<DTOUT, ACT, W>(nxt, mm, M, N, row0, col0, t + 1, apairs, mpairs);
             }
             // acc[u] holds accumulator t·W + u: element (row0 + 8·((u/2)%2),
-            // col0 + 8·(2t + u/4) + u%2). An element outside D reads element 0
+            // col0 + 8·(t·W/4 + u/4) + u%2). An element outside D reads element 0
             // of C, the aux and the mask and is not stored (mm_elem's rule).
             float v[W];
             bool in[W];
             dg_i64 ax[W];
 #pragma unroll
             for (int u = 0; u < W; ++u) {
-                const dg_i64 ii = row0 + 8 * ((u / 2) % 2), jj = col0 + 8 * (2 * t + u / 4) + u % 2;
+                const dg_i64 ii = row0 + 8 * ((u / 2) % 2), jj = col0 + 8 * (t * (W / 4) + u / 4) + u % 2;
                 in[u] = ii < M && jj < N;
                 const dg_i64 i = in[u] ? ii : 0, j = in[u] ? jj : 0;
                 ax[u] = i * mm.ldaux + j;
@@ -929,7 +929,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
         // turn, a pair a store: store_tile's shuffles beside the live
         // accumulators made ptxas spill.
         const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & (DTOUT == F32 ? 7u : 3u)) == 0;
-        constexpr int W = G == 4 ? 8 : 16;  // one or two output chunks a turn (GELU: one)
+        constexpr int W = G == 4 ? 16 : 32;  // two or four output chunks a turn (GELU: two)
 #pragma unroll 1
         for (int t = 0; t < BN / 2 / W; ++t) {
             if (mm.aux != nullptr) {
@@ -989,7 +989,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
     } else {
         const bool pairs = (ldd & 1) == 0 && (mm.ldaux & 1) == 0 &&
                            ((reinterpret_cast<dg_u64>(D) | reinterpret_cast<dg_u64>(mm.aux)) & (DTOUT == F32 ? 7u : 3u)) == 0;
-        constexpr int W = 8;  // two chunks a turn
+        constexpr int W = 16;  // four chunks a turn
         // A turn's a and b (the aux at the blocks of its product columns),
         // fetched a turn ahead as mm_tile's backward does.
         dg_u32 ra[W], rb[W], na[W], nb[W];
