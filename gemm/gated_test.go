@@ -80,21 +80,48 @@ func TestCheckGatedRefuses(t *testing.T) {
 	require.True(t, c.blk)
 }
 
-// TestMatmulGatedPlans: gated requests run the product onto f32 and the
-// gated kernel; on a Hopper with DETGEMM_MATMUL_FUSED=wg128x256 the
-// tensor-core tier's take the one fused kernel (no workspace), the other
-// tiers and an f32 output still the two kernels; bad requests are typed
-// errors.
+// TestMatmulGatedPlans: on a Hopper, tensor-core gated requests on grids
+// of gatedFusedMinRounds rounds or more take the one fused kernel (no
+// workspace), smaller ones the product onto f32 and the gated kernel,
+// unless DETGEMM_MATMUL_FUSED says 0 (never fused) or wg128x256 (always);
+// the other tiers and an f32 output take the two kernels; bad requests are
+// typed errors.
 func TestMatmulGatedPlans(t *testing.T) {
 	h200, _ := fakeEngine(fakeDevices[0])
 	d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 22016, K: 4096, Alpha: 1, Epilogue: GatedSwiGLUAux}
-	// The engine's choice: the product onto f32, then the gated kernel.
+	for _, c := range []struct {
+		name  string
+		m     int
+		off   bool
+		fused bool
+	}{
+		{"21 rounds", 4096, false, true},
+		{"10.4 rounds", 2048, false, true},                  // 16 × 86 = 1376 tiles on 132 SMs
+		{"9.8 rounds", 1920, false, false},                  // 15 × 86 = 1290
+		{"21 rounds, fused kernels off", 4096, true, false}, // DETGEMM_MATMUL_FUSED=0
+		{"one round", 128, false, false},
+	} {
+		d := d
+		d.M = c.m
+		h200.mmUnfused = c.off
+		p, err := h200.Plan(d)
+		require.NoError(t, err, c.name)
+		if c.fused {
+			require.Equal(t, []string{"detgemm_wgmm128x256_swiglu_nn_bf16_bf16"}, p.Kernels(), c.name)
+			require.Zero(t, p.WorkspaceBytes(), c.name)
+		} else {
+			require.Equal(t, "detgemm_gated_fwd_f32_bf16_v4", p.Kernels()[len(p.Kernels())-1], c.name)
+			require.NotZero(t, p.WorkspaceBytes(), c.name)
+		}
+	}
+	h200.mmUnfused = false
+	// DETGEMM_MATMUL_FUSED=wg128x256: the one fused kernel, whatever the grid.
+	h200.mmForce = tcTileWG128x256
+	d.M = 128
 	p, err := h200.Plan(d)
 	require.NoError(t, err)
-	require.Equal(t, "detgemm_gated_fwd_f32_bf16_v4", p.Kernels()[len(p.Kernels())-1])
-	require.NotZero(t, p.WorkspaceBytes())
-	// DETGEMM_MATMUL_FUSED=wg128x256: the one fused kernel.
-	h200.mmForce = tcTileWG128x256
+	require.Equal(t, []string{"detgemm_wgmm128x256_swiglu_nn_bf16_bf16"}, p.Kernels())
+	d.M = 4096
 	p, err = h200.Plan(d)
 	require.NoError(t, err)
 	require.Equal(t, []string{"detgemm_wgmm128x256_swiglu_nn_bf16_bf16"}, p.Kernels())

@@ -33,6 +33,27 @@ func (e *Engine) gatedFusable(p *mmPlan) bool {
 	return e.wgFusable(p)
 }
 
+// gatedFusedMinRounds is the rounds of fused tiles (tiles over SMs) from
+// which a gated request takes the fused kernel without being asked. The
+// fused kernel writes no f32 plane, but it has one tile (128×256) where
+// Forward's kernels choose among several for the grid, and its epilogue
+// runs while the tile's tensor cores wait: it was faster than the product
+// and the gated kernel at 4096×4096×22016 and ×11008 (21 and 86 rounds),
+// every gate and direction measured (bench/NOTES-matmul.md, "The fused
+// kernels' epilogues branch-free"); those grids are 21 and 10 rounds on
+// 132 SMs. Smaller grids keep the two kernels, where the product's own
+// choice of tile weighs more (measured only on the plain activations,
+// whose fused kernel lost at 1.5 and 3 rounds).
+const gatedFusedMinRounds = 10
+
+// gatedPrefersFused reports whether the engine, left to choose, runs the
+// gated plan p as the fused kernel.
+func (e *Engine) gatedPrefersFused(p *mmPlan) bool {
+	g := wgGeometries[mmDefaultWGTile]
+	tiles := ceilDiv(int64(p.d.M), int64(g.bm)) * ceilDiv(int64(p.d.N), int64(g.bn))
+	return !e.mmUnfused && e.sms > 0 && tiles >= gatedFusedMinRounds*int64(e.sms)
+}
+
 // gatedEpi splits a gated epilogue into its gate, direction and operands
 // (ref's order: each gate's forward four are plain, Bias, Aux, AuxBias).
 func gatedEpi(ep Epilogue) (g Gate, backward, bias, aux bool) {
@@ -133,14 +154,11 @@ func (e *Engine) planGated(d MatmulDesc) (mmPlan, error) {
 	p.wsBytes = p.planeOff + uint64(p.chunk)*uint64(N)*4
 	p.slabs = first.slabs
 	p.precision = first.precision
-	if e.mmForce != 0 && e.gatedFusable(&p) {
-		// One kernel: the fused wgmma tile, when DETGEMM_MATMUL_FUSED
-		// asks for it. Not the engine's choice: its epilogue runs on the
-		// tile's 8 consumer warps while the tensor cores wait, and the two
-		// launches below were faster for every gate and direction measured
-		// (bench/NOTES-matmul.md, "Gated activations"). A Run whose
-		// operands the TMA cannot stage takes the two-kernel path,
-		// allocating its workspace then.
+	if e.gatedFusable(&p) && (e.mmForce != 0 || e.gatedPrefersFused(&p)) {
+		// One kernel: the fused wgmma tile, on grids of several rounds
+		// (gatedPrefersFused) or when DETGEMM_MATMUL_FUSED asks for it. A
+		// Run whose operands the TMA cannot stage takes the two-kernel
+		// path, allocating its workspace then.
 		p.wgTile = e.wgTileFor(&p)
 		p.form = mmFormFold
 		if d.Alpha == 1 {
