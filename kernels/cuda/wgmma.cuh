@@ -538,21 +538,13 @@ DETGEMM_INLINE dg_u64 step_desc(dg_u32 addr, int kk) {
     return KMAJOR ? sw128_desc(addr + kk * 32, 16, 1024) : sw128_desc(addr + kk * 2048, BOX, 1024);
 }
 
-// Two f32 values rounded to OUT (RNE) and packed, lo in the low half: one
-// cvt for the pair, and a NaN half replaced by the contract's canonical
-// 0x7fff (epi::round16's), by selects: a branch here, beside the
-// accumulators, made ptxas serialise the wgmma pipeline (C7520).
+// Two f32 values rounded to OUT (RNE) and packed, lo in the low half:
+// elementwise.cuh's round_pair (one cvt for the pair, a NaN half replaced
+// by the canonical 0x7fff with selects: a branch here, beside the
+// accumulators, made ptxas serialise the wgmma pipeline, C7520).
 template <int OUT>
 DETGEMM_INLINE dg_u32 pack16(float lo, float hi) {
-    dg_u32 p;
-    if constexpr (OUT == BF16) {
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(p) : "f"(hi), "f"(lo));
-    } else {
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(p) : "f"(hi), "f"(lo));
-    }
-    p = lo != lo ? (p & 0xffff0000u) | 0x7fffu : p;
-    p = hi != hi ? (p & 0x0000ffffu) | 0x7fff0000u : p;
-    return p;
+    return sel::round_pair<OUT>(lo, hi);
 }
 
 // The 16-bit store of a warp's 16 whole rows (wrow ..) of the tile's BN
