@@ -37,13 +37,13 @@ func (e *Engine) gatedFusable(p *mmPlan) bool {
 // which a gated request takes the fused kernel without being asked. The
 // fused kernel writes no f32 plane, but it has one tile (128×256) where
 // Forward's kernels choose among several for the grid, and its epilogue
-// runs while the tile's tensor cores wait: it was faster than the product
-// and the gated kernel at 4096×4096×22016 and ×11008 (21 and 86 rounds),
-// every gate and direction measured (bench/NOTES-matmul.md, "The fused
-// kernels' epilogues branch-free"); those grids are 21 and 10 rounds on
-// 132 SMs. Smaller grids keep the two kernels, where the product's own
-// choice of tile weighs more (measured only on the plain activations,
-// whose fused kernel lost at 1.5 and 3 rounds).
+// runs while the tile's tensor cores wait. It was faster than the product
+// and the gated kernel for every gate and direction measured, at
+// 4096×4096×22016 and ×11008: 21 and 10 rounds on 132 SMs
+// (bench/NOTES-matmul.md, "The fused kernels' epilogues branch-free").
+// Smaller grids keep the two kernels, where the product's own choice of
+// tile weighs more (measured only on the plain activations, whose fused
+// kernel lost at 1.5 and 3 rounds).
 const gatedFusedMinRounds = 10
 
 // gatedPrefersFused reports whether the engine, left to choose, runs the
