@@ -473,10 +473,7 @@ func parallelFirstBad(n int, bad func(i int) bool) int {
 // (DETGEMM_FP8_PERF=1; the bench measures the engine for the record, with
 // cuBLASLt beside it).
 func TestFP8Throughput(t *testing.T) {
-	if os.Getenv("DETGEMM_FP8_PERF") == "" {
-		t.Skip("set DETGEMM_FP8_PERF=1 to time the fp8 kernels")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_FP8_PERF", "the fp8 kernels")
 	if !wgArch(eng.arch) {
 		t.Skipf("sm_90a only; this GPU is %v", eng.arch)
 	}

@@ -416,10 +416,7 @@ func TestGatedVectorPathEveryPattern(t *testing.T) {
 // names others ("bf16 f16 f32"); DETGEMM_GATED_PERF_DIRS "fwd" or "bwd"
 // keeps one direction.
 func TestGatedThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_GATED_PERF") == "" {
-		t.Skip("set DETGEMM_GATED_PERF=1 to time the gated kernels")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_GATED_PERF", "the gated kernels")
 	r := newRand(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	widths := strings.Fields(os.Getenv("DETGEMM_GATED_PERF_N"))

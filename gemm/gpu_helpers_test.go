@@ -253,3 +253,15 @@ func perfShape(m, r, cols int) bool {
 	}
 	return strings.Contains(","+only+",", fmt.Sprintf(",%dx%dx%d,", m, r, cols))
 }
+
+// perfEngine is the shared engine for a timing probe that runs only when
+// the environment variable env is set (the probes are tuning aids, not
+// tests: the bench measures for the record); it skips with what the probe
+// times otherwise.
+func perfEngine(t *testing.T, env, what string) (*Engine, *cudaload.Context) {
+	t.Helper()
+	if os.Getenv(env) == "" {
+		t.Skipf("set %s=1 to time %s", env, what)
+	}
+	return gpuEngine(t)
+}

@@ -15,10 +15,7 @@ import (
 // projections); the bench measures the engine for the record, with
 // cuBLASLt beside it.
 func TestMatmulEpilogueThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_MM_PERF") == "" {
-		t.Skip("set DETGEMM_MM_PERF=1 to time the Matmul epilogues")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_MM_PERF", "the Matmul epilogues")
 	r := newRand(t)
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	type probe struct {

@@ -16,10 +16,7 @@ import (
 // larger than the L2 so every launch reads them from memory. It runs only
 // with DETGEMM_ROWS_PERF=1; bench measures the engine for the record.
 func TestRowsPathThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_ROWS_PERF") == "" {
-		t.Skip("set DETGEMM_ROWS_PERF=1 to time the rows paths")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_ROWS_PERF", "the rows paths")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	const sets = 6 // 6 × 64 MiB of f32 weights at 4096²: beyond the 50 MiB L2
 	for _, d := range []DType{F32, BF16} {
@@ -77,10 +74,7 @@ func TestRowsPathThroughput(t *testing.T) {
 // plainly, back to back, on the bench's shapes in every tier. It runs only
 // with DETGEMM_ROWS_PERF=1; bench measures the engine for the record.
 func TestOverlapThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_ROWS_PERF") == "" {
-		t.Skip("set DETGEMM_ROWS_PERF=1 to time the overlapped launches")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_ROWS_PERF", "the overlapped launches")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	for _, c := range []struct {
 		tier Tier
@@ -110,10 +104,7 @@ func TestOverlapThroughput(t *testing.T) {
 // to). It runs only with DETGEMM_STRATEGY_PERF=1; bench measures the
 // engine for the record.
 func TestStrategyThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_STRATEGY_PERF") == "" {
-		t.Skip("set DETGEMM_STRATEGY_PERF=1 to time the strategies")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_STRATEGY_PERF", "the strategies")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	type shape struct {
 		op      string

@@ -15,10 +15,7 @@ import (
 // larger than the L2), the figures the sparse tiles are tuned with. It runs
 // only with DETGEMM_SP24_PERF=1; bench measures the engine for the record.
 func TestSparse24Throughput(t *testing.T) {
-	if os.Getenv("DETGEMM_SP24_PERF") == "" {
-		t.Skip("set DETGEMM_SP24_PERF=1 to time the sparse forward")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_SP24_PERF", "the sparse forward")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	const d = BF16
 	for _, s := range [][3]int{{1, 4096, 4096}, {16, 4096, 4096}, {128, 4096, 4096}, {1, 4096, 11008}, {16, 4096, 11008}, {128, 4096, 11008},

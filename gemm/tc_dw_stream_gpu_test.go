@@ -3,7 +3,6 @@ package gemm
 import (
 	"fmt"
 	"math"
-	"os"
 	"testing"
 	"time"
 
@@ -70,10 +69,7 @@ func guardedDW(t *testing.T, eng caller, ctx *cudaload.Context, dw0 []float32, s
 // 4096 and 4096×11008 over M = 1 … 512, and on the element path, to place
 // chooseTCDW's crossover. It runs only with DETGEMM_TC_PERF=1.
 func TestTCDWStreamThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_TC_PERF") == "" {
-		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_TC_PERF", "the tensor-core kernels")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	names := []string{"auto", "tc128-vec", "tc64-vec", "wg128x128", "wg128x256", "wg192x192", "tcdw64-vec"}
 	anyNames := []string{"auto", "tc128-any", "tc64-any", "tcdw64-any"}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -463,10 +462,7 @@ func adversarial(r *rand.Rand, d DType, kind string, rows, cols int, left bool) 
 // shapes (bf16), for tuning the dispatcher's relative costs. It runs only
 // with DETGEMM_TC_PERF=1; bench measures the engine for the record.
 func TestTCThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_TC_PERF") == "" {
-		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_TC_PERF", "the tensor-core kernels")
 	if b, err := kernels.Build(eng.Arch()); err == nil { // the cache: the engine's own build
 		for _, r := range b.Modules[tcFamily].Resources {
 			t.Logf("ptxas %s %s: %d registers, %d bytes stack, %d/%d bytes spilled", b.NVRTCVersion, r.Kernel, r.Registers, r.StackBytes, r.SpillStores, r.SpillLoads)

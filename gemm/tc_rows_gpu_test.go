@@ -16,10 +16,7 @@ import (
 // runs only with DETGEMM_TC_PERF=1; bench measures the engine for the
 // record.
 func TestTCRowsThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_TC_PERF") == "" {
-		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_TC_PERF", "the tensor-core kernels")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	const sets = 6 // 6 × 32 MiB of weights at 4096², 6 × 86 MiB at 4096×11008: beyond the 50 MiB L2
 	for _, s := range [][2]int{{4096, 4096}, {4096, 11008}, {11008, 4096}, {4096, 1024}} {
@@ -76,10 +73,7 @@ func TestTCRowsThroughput(t *testing.T) {
 // figures tcGeometries' relative costs come from). It runs only with
 // DETGEMM_TC_PERF=1.
 func TestTCTileThroughput(t *testing.T) {
-	if os.Getenv("DETGEMM_TC_PERF") == "" {
-		t.Skip("set DETGEMM_TC_PERF=1 to time the tensor-core kernels (DETGEMM_TC_RANDOM=1: random inputs)")
-	}
-	eng, ctx := gpuEngine(t)
+	eng, ctx := perfEngine(t, "DETGEMM_TC_PERF", "the tensor-core kernels (DETGEMM_TC_RANDOM=1: random inputs)")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	for _, s := range []struct {
 		op      string
