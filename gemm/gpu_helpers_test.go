@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,6 +253,21 @@ func perfShape(m, r, cols int) bool {
 		return true
 	}
 	return strings.Contains(","+only+",", fmt.Sprintf(",%dx%dx%d,", m, r, cols))
+}
+
+// perfTile reports whether a perf test should time the kernel or tile
+// named name: DETGEMM_TC_PERF_TILES, when set, lists the names to keep
+// ("auto wg128x256"), so a profiler sees only those launches.
+func perfTile(name string) bool {
+	only := os.Getenv("DETGEMM_TC_PERF_TILES")
+	return only == "" || slices.Contains(strings.Fields(only), name)
+}
+
+// perfOp reports whether a perf test should time the op named op ("fwd",
+// "dx", "dw"): DETGEMM_TC_PERF_OPS, when set, lists the ops to keep.
+func perfOp(op string) bool {
+	only := os.Getenv("DETGEMM_TC_PERF_OPS")
+	return only == "" || slices.Contains(strings.Fields(only), op)
 }
 
 // perfEngine is the shared engine for a timing probe that runs only when

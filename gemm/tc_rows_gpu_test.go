@@ -71,7 +71,9 @@ func TestTCRowsThroughput(t *testing.T) {
 // TestTCTileThroughput times the gemm_tc tiles, each forced, against the
 // dispatcher's choice on the shapes whose output gives few 64×64 tiles (the
 // figures tcGeometries' relative costs come from). It runs only with
-// DETGEMM_TC_PERF=1.
+// DETGEMM_TC_PERF=1; DETGEMM_PERF_SHAPES, DETGEMM_TC_PERF_OPS ("fwd dx")
+// and DETGEMM_TC_PERF_TILES ("auto wg128x256") narrow it, so that a
+// profiler sees only the launches asked for.
 func TestTCTileThroughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_TC_PERF", "the tensor-core kernels (DETGEMM_TC_RANDOM=1: random inputs)")
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
@@ -94,6 +96,9 @@ func TestTCTileThroughput(t *testing.T) {
 		// The uncut projections and the largest bench shape.
 		{"fwd", 4096, 4096, 12288}, {"fwd", 4096, 4096, 14336}, {"fwd", 4096, 1536, 3072}, {"fwd", 8192, 8192, 8192},
 	} {
+		if !perfShape(s.M, s.K, s.N) || !perfOp(s.op) {
+			continue
+		}
 		x := alloc(t, ctx, uint64(s.M*s.K*2))
 		w := alloc(t, ctx, uint64(s.K*s.N*4))
 		y := alloc(t, ctx, uint64(s.M*s.N*2))
@@ -127,7 +132,7 @@ func TestTCTileThroughput(t *testing.T) {
 			}
 		}
 		for _, tc := range append([]tcCase{{"auto", tcForce{}}}, tcCases...) {
-			if tc.f.path == tcPathAny {
+			if tc.f.path == tcPathAny || !perfTile(tc.name) {
 				continue
 			}
 			launch := launchOn(forced(eng, filter{tc: tc.f}))
