@@ -1112,23 +1112,32 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
             asm volatile("" : "+l"(osrc), "+l"(old_ld));
         }
         float acc[BN / 2];
+        // The start values, one code path for every tile (a second path
+        // that writes the accumulators makes ptxas serialise the wgmma
+        // pipeline, C7515): this thread's columns are col0 + 8q + e, so
+        // one 32-bit test against the columns left, and a bias value
+        // serves both of the thread's rows.
+        {
+            const int left = (int)(N - col0 < BN ? N - col0 : BN);
+            const float* b = bsrc + col0;
+            const float* o0 = osrc + row0 * old_ld + col0;
+            const float* o1 = o0 + 8 * old_ld;
+            const bool r0 = row0 < M, r1 = row0 + 8 < M;
 #pragma unroll
-        for (int q = 0; q < BN / 8; ++q) {
-            const dg_i64 j = col0 + 8 * q;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const dg_i64 i = row0 + 8 * h;
+            for (int q = 0; q < BN / 8; ++q) {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    float v = 0.0f;
-                    if constexpr (INIT == INIT_BIAS) {
-                        if (j + e < N) v = bsrc[j + e];
-                    } else if constexpr (INIT == INIT_MM) {
-                        if (j + e < N) v = bsrc[j + e];
+                    const int c = 8 * q + e;
+                    float v0 = 0.0f, v1 = 0.0f;
+                    if constexpr (INIT == INIT_BIAS || INIT == INIT_MM) {
+                        if (c < left) v0 = b[c];
+                        v1 = v0;
                     } else if constexpr (INIT == INIT_OLD) {
-                        if (i < M && j + e < N) v = osrc[i * old_ld + j + e];
+                        if (r0 && c < left) v0 = o0[c];
+                        if (r1 && c < left) v1 = o1[c];
                     }
-                    acc[4 * q + 2 * h + e] = v;
+                    acc[4 * q + e] = v0;
+                    acc[4 * q + 2 + e] = v1;
                 }
             }
         }
