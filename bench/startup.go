@@ -63,7 +63,7 @@ const (
 
 // coldBuild compiles every family for the device into a fresh cache dir and
 // returns the bundle (for the util kernels) with the figures filled in.
-func coldBuild(ccMajor, ccMinor int, cacheDir string, st *startup) (*kernels.Bundle, error) {
+func coldBuild(ccMajor, ccMinor, driver int, cacheDir string, st *startup) (*kernels.Bundle, error) {
 	c, err := nvrtc.Open()
 	if err != nil {
 		return nil, err
@@ -83,15 +83,16 @@ func coldBuild(ccMajor, ccMinor int, cacheDir string, st *startup) (*kernels.Bun
 	st.ColdBuildMS = ms(time.Since(t0))
 	st.ColdMisses = b.Misses
 	st.Families = len(b.Modules)
-	embeddedBuild(arch, st)
+	embeddedBuild(arch, driver, st)
 	return b, nil
 }
 
 // embeddedBuild times Build from the embedded kernel set alone (no NVRTC,
-// no cache), in this process.
-func embeddedBuild(arch kernels.Arch, st *startup) {
+// no cache), in this process: the variant that driver (its CUDA version,
+// as gemm.New passes it) loads.
+func embeddedBuild(arch kernels.Arch, driver int, st *startup) {
 	t0 := time.Now()
-	b, err := kernels.Build(arch, kernels.WithMode(kernels.ModeEmbedded), kernels.WithCache(false))
+	b, err := kernels.Build(arch, kernels.WithMode(kernels.ModeEmbedded), kernels.WithCache(false), kernels.WithDriverVersion(driver))
 	if err != nil {
 		st.EmbeddedError = oneLine(err.Error())
 		return
@@ -200,7 +201,7 @@ func measureWarmStart(device int) (*warmStart, error) {
 
 // measureStartup fills startup and returns the bundle (nil when the build
 // failed: the bench then narrows inputs on the host and says so).
-func measureStartup(dev *cudaload.Device) (*kernels.Bundle, startup) {
+func measureStartup(dev *cudaload.Device, driver int) (*kernels.Bundle, startup) {
 	var st startup
 	dir, err := os.MkdirTemp("", "detgemm-bench-cache-")
 	if err != nil {
@@ -209,7 +210,7 @@ func measureStartup(dev *cudaload.Device) (*kernels.Bundle, startup) {
 	}
 	defer os.RemoveAll(dir)
 	ccMajor, ccMinor := dev.ComputeCapability()
-	b, err := coldBuild(ccMajor, ccMinor, dir, &st)
+	b, err := coldBuild(ccMajor, ccMinor, driver, dir, &st)
 	if err != nil {
 		st.BuildError = oneLine(err.Error())
 		return nil, st
@@ -251,7 +252,10 @@ func oneLine(s string) string {
 
 // buildUntimed builds every family through the usual cache (compiling only
 // what is missing), for the util kernels, timing nothing (--startup=false).
-func buildUntimed(dev *cudaload.Device) (*kernels.Bundle, startup) {
+// The driver's CUDA version picks the embedded variant, as in gemm.New:
+// without it a binary that embeds only the cuda13 set (the GPU machine's
+// GPU_TAGS) found no base CUBINs and compiled every family with NVRTC.
+func buildUntimed(dev *cudaload.Device, driver int) (*kernels.Bundle, startup) {
 	st := startup{Skipped: true}
 	c, err := nvrtc.Open()
 	if err != nil {
@@ -263,7 +267,7 @@ func buildUntimed(dev *cudaload.Device) (*kernels.Bundle, startup) {
 	ccMajor, ccMinor := dev.ComputeCapability()
 	arch := kernels.ArchFor(ccMajor, ccMinor, nvMajor)
 	st.Arch = arch.String()
-	b, err := kernels.Build(arch, kernels.WithCompiler(c))
+	b, err := kernels.Build(arch, kernels.WithCompiler(c), kernels.WithDriverVersion(driver))
 	if err != nil {
 		st.BuildError = oneLine(err.Error())
 		return nil, st

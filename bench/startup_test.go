@@ -22,7 +22,7 @@ func TestColdBuildFillsCacheForWarmStart(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var st startup
-	b, err := coldBuild(9, 0, dir, &st)
+	b, err := coldBuild(9, 0, 0, dir, &st)
 	require.NoError(t, err)
 	require.Equal(t, "sm_90a", st.Arch)
 	require.Equal(t, len(kernels.FamiliesFor(b.Arch)), st.Families)

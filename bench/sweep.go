@@ -128,9 +128,9 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	var bundle *kernels.Bundle
 	if cfg.startup {
 		prog.note("building kernels for %s (cold, then a warm start in a fresh process)...", dev.Name())
-		bundle, rep.Startup = measureStartup(dev)
+		bundle, rep.Startup = measureStartup(dev, drv.Version())
 	} else {
-		bundle, rep.Startup = buildUntimed(dev)
+		bundle, rep.Startup = buildUntimed(dev, drv.Version())
 	}
 	if err := bindThread(ctx); err != nil {
 		return err
