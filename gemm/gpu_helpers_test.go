@@ -255,19 +255,13 @@ func perfShape(m, r, cols int) bool {
 	return strings.Contains(","+only+",", fmt.Sprintf(",%dx%dx%d,", m, r, cols))
 }
 
-// perfTile reports whether a perf test should time the kernel or tile
-// named name: DETGEMM_TC_PERF_TILES, when set, lists the names to keep
-// ("auto wg128x256"), so a profiler sees only those launches.
-func perfTile(name string) bool {
-	only := os.Getenv("DETGEMM_TC_PERF_TILES")
+// perfListed reports whether a perf test should time the item named name:
+// the environment variable env, when set, lists the names to keep
+// (DETGEMM_TC_PERF_TILES="auto wg128x256", DETGEMM_TC_PERF_OPS="fwd dx"),
+// so a profiler sees only those launches.
+func perfListed(env, name string) bool {
+	only := os.Getenv(env)
 	return only == "" || slices.Contains(strings.Fields(only), name)
-}
-
-// perfOp reports whether a perf test should time the op named op ("fwd",
-// "dx", "dw"): DETGEMM_TC_PERF_OPS, when set, lists the ops to keep.
-func perfOp(op string) bool {
-	only := os.Getenv("DETGEMM_TC_PERF_OPS")
-	return only == "" || slices.Contains(strings.Fields(only), op)
 }
 
 // perfEngine is the shared engine for a timing probe that runs only when

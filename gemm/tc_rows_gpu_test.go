@@ -96,7 +96,7 @@ func TestTCTileThroughput(t *testing.T) {
 		// The uncut projections and the largest bench shape.
 		{"fwd", 4096, 4096, 12288}, {"fwd", 4096, 4096, 14336}, {"fwd", 4096, 1536, 3072}, {"fwd", 8192, 8192, 8192},
 	} {
-		if !perfShape(s.M, s.K, s.N) || !perfOp(s.op) {
+		if !perfShape(s.M, s.K, s.N) || !perfListed("DETGEMM_TC_PERF_OPS", s.op) {
 			continue
 		}
 		x := alloc(t, ctx, uint64(s.M*s.K*2))
@@ -132,7 +132,7 @@ func TestTCTileThroughput(t *testing.T) {
 			}
 		}
 		for _, tc := range append([]tcCase{{"auto", tcForce{}}}, tcCases...) {
-			if tc.f.path == tcPathAny || !perfTile(tc.name) {
+			if tc.f.path == tcPathAny || !perfListed("DETGEMM_TC_PERF_TILES", tc.name) {
 				continue
 			}
 			launch := launchOn(forced(eng, filter{tc: tc.f}))
