@@ -44,6 +44,10 @@ type filter struct {
 	serial     bool
 	streamRows int64
 	tc         tcForce
+	// regsumTail, with tc pinning the REGSUM tile, takes a split tail
+	// (wgTail's) wherever the plan has more than one row of tiles, gain or
+	// not.
+	regsumTail bool
 }
 
 // rowsPath is how a rows call runs: the one-launch kernel (gemm_rows'
@@ -167,6 +171,11 @@ type tcLaunch struct {
 	planes bool // one block a tile and slab, each slab's chain to a partial plane, then gemm_fold
 	runsum bool // gemm_wgmma: a block a tile, its slabs' running sum in the workspace (L2)
 	regsum bool // gemm_wgmma: a block a tile, its slabs' running sum in registers (Tile::REGSUM)
+	// tailRow, for regsum: output rows [tailRow, rows) run on planes with
+	// the slab tile tail (one block a tile and slab), then gemm_fold, so
+	// that the REGSUM grid keeps whole rounds (wgTail); 0: none.
+	tailRow int64
+	tail    tcTile
 	// toWS: the kernel's result goes to the workspace as f32 (the slab
 	// variants write f32 only), rounded to the output type by gemm_fold
 	// as one plane: running sums (or a forced slab variant) with a 16-bit

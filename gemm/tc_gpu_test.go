@@ -96,7 +96,9 @@ func TestTCKernelsGiveIdenticalBitsOnLargeShapes(t *testing.T) {
 		// dispatcher keeps running sums (128×192), a forced 128×128 too
 		// (150 tiles), a forced 128×192 or 128×256 writes planes (its
 		// grid leaves SMs idle), gemm_tc always does. 2200×2000: every
-		// forced wgmma variant keeps running sums (at least 144 tiles).
+		// forced wgmma variant keeps running sums (at least 144 tiles);
+		// the dispatcher's REGSUM grid (198 tiles of 128×192) runs rows
+		// 1536.. on planes (wgTail), so the model's rows are the tail's.
 		{1200, 8200, 1800}, {2200, 8200, 2000},
 	} {
 		for _, d := range []DType{BF16, F16} {
@@ -110,6 +112,8 @@ func TestTCKernelsGiveIdenticalBitsOnLargeShapes(t *testing.T) {
 		// A cut dX (2 slabs of 4352) on planes: 128×96's slab variant, a
 		// ragged last column of tiles (1000 = 10·96 + 40).
 		tcLargeShapeFamiliesDX(t, eng, ctx, m, r, d, 256, 8200, 1000)
+		// A cut dX whose REGSUM grid has a split tail (as Forward's above).
+		tcLargeShapeFamiliesDX(t, eng, ctx, m, r, d, 2200, 8200, 2000)
 	}
 }
 

@@ -70,12 +70,17 @@ func (r tcLaunch) foldPlanes(p problem) int64 {
 // wsBytes is the workspace: the running sums (run), then planes of
 // f32 outputs for gemm_fold (foldPlanes: every slab's on planes for
 // Forward and dX, every slab's but the first for dW, which folds slab 0 in
-// place; one where the last sum is rounded by gemm_fold). ok is false on
+// place; one where the last sum is rounded by gemm_fold; with a split
+// tail, every slab's plane of the tail's rows only). ok is false on
 // overflow.
 func (r tcLaunch) wsBytes(p problem) (uint64, bool) {
-	n := uint64(r.foldPlanes(p))
-	b := n * uint64(p.rows)
-	if b/uint64(p.rows) != n {
+	n, rows := uint64(r.foldPlanes(p)), p.rows
+	if r.tailRow > 0 {
+		// A split tail: every slab's plane of the tail's rows.
+		n, rows = uint64(r.slabs), p.rows-r.tailRow
+	}
+	b := n * uint64(rows)
+	if b/uint64(rows) != n {
 		return 0, false
 	}
 	c := b * uint64(p.cols)

@@ -237,6 +237,9 @@ func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 	switch {
 	case r.k.tile == tcTileWG128x192R:
 		r.regsum = true
+		if f.regsumTail && p.rows > wgGeometries[tcTileWG128x192R].bm {
+			r.tailRow, r.tail = (ceilDiv(p.rows, 128)-1)*128, tcTileWG128x192S
+		}
 	case f.tc != (tcForce{}):
 		t, ok := wgSlabTiles[r.k.tile]
 		if !ok && !wgRunSum(r.k.tile) {
@@ -250,6 +253,7 @@ func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 		r.k.tile = tcTileWG128x128S
 	case p.layout != layoutTN && wgFits(tcTileWG128x192R, p):
 		r.k.tile, r.regsum = tcTileWG128x192R, true
+		r.tailRow, r.tail = wgTail(d, p, r.slabs)
 	default:
 		r.runsum = p.layout != layoutTN
 		best := 0.0
@@ -269,9 +273,72 @@ func finishWG(d *device, p problem, f filter, pl plan) (plan, error) {
 	return pl, tcSettle(&p, &pl)
 }
 
+// wgTailGain is the least share of a REGSUM grid's modelled time that a
+// split tail must save to be taken: the tail adds two launches and a
+// fold, which the model counts only through its planes' traffic.
+const wgTailGain = 0.05
+
+// wgTail is where a REGSUM plan's rows leave its grid for planes (a
+// multiple of 128; 0: nowhere) and the slab tile that runs them there. A
+// REGSUM grid of T tiles runs ⌈T/SMs⌉ rounds of whole reductions, so a
+// short last round leaves SMs idle for a whole tile's time (704 tiles of a
+// 4096 × 4096 output on 132 SMs: 5.33 rounds of work in 6). Its rows can
+// run on planes instead, one block a tile and slab, in rounds of 1/S of
+// the reduction, and gemm_fold adds their planes in the plan's order: the
+// head keeps k whole rounds (k = ⌈T/SMs⌉ − 1 or − 2: the most rows of
+// tiles that fit them) and the tail's S·tiles blocks fill the SMs
+// (704 tiles: 660 in 5 rounds, then 44 × 3 blocks in one round of a
+// third). Modelled as wgPlanesFaster does (a quarter of a tile's time per
+// tile an SM for the planes' traffic), in REGSUM tiles; taken where it
+// saves wgTailGain of the grid. A row's bits are the same either way: the
+// plan's slabs and their order are the plan's, not the grid's.
+func wgTail(d *device, p problem, slabs int64) (int64, tcTile) {
+	n := int64(max(d.sms, 1))
+	g := wgGeometries[tcTileWG128x192R]
+	unit := float64(g.bm*g.bn) * g.relCost
+	tm, tn := ceilDiv(p.rows, g.bm), ceilDiv(p.cols, g.bn)
+	whole := ceilDiv(tm*tn, n)
+	row, tile, best := int64(0), tcTile(0), float64(whole)*(1-wgTailGain)
+	for k := whole - 1; k >= max(whole-2, 1); k-- {
+		m1 := min(k*n/tn, tm-1) // rows of tiles in k rounds
+		if m1 < 1 {
+			continue
+		}
+		tail := p
+		tail.rows = p.rows - m1*g.bm
+		for _, t := range []tcTile{tcTileWG128x192S, tcTileWG128x128S} {
+			if !wgFits(t, tail) || wgSharedBytes(t) > d.tcShared {
+				continue
+			}
+			tg := wgGeometries[t]
+			tiles := ceilDiv(tail.rows, tg.bm) * ceilDiv(p.cols, tg.bn)
+			per := float64(tg.bm*tg.bn) * tg.relCost / unit
+			c := float64(ceilDiv(m1*tn, n)) + per*(float64(ceilDiv(tiles*slabs, n))/float64(slabs)+0.25*float64(tiles)/float64(n))
+			if c < best {
+				row, tile, best = m1*g.bm, t, c
+			}
+		}
+	}
+	return row, tile
+}
+
 // wgRun enqueues a gemm_wgmma plan: its kernel, then where the slabs went
-// to planes or the result to the workspace, gemm_fold.
+// to planes or the result to the workspace, gemm_fold. A split tail runs
+// the head's rows on the REGSUM grid, the tail's on planes (every slab's,
+// with the tail tile), then gemm_fold over the tail.
 func (l launcher) wgRun(p problem, r *tcLaunch) error {
+	if r.tailRow > 0 {
+		head, tail := p.split(cutRows, r.tailRow)
+		if err := l.wg(head, *r, wgIDs[r.k], 0); err != nil {
+			return err
+		}
+		t := *r
+		t.k.tile, t.k.out, t.regsum, t.planes, t.tailRow, t.tail = r.tail, F32, false, true, 0, 0
+		if err := l.wg(tail, t, wgIDs[t.k], l.e.ws.ptr); err != nil {
+			return err
+		}
+		return l.tcFold(tail, t)
+	}
 	ws := cudaload.DevicePtr(0)
 	if r.planes || r.runsum || r.toWS {
 		ws = l.e.ws.ptr

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -120,4 +121,56 @@ func TestWGSharedMemory(t *testing.T) {
 	require.True(t, wgArch(kernels.Arch{Major: 9, Minor: 0, Specific: true}))
 	require.False(t, wgArch(kernels.Arch{Major: 9, Minor: 0}))
 	require.False(t, wgArch(kernels.Arch{Major: 8, Minor: 0}))
+}
+
+// TestWGRegsumTail: a REGSUM grid whose last round is short moves the
+// rows of that round to planes (wgTail), and keeps whole rounds where the
+// saving is small; the workspace is the tail's planes.
+func TestWGRegsumTail(t *testing.T) {
+	e, _ := fakeEngine(fakeDevices[0]) // 132 SMs, sm_90a
+	for _, c := range []struct {
+		name     string
+		call     Call
+		launches []string
+		ws       uint64
+	}{
+		// 32 × 22 tiles of 128×192 (5.33 rounds): 30 rows of tiles in 5
+		// rounds, the last 256 rows as 44 tiles × 3 slabs in one.
+		{"mlp_down forward", ForwardArgs{Tier: TierTensorCore, M: 4096, K: 14336, N: 4096, In: BF16, Out: BF16},
+			[]string{"detgemm_wg128x192r_nn_bf16_bf16 (132,1,1)", "detgemm_wg128x192s_nn_bf16_f32 (132,1,1)", "detgemm_fold_store_bf16"},
+			3 * 256 * 4096 * 4},
+		{"qkv dX", DXArgs{Tier: TierTensorCore, M: 4096, N: 12288, K: 4096, In: F16, Out: F32},
+			[]string{"detgemm_wg128x192r_nt_f16_f32 (132,1,1)", "detgemm_wg128x192s_nt_f16_f32 (132,1,1)", "detgemm_fold_store_f32"},
+			3 * 256 * 4096 * 4},
+		// 64 × 22 tiles (10.67 rounds): the tail would save under 5 %.
+		{"8192 rows", ForwardArgs{Tier: TierTensorCore, M: 8192, K: 14336, N: 4096, In: BF16, Out: BF16},
+			[]string{"detgemm_wg128x192r_nn_bf16_bf16 (132,1,1)"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x, err := e.Explain(c.call)
+			require.NoError(t, err)
+			require.Len(t, x.Launches, len(c.launches), "%v", x)
+			for i, l := range x.Launches {
+				require.Contains(t, fmt.Sprintf("%s (%d,%d,%d)", l.Kernel, l.Grid.X, l.Grid.Y, l.Grid.Z), c.launches[i])
+			}
+			require.Equal(t, c.ws, x.WorkspaceBytes)
+			require.Equal(t, StrategyTiled, x.Strategy)
+		})
+	}
+	// The forced variant takes a tail of one row of tiles wherever there
+	// are two.
+	for _, v := range variants {
+		if v.name != "wg-regsum-tail" {
+			continue
+		}
+		p, err := ForwardArgs{Tier: TierTensorCore, M: 300, K: 9000, N: 200, In: BF16, Out: BF16}.build(false)
+		require.NoError(t, err)
+		pl, err := e.choose(p, &v.f)
+		require.NoError(t, err)
+		require.True(t, v.fits(pl))
+		require.Equal(t, int64(256), pl.tc.tailRow)
+		require.Equal(t, uint64(pl.slabs)*(300-256)*200*4, pl.ws)
+		return
+	}
+	t.Fatal("no variant wg-regsum-tail")
 }

@@ -62,6 +62,8 @@ var variants = []variant{
 	{name: "wg128x192r", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x192R, tcPathVec}}},
 	{name: "wg-regsum", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x192R, tcPathVec}},
 		fits: func(pl plan) bool { return pl.tc.regsum }},
+	{name: "wg-regsum-tail", kind: "wg", tc: true, f: filter{tc: tcForce{tcTileWG128x192R, tcPathVec}, regsumTail: true},
+		fits: func(pl plan) bool { return pl.tc.tailRow > 0 }},
 	{name: "tcrows8", kind: "tcrows", tc: true, f: filter{tc: tcForce{tcTileRows8, tcPathVec}}},
 	{name: "tcrows16", kind: "tcrows", tc: true, f: filter{tc: tcForce{tcTileRows16, tcPathVec}}},
 	{name: "tmarows8", kind: "tmarows", tc: true, f: filter{tc: tcForce{tcTileRowsTMA8, tcPathVec}}},
