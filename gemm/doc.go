@@ -103,9 +103,12 @@
 // gemm_wgmma needs what TMA needs (16-byte aligned bases,
 // leading dimensions that are multiples of 8, extents below 2^31); the
 // dispatcher picks it, by the same time model, wherever it applies, and
-// gemm_tc everywhere else. A cut plan takes gemm_wgmma's slab variants
-// (128×128, 128×192, 128×256, f32 output only): on planes with a gemm_fold
-// where the grid would leave SMs idle, else each block keeping its tile's
+// gemm_tc everywhere else. A cut plan takes gemm_wgmma's slab variants:
+// on planes with a gemm_fold where the grid would leave SMs idle (128×128,
+// f32 output), else for Forward and DX each block keeping its tile's
+// running sum in registers (128×192, any output), and where that grid's
+// last round would be short, its last rows on planes in a launch of their
+// own (wgTail); a pinned 128×128, 128×192 or 128×256 slab tile keeps the
 // running sums in the workspace between slabs (a 16-bit output then
 // rounded by gemm_fold); the rows kernels fold a cut plan's slabs in
 // registers. DW with at most 128 batch rows takes
@@ -175,8 +178,9 @@
 // otherwise and stream need none. The IEEE dispatcher never picks a
 // strategy whose partials would pass 512 MiB: such shapes run tiled. The
 // tensor-core tier needs none where its plan has one slab; a cut plan
-// needs S f32 planes of the output (DW: S-1), or its tiles' running sums
-// plus, for a 16-bit output, one plane. For Forward and DX that grows with
+// needs S f32 planes of the output (DW: S-1), S planes of the rows of a
+// split tail, or (pinned slab tiles) its tiles' running sums plus, for a
+// 16-bit output, one plane. For Forward and DX that grows with
 // M — S times the output's columns is at most 12288, so about 48 KiB an
 // output row, whole tiles for running sums — and is not capped, as no
 // other kernel could run the call; for DW it stays below 8 MiB.

@@ -48,7 +48,9 @@ func (e *Engine) Strategy(c Call) (Strategy, error) {
 // bytes of arrival counter per run of 256 (M ≤ 16) or 128 output columns
 // and group of 4, 16 or 32 rows. A TierTensorCore call needs none where its
 // plan has one slab; a cut plan needs S (DW: S-1) f32 planes of the output
-// on planes (StrategySplitSlab), or the running sums of its tiles plus,
+// on planes (StrategySplitSlab), none where its tiles keep the running
+// sum in registers but S planes of the rows of a split tail (its short
+// last round's rows, on planes), or the running sums of its tiles plus,
 // for a 16-bit output, one f32 plane. It depends on the
 // shape and, through the strategy, on the GPU's multiprocessor count —
 // never on the data or the pointers.

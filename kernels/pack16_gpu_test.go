@@ -8,8 +8,8 @@ import (
 	"github.com/detgemm/detgemm/nvrtc"
 )
 
-// packCheck runs wgmma.cuh's pack16 (the hardware's paired conversion,
-// with its NaN fix) against the contract's integer rounding
+// packCheck runs wgmma.cuh's pack16 (on sm_90 the hardware's paired
+// conversion alone, NaNs included) against the contract's integer rounding
 // (epi::round16 with RNE_INT, which gemm/ref mirrors) on every f32 bit
 // pattern as the low half, each paired with a scrambled pattern as the
 // high half, for both 16-bit types; it counts the pairs that differ and

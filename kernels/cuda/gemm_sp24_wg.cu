@@ -152,7 +152,7 @@ using wg::cluster_sync;
 using wg::release_slot;
 
 // The bits of v as a matrix of type OUT stores it (epi::store's rounding;
-// 16-bit by wgmma.cuh's pack16: one cvt and selects, no branch).
+// 16-bit by wgmma.cuh's pack16: one cvt, no branch).
 template <int OUT>
 DETGEMM_INLINE dg_u32 out_bits(float v) {
     if constexpr (OUT == epi::F32) return __float_as_uint(v);
