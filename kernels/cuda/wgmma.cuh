@@ -555,6 +555,17 @@ DETGEMM_INLINE dg_u32 pack16(float lo, float hi) {
 #endif
 }
 
+// Elements e and e + 1 of an OUT array (e even, the pair aligned for one
+// access) stored with one access, a 16-bit pair rounded by pack16: the
+// bits of epi::store2 and sel::store2 (RNE, 0x7fff for NaN), whose bf16
+// path is the integer rounding and whose other 16-bit path adds the NaN
+// selects.
+template <int OUT>
+DETGEMM_INLINE void store_pair(void* C, dg_i64 e, float lo, float hi) {
+    if constexpr (OUT == F32) *reinterpret_cast<float2*>(static_cast<float*>(C) + e) = make_float2(lo, hi);
+    else *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(C) + e) = pack16<OUT>(lo, hi);
+}
+
 // The 16-bit store of a warp's 16 whole rows (wrow ..) of the tile's BN
 // columns from j0, 64 columns at a time: the accumulators rounded and
 // packed, written to the warp's 2 KiB of shared memory with stmatrix (the
@@ -665,7 +676,7 @@ DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg
             if (i >= M) continue;
             const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];
             if (pairs && j + 1 < N) {
-                epi::store2<DTOUT, epi::RNE_CVT>(C, i * ldc + j, v0, v1);
+                store_pair<DTOUT>(C, i * ldc + j, v0, v1);
             } else {
                 if (j < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j, v0);
                 if (j + 1 < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j + 1, v1);
@@ -845,7 +856,7 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
 #pragma unroll
                     for (int u = 0; u < W; u += 2) {
                         if (apairs && in[u + 1]) {
-                            sel::store2<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
+                            store_pair<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
                         } else {
                             if (in[u]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u], v[u]);
                             if (in[u + 1]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u + 1], v[u + 1]);
@@ -943,7 +954,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                         if (i >= M) continue;
                         const float v0 = acc[4 * k + 2 * h], v1 = acc[4 * k + 2 * h + 1];
                         if (apairs) {
-                            epi::store2<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j, v0, v1);
+                            store_pair<DTOUT>(mm.aux, i * mm.ldaux + j, v0, v1);
                         } else {
                             epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j, v0);
                             epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j + 1, v1);
@@ -979,7 +990,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                 if (i >= M) continue;
                 const float v0 = acc[base + 2 * h], v1 = acc[base + 2 * h + 1];
                 if (pairs) {
-                    epi::store2<DTOUT, epi::RNE_CVT>(D, i * ldd + j, v0, v1);
+                    store_pair<DTOUT>(D, i * ldd + j, v0, v1);
                 } else {
                     epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j, v0);
                     epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j + 1, v1);
@@ -1020,8 +1031,8 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                     db[e] = __fmul_rn(__fmul_rn(dy, a[u + e]), grad[u + e]);
                 }
                 if (pairs) {
-                    epi::store2<DTOUT, epi::RNE_CVT>(D, xd, da[0], da[1]);
-                    epi::store2<DTOUT, epi::RNE_CVT>(D, xd + 8, db[0], db[1]);
+                    store_pair<DTOUT>(D, xd, da[0], da[1]);
+                    store_pair<DTOUT>(D, xd + 8, db[0], db[1]);
                 } else {
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
