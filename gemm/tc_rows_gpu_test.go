@@ -3,6 +3,7 @@ package gemm
 import (
 	"math/rand"
 	"os"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -76,6 +77,17 @@ func TestTCRowsThroughput(t *testing.T) {
 // profiler sees only the launches asked for.
 func TestTCTileThroughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_TC_PERF", "the tensor-core kernels (DETGEMM_TC_RANDOM=1: random inputs)")
+	if v := os.Getenv("DETGEMM_TC_PERF_SMS"); v != "" {
+		// Plans and persistent grids for fewer SMs than the card has: the
+		// same tiles on a part of the GPU, to see whether a kernel's pace
+		// per SM depends on how many SMs share the L2.
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		require.True(t, n > 0 && n <= eng.device.sms, "DETGEMM_TC_PERF_SMS=%d: want 1..%d", n, eng.device.sms)
+		old := eng.device.sms
+		eng.device.sms = n
+		t.Cleanup(func() { eng.device.sms = old })
+	}
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
 	for _, s := range []struct {
 		op      string
