@@ -530,3 +530,55 @@ func TestTCGoldenDigestsOnGPU(t *testing.T) {
 	file := readGolden(t, tcGoldenPath, "TestTCGoldenDigestsFromModel")
 	require.NoError(t, file.Compare(goldenDigests(tcGoldenCases(), func(g goldenCase) []uint32 { return goldenOnDevice(t, eng, ctx, g) })))
 }
+
+// TestTCStepsPastTheEndKeepNegativeZero: a reduction whose last stage has
+// steps wholly past its end (K = 72: one step of eight, three past), where
+// every accumulator is -0 before those steps (a -0 start, every product
+// -0), so that a step past the end that is not an exact identity shows as
+// +0. Forward (-0 bias), dX and dW (a -0 master), every kernel, against the
+// model.
+func TestTCStepsPastTheEndKeepNegativeZero(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	r := newRand(t)
+	const M, K, N = 130, 72, 264
+	signed := func(d DType, n int, neg bool) operand {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(0.25 + r.Float64())
+			if neg {
+				v[i] = float32(math.Copysign(0, -1))
+			}
+		}
+		return fromValues(d, v)
+	}
+	for _, d := range []DType{BF16, F16} {
+		negX, posW := signed(d, M*K, true), signed(d, K*N, false)
+		negBias := signed(F32, N, true)
+		negDY := signed(d, M*N, true)
+		negMaster := signed(F32, K*N, true)
+		posX := signed(d, M*K, false)
+		xP, wP, bP, dyP, pxP := upload(t, ctx, negX), upload(t, ctx, posW), upload(t, ctx, negBias), upload(t, ctx, negDY), upload(t, ctx, posX)
+		wantY := make([]float32, M*N)
+		require.NoError(t, refTC(m, d).Forward(ref.Values(wantY), ref.Values(negX.values), ref.Values(posW.values), negBias.values, M, K, N))
+		wantDX := make([]float32, M*K)
+		require.NoError(t, refTC(m, d).DX(ref.Values(wantDX), ref.Values(negDY.values), ref.Values(posW.values), M, N, K))
+		wantDW := append([]float32(nil), negMaster.values...)
+		require.NoError(t, refTC(m, d).DW(wantDW, ref.Values(posX.values), ref.Values(negDY.values), M, K, N))
+		require.True(t, math.Signbit(float64(wantY[0])) && math.Signbit(float64(wantDW[0])), "the model keeps -0")
+		for _, tc := range tcCases {
+			eng := forced(eng, filter{tc: tc.f})
+			y := poisoned(t, ctx, uint64(M*N*d.Size()))
+			if !refused(t, tc.f, eng.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: y, In: d, Out: d})) {
+				requireSameBits(t, refBits(d, wantY), readBits(t, eng, ctx, y, d, M*N), N, fmt.Sprintf("%v Forward %s", d, tc.name))
+			}
+			dx := poisoned(t, ctx, uint64(M*K*d.Size()))
+			if !refused(t, tc.f, eng.DX(DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: dyP, W: wP, DX: dx, In: d, Out: d})) {
+				requireSameBits(t, refBits(d, wantDX), readBits(t, eng, ctx, dx, d, M*K), K, fmt.Sprintf("%v dX %s", d, tc.name))
+			}
+			dw := upload(t, ctx, negMaster)
+			if !refused(t, tc.f, eng.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: pxP, DY: dyP, DW: dw, In: d})) {
+				requireSameBits(t, refBits(F32, wantDW), readBits(t, eng, ctx, dw, F32, K*N), N, fmt.Sprintf("%v dW %s", d, tc.name))
+			}
+		}
+	}
+}
