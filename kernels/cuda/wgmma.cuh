@@ -205,10 +205,10 @@ DETGEMM_INLINE void fence_acc(float (&d)[N]) {
 // memory through descriptors; TA/TB: A/B MN-major (transposed).
 // m64n256k16, bf16 inputs, f32 accumulators d (+= a·b).
 template <int TA, int TB>
-DETGEMM_INLINE void wgmma_m64n256_bf16(float (&d)[128], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void wgmma_m64n256_bf16(float (&d)[128], dg_u64 da, dg_u64 db) {
     asm volatile(
-        "{\n.reg .pred p, g;\nsetp.ne.b32 p, %132, 0;\nsetp.ne.b32 g, %133, 0;\n"
-        "@g wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -235,15 +235,15 @@ DETGEMM_INLINE void wgmma_m64n256_bf16(float (&d)[128], dg_u64 da, dg_u64 db, in
           "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1), "r"(on));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
 // m64n256k16, f16 inputs, f32 accumulators d (+= a·b).
 template <int TA, int TB>
-DETGEMM_INLINE void wgmma_m64n256_f16(float (&d)[128], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void wgmma_m64n256_f16(float (&d)[128], dg_u64 da, dg_u64 db) {
     asm volatile(
-        "{\n.reg .pred p, g;\nsetp.ne.b32 p, %132, 0;\nsetp.ne.b32 g, %133, 0;\n"
-        "@g wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %132, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -270,15 +270,15 @@ DETGEMM_INLINE void wgmma_m64n256_f16(float (&d)[128], dg_u64 da, dg_u64 db, int
           "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1), "r"(on));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
 // m64n192k16, bf16 inputs, f32 accumulators d (+= a·b).
 template <int TA, int TB>
-DETGEMM_INLINE void wgmma_m64n192_bf16(float (&d)[96], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void wgmma_m64n192_bf16(float (&d)[96], dg_u64 da, dg_u64 db) {
     asm volatile(
-        "{\n.reg .pred p, g;\nsetp.ne.b32 p, %100, 0;\nsetp.ne.b32 g, %101, 0;\n"
-        "@g wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %100, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -299,15 +299,15 @@ DETGEMM_INLINE void wgmma_m64n192_bf16(float (&d)[96], dg_u64 da, dg_u64 db, int
           "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
           "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
           "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1), "r"(on));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
 // m64n192k16, f16 inputs, f32 accumulators d (+= a·b).
 template <int TA, int TB>
-DETGEMM_INLINE void wgmma_m64n192_f16(float (&d)[96], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void wgmma_m64n192_f16(float (&d)[96], dg_u64 da, dg_u64 db) {
     asm volatile(
-        "{\n.reg .pred p, g;\nsetp.ne.b32 p, %100, 0;\nsetp.ne.b32 g, %101, 0;\n"
-        "@g wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %100, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -328,15 +328,15 @@ DETGEMM_INLINE void wgmma_m64n192_f16(float (&d)[96], dg_u64 da, dg_u64 db, int 
           "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
           "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
           "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1), "r"(on));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
 // m64n128k16, bf16 inputs, f32 accumulators d (+= a·b).
 template <int TA, int TB>
-DETGEMM_INLINE void wgmma_m64n128_bf16(float (&d)[64], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void wgmma_m64n128_bf16(float (&d)[64], dg_u64 da, dg_u64 db) {
     asm volatile(
-        "{\n.reg .pred p, g;\nsetp.ne.b32 p, %68, 0;\nsetp.ne.b32 g, %69, 0;\n"
-        "@g wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %68, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -351,15 +351,15 @@ DETGEMM_INLINE void wgmma_m64n128_bf16(float (&d)[64], dg_u64 da, dg_u64 db, int
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1), "r"(on));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
 // m64n128k16, f16 inputs, f32 accumulators d (+= a·b).
 template <int TA, int TB>
-DETGEMM_INLINE void wgmma_m64n128_f16(float (&d)[64], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void wgmma_m64n128_f16(float (&d)[64], dg_u64 da, dg_u64 db) {
     asm volatile(
-        "{\n.reg .pred p, g;\nsetp.ne.b32 p, %68, 0;\nsetp.ne.b32 g, %69, 0;\n"
-        "@g wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %68, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -374,7 +374,7 @@ DETGEMM_INLINE void wgmma_m64n128_f16(float (&d)[64], dg_u64 da, dg_u64 db, int 
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1), "r"(on));
+        : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
 
@@ -385,26 +385,24 @@ DETGEMM_INLINE void wgmma_m64n128_f16(float (&d)[64], dg_u64 da, dg_u64 db, int 
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define WG_TAIL_64 "%32, %33, p, 1, 1, %34, %35"
 #define WG_PRED_64 "%36"
-#define WG_GUARD_64 "%37"
 #define WG_REGS_96                                                                \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
 #define WG_TAIL_96 "%48, %49, p, 1, 1, %50, %51"
 #define WG_PRED_96 "%52"
-#define WG_GUARD_96 "%53"
 #define WG_D8(o) \
     "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
 #define WG_D_64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
 #define WG_D_96 WG_D_64, WG_D8(32), WG_D8(40)
 #define WG_MMA_NARROW(NN, TYPE)                                                                              \
-    asm volatile("{\n.reg .pred p, g;\nsetp.ne.b32 p, " WG_PRED_##NN ", 0;\nsetp.ne.b32 g, " WG_GUARD_##NN ", 0;\n" \
-                 "@g wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TYPE "." TYPE " " WG_REGS_##NN ", " WG_TAIL_##NN \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " WG_PRED_##NN ", 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TYPE "." TYPE " " WG_REGS_##NN ", " WG_TAIL_##NN \
                  ";\n}\n"                                                                                    \
                  : WG_D_##NN                                                                                  \
-                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1), "r"(on))
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1))
 template <int N, int DT, int TA, int TB>
-DETGEMM_INLINE void wgmma_narrow(float (&d)[N / 2], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void wgmma_narrow(float (&d)[N / 2], dg_u64 da, dg_u64 db) {
     static_assert(N == 64 || N == 96, "the narrow tiles: m64n64 or m64n96");
     if constexpr (N == 64) {
         if constexpr (DT == BF16) WG_MMA_NARROW(64, "bf16");
@@ -419,33 +417,28 @@ DETGEMM_INLINE void wgmma_narrow(float (&d)[N / 2], dg_u64 da, dg_u64 db, int on
 #undef WG_D_64
 #undef WG_D8
 #undef WG_PRED_96
-#undef WG_GUARD_96
 #undef WG_TAIL_96
 #undef WG_REGS_96
 #undef WG_PRED_64
-#undef WG_GUARD_64
 #undef WG_TAIL_64
 #undef WG_REGS_64
 
-// One 16-wide step on the accumulators, d += A(64 x 16) · B(16 x BN), where
-// on (uniform across the warpgroup) is nonzero. The step is the wgmma's
-// guard predicate, not a branch around it: the steps of a stage then stay
-// one basic block, which ptxas issues as one commit group; behind branches
-// it closed a group after every step, so waiting for the stage before
-// also waited for all but the last step of this one.
+// One 16-wide step on the accumulators: d += A(64 x 16) · B(16 x BN).
+// Issued unconditionally: ptxas commits a stage's unconditional steps as
+// one group, but a guarded or branched-around step as a group of its own.
 template <int BN, int DT, int TA, int TB>
-DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db, int on) {
+DETGEMM_INLINE void mma_step(float (&d)[BN / 2], dg_u64 da, dg_u64 db) {
     if constexpr (BN == 256) {
-        if constexpr (DT == BF16) wgmma_m64n256_bf16<TA, TB>(d, da, db, on);
-        else wgmma_m64n256_f16<TA, TB>(d, da, db, on);
+        if constexpr (DT == BF16) wgmma_m64n256_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n256_f16<TA, TB>(d, da, db);
     } else if constexpr (BN == 192) {
-        if constexpr (DT == BF16) wgmma_m64n192_bf16<TA, TB>(d, da, db, on);
-        else wgmma_m64n192_f16<TA, TB>(d, da, db, on);
+        if constexpr (DT == BF16) wgmma_m64n192_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n192_f16<TA, TB>(d, da, db);
     } else if constexpr (BN == 128) {
-        if constexpr (DT == BF16) wgmma_m64n128_bf16<TA, TB>(d, da, db, on);
-        else wgmma_m64n128_f16<TA, TB>(d, da, db, on);
+        if constexpr (DT == BF16) wgmma_m64n128_bf16<TA, TB>(d, da, db);
+        else wgmma_m64n128_f16<TA, TB>(d, da, db);
     } else {
-        wgmma_narrow<BN, DT, TA, TB>(d, da, db, on);
+        wgmma_narrow<BN, DT, TA, TB>(d, da, db);
     }
 }
 
@@ -1209,15 +1202,14 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
                 const int steps = left >= BK ? BK / 16 : (int)((left + 15) / 16);  // steps with some of the reduction
                 wgmma_fence();
                 // One code path for every stage, four steps each, with no
-                // branch or guard: a step wholly past the end reads the -0
-                // block for A (Tile::NEGZ_BYTES), an identity on every
-                // accumulator. (With a second path for whole stages, ptxas
-                // 13 serialised the wgmma pipeline; guarded steps were
-                // committed one group each.)
+                // branch or guard (mma_step): a step wholly past the end
+                // reads the -0 block for A (Tile::NEGZ_BYTES), an identity
+                // on every accumulator. (With a second path for whole
+                // stages, ptxas 13 serialised the wgmma pipeline.)
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
                     mma_step<BN, DTIN, TA, TB>(acc, kk < steps ? da0 + slot + kk * desc_step<A_RC, true>() : dz,
-                                               db0 + slot + kk * desc_step<B_JC, false>(), 1);
+                                               db0 + slot + kk * desc_step<B_JC, false>());
                 wgmma_commit();
                 // The previous stage's steps are done once at most this one's
                 // group is pending: hand its buffers back to the producer.
