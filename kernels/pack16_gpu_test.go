@@ -8,24 +8,25 @@ import (
 	"github.com/detgemm/detgemm/nvrtc"
 )
 
-// packCheck runs wgmma.cuh's pack16 (on sm_90 the hardware's paired
-// conversion alone, NaNs included) against the contract's integer rounding
+// packCheck runs elementwise.cuh's round_pair (on sm_90 the hardware's
+// paired conversion alone, NaNs included), the rounding of every paired
+// 16-bit store, against the contract's integer rounding
 // (epi::round16 with RNE_INT, which gemm/ref mirrors) on every f32 bit
 // pattern as the low half, each paired with a scrambled pattern as the
 // high half, for both 16-bit types; it counts the pairs that differ and
 // keeps the first.
 const packCheck = `
 #include "prelude.cuh"
-#include "wgmma.cuh"
+#include "elementwise.cuh"
 extern "C" __global__ void dg_pack_check(unsigned long long base, unsigned int per, unsigned long long* bad, unsigned int* first) {
     const unsigned long long t = base + (unsigned long long)(blockIdx.x * blockDim.x + threadIdx.x) * per;
     for (unsigned int k = 0; k < per; ++k) {
         const dg_u32 u = (dg_u32)(t + k), v = u * 2654435761u ^ 0x80000001u;
         const float lo = dg_f32_from_bits(u), hi = dg_f32_from_bits(v);
-        const dg_u32 b = wg::pack16<wg::BF16>(lo, hi);
-        const dg_u32 wb = (dg_u32)epi::round16<wg::BF16, epi::RNE_INT>(lo) | ((dg_u32)epi::round16<wg::BF16, epi::RNE_INT>(hi) << 16);
-        const dg_u32 h = wg::pack16<wg::F16>(lo, hi);
-        const dg_u32 wh = (dg_u32)epi::round16<wg::F16, epi::RNE_INT>(lo) | ((dg_u32)epi::round16<wg::F16, epi::RNE_INT>(hi) << 16);
+        const dg_u32 b = sel::round_pair<epi::BF16>(lo, hi);
+        const dg_u32 wb = (dg_u32)epi::round16<epi::BF16, epi::RNE_INT>(lo) | ((dg_u32)epi::round16<epi::BF16, epi::RNE_INT>(hi) << 16);
+        const dg_u32 h = sel::round_pair<epi::F16>(lo, hi);
+        const dg_u32 wh = (dg_u32)epi::round16<epi::F16, epi::RNE_INT>(lo) | ((dg_u32)epi::round16<epi::F16, epi::RNE_INT>(hi) << 16);
         if (b != wb || h != wh) {
             if (atomicAdd(bad, 1ull) == 0) first[0] = u;
         }

@@ -23,30 +23,7 @@ using sel::act_grads;
 using sel::acts;
 using sel::at;
 using sel::load4;
-
-// Four values rounded once to T and stored at p (4-aligned) with one
-// access: elementwise.cuh's store4, but on sm_90 a 16-bit pair is the
-// paired cvt alone, which gives the contract's bits on every pair there,
-// NaNs included (wgmma.cuh's pack16; TestGPUPack16MatchesContract), so
-// round_pair's NaN selects are left out.
-template <int T>
-DETGEMM_INLINE void store4(void* DETGEMM_RESTRICT p, const float* v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-    if constexpr (T != F32) {
-        dg_u32 lo, hi;
-        if constexpr (T == BF16) {
-            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(v[1]), "f"(v[0]));
-            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(v[3]), "f"(v[2]));
-        } else {
-            asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(v[1]), "f"(v[0]));
-            asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(v[3]), "f"(v[2]));
-        }
-        asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-        return;
-    }
-#endif
-    sel::store4<T>(p, v);
-}
+using sel::store4;
 
 DETGEMM_INLINE dg_i64 col(dg_i64 j, int blk) { return blk ? ((j >> 3) << 4) + (j & 7) : j; }
 

@@ -156,7 +156,7 @@ using wg::release_slot;
 template <int OUT>
 DETGEMM_INLINE dg_u32 out_bits(float v) {
     if constexpr (OUT == epi::F32) return __float_as_uint(v);
-    else return wg::pack16<OUT>(v, v) & 0xffffu;
+    else return sel::round_pair<OUT>(v, v) & 0xffffu;
 }
 
 // Stores element e of a matrix of type OUT whose bits out_bits gave.

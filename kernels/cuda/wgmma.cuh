@@ -558,34 +558,6 @@ DETGEMM_INLINE dg_u64 step_desc(dg_u32 addr, int kk) {
     return KMAJOR ? sw128_desc(addr + kk * 32, 16, 1024) : sw128_desc(addr + kk * 2048, BOX, 1024);
 }
 
-// Two f32 values rounded to OUT (RNE) and packed, lo in the low half, by
-// one paired cvt. On sm_90 the cvt alone gives the contract's bits for
-// every pair, each NaN half the canonical 0x7fff (TestGPUPack16MatchesContract
-// runs all 2^32 low halves on the GPU), so the selects of elementwise.cuh's
-// round_pair, which no PTX rule promises elsewhere, are left out here.
-template <int OUT>
-DETGEMM_INLINE dg_u32 pack16(float lo, float hi) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-    dg_u32 p;
-    if constexpr (OUT == BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));
-    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));
-    return p;
-#else
-    return sel::round_pair<OUT>(lo, hi);
-#endif
-}
-
-// Elements e and e + 1 of an OUT array (e even, the pair aligned for one
-// access) stored with one access, a 16-bit pair rounded by pack16: the
-// bits of epi::store2 and sel::store2 (RNE, 0x7fff for NaN), whose bf16
-// path is the integer rounding and whose other 16-bit path adds the NaN
-// selects.
-template <int OUT>
-DETGEMM_INLINE void store_pair(void* C, dg_i64 e, float lo, float hi) {
-    if constexpr (OUT == F32) *reinterpret_cast<float2*>(static_cast<float*>(C) + e) = make_float2(lo, hi);
-    else *reinterpret_cast<dg_u32*>(static_cast<dg_u16*>(C) + e) = pack16<OUT>(lo, hi);
-}
-
 // The 16-bit store of a warp's 16 whole rows (wrow ..) of the tile's BN
 // columns from j0, 64 columns at a time: the accumulators rounded and
 // packed, written to the warp's 2 KiB of shared memory with stmatrix (the
@@ -610,10 +582,10 @@ DETGEMM_INLINE void store_whole(const float (&acc)[BN / 2], void* C, dg_i64 ldc,
 #pragma unroll
         for (int qq = 0; qq < units / 2; ++qq) {
             const int q = 8 * ch + 2 * qq;
-            const dg_u32 r0 = pack16<DTOUT>(acc[4 * q], acc[4 * q + 1]);
-            const dg_u32 r1 = pack16<DTOUT>(acc[4 * q + 2], acc[4 * q + 3]);
-            const dg_u32 r2 = pack16<DTOUT>(acc[4 * q + 4], acc[4 * q + 5]);
-            const dg_u32 r3 = pack16<DTOUT>(acc[4 * q + 6], acc[4 * q + 7]);
+            const dg_u32 r0 = sel::round_pair<DTOUT>(acc[4 * q], acc[4 * q + 1]);
+            const dg_u32 r1 = sel::round_pair<DTOUT>(acc[4 * q + 2], acc[4 * q + 3]);
+            const dg_u32 r2 = sel::round_pair<DTOUT>(acc[4 * q + 4], acc[4 * q + 5]);
+            const dg_u32 r3 = sel::round_pair<DTOUT>(acc[4 * q + 6], acc[4 * q + 7]);
             const dg_u32 addr = stage + mrow * 128 + (((2 * qq + munit) ^ (mrow & 7)) << 4);
             asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
                          "r"(r1), "r"(r2), "r"(r3)
@@ -696,7 +668,7 @@ DETGEMM_INLINE void store_tile(const float (&acc)[BN / 2], void* C, dg_i64 M, dg
             if (i >= M) continue;
             const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];
             if (pairs && j + 1 < N) {
-                store_pair<DTOUT>(C, i * ldc + j, v0, v1);
+                sel::store2<DTOUT>(C, i * ldc + j, v0, v1);
             } else {
                 if (j < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j, v0);
                 if (j + 1 < N) epi::store<DTOUT, epi::RNE_CVT>(C, i * ldc + j + 1, v1);
@@ -876,7 +848,7 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
 #pragma unroll
                     for (int u = 0; u < W; u += 2) {
                         if (apairs && in[u + 1]) {
-                            store_pair<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
+                            sel::store2<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
                         } else {
                             if (in[u]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u], v[u]);
                             if (in[u + 1]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u + 1], v[u + 1]);
@@ -974,7 +946,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                         if (i >= M) continue;
                         const float v0 = acc[4 * k + 2 * h], v1 = acc[4 * k + 2 * h + 1];
                         if (apairs) {
-                            store_pair<DTOUT>(mm.aux, i * mm.ldaux + j, v0, v1);
+                            sel::store2<DTOUT>(mm.aux, i * mm.ldaux + j, v0, v1);
                         } else {
                             epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j, v0);
                             epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j + 1, v1);
@@ -1010,7 +982,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                 if (i >= M) continue;
                 const float v0 = acc[base + 2 * h], v1 = acc[base + 2 * h + 1];
                 if (pairs) {
-                    store_pair<DTOUT>(D, i * ldd + j, v0, v1);
+                    sel::store2<DTOUT>(D, i * ldd + j, v0, v1);
                 } else {
                     epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j, v0);
                     epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j + 1, v1);
@@ -1051,8 +1023,8 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                     db[e] = __fmul_rn(__fmul_rn(dy, a[u + e]), grad[u + e]);
                 }
                 if (pairs) {
-                    store_pair<DTOUT>(D, xd, da[0], da[1]);
-                    store_pair<DTOUT>(D, xd + 8, db[0], db[1]);
+                    sel::store2<DTOUT>(D, xd, da[0], da[1]);
+                    sel::store2<DTOUT>(D, xd + 8, db[0], db[1]);
                 } else {
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
