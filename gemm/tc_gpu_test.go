@@ -531,16 +531,18 @@ func TestTCGoldenDigestsOnGPU(t *testing.T) {
 	require.NoError(t, file.Compare(goldenDigests(tcGoldenCases(), func(g goldenCase) []uint32 { return goldenOnDevice(t, eng, ctx, g) })))
 }
 
-// TestTCStepsPastTheEndKeepNegativeZero: a reduction whose last stage has
-// steps wholly past its end (K = 72: one step of eight, three past), where
-// every accumulator is -0 before those steps (a -0 start, every product
-// -0), so that a step past the end that is not an exact identity shows as
-// +0. Forward (-0 bias), dX and dW (a -0 master), every kernel, against the
-// model.
+// TestTCStepsPastTheEndKeepNegativeZero: reductions whose last stage of
+// four 16-wide steps has one step and three wholly past the end (80 for
+// Forward, 144 for dW, 272 for dX: multiples of 16, so no step holds
+// zero-filled products, which are +0), where every accumulator is -0
+// before those steps (a -0 bias or master as the chain's start, every
+// product -0), so that a step past the end that is not an exact identity
+// shows as +0. dX's chain starts at +0 and stays there; it is checked
+// against the model all the same. Every kernel, against the model.
 func TestTCStepsPastTheEndKeepNegativeZero(t *testing.T) {
 	eng, ctx, m := tcEngine(t)
 	r := newRand(t)
-	const M, K, N = 130, 72, 264
+	const M, K, N = 144, 80, 272
 	signed := func(d DType, n int, neg bool) operand {
 		v := make([]float32, n)
 		for i := range v {
