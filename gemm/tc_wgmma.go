@@ -96,15 +96,13 @@ func (g wgGeometry) threads() uint32 { return uint32(128 * (g.bm/64 + 1)) }
 func isWG(t tcTile) bool { _, ok := wgGeometries[t]; return ok }
 
 // wgSharedBytes is wgmma.cuh's Tile::SMEM: the ring of A (BM×64) and B
-// (64×BN) halves, the 8 KiB block of -0 that a step past the reduction's
-// end reads for A, 1 KiB to align them, the barriers, BN zero floats, then
+// (64×BN) halves, 1 KiB to align it, the barriers, BN zero floats, then
 // 128 bytes to align the 16-bit store's staging, 2 KiB per consumer warp.
 func wgSharedBytes(t tcTile) uint32 {
 	g := wgGeometries[t]
 	stage := (g.bm*wgBK + g.bn*wgBK) * 2
-	const negz = 64 * 64 * 2
 	staging := 4 * (g.bm / 64) * 16 * 64 * 2
-	return uint32(g.stages*stage + negz + 1024 + 2*g.stages*8 + g.bn*4 + 128 + staging)
+	return uint32(g.stages*stage + 1024 + 2*g.stages*8 + g.bn*4 + 128 + staging)
 }
 
 // wgArch reports whether the bundle's architecture has the wgmma family.

@@ -107,12 +107,12 @@ func TestWGForcedTilesAreHonouredOrRefused(t *testing.T) {
 // TestWGSharedMemory: wgmma.cuh's Tile::SMEM, which fits an sm_90
 // block (227 KiB).
 func TestWGSharedMemory(t *testing.T) {
-	require.Equal(t, uint32(4*(128*64+256*64)*2+8192+1024+64+1024+128+8*2048), wgSharedBytes(tcTileWG128x256))
-	require.Equal(t, uint32(5*(128*64+192*64)*2+8192+1024+80+768+128+8*2048), wgSharedBytes(tcTileWG128x192))
-	require.Equal(t, uint32(6*(128*64+128*64)*2+8192+1024+96+512+128+8*2048), wgSharedBytes(tcTileWG128x128))
-	require.Equal(t, uint32(4*(192*64+192*64)*2+8192+1024+64+768+128+12*2048), wgSharedBytes(tcTileWG192x192))
-	require.Equal(t, uint32(7*(128*64+96*64)*2+8192+1024+112+384+128+8*2048), wgSharedBytes(tcTileWG128x96))
-	require.Equal(t, uint32(8*(128*64+64*64)*2+8192+1024+128+256+128+8*2048), wgSharedBytes(tcTileWG128x64))
+	require.Equal(t, uint32(4*(128*64+256*64)*2+1024+64+1024+128+8*2048), wgSharedBytes(tcTileWG128x256))
+	require.Equal(t, uint32(5*(128*64+192*64)*2+1024+80+768+128+8*2048), wgSharedBytes(tcTileWG128x192))
+	require.Equal(t, uint32(6*(128*64+128*64)*2+1024+96+512+128+8*2048), wgSharedBytes(tcTileWG128x128))
+	require.Equal(t, uint32(4*(192*64+192*64)*2+1024+64+768+128+12*2048), wgSharedBytes(tcTileWG192x192))
+	require.Equal(t, uint32(7*(128*64+96*64)*2+1024+112+384+128+8*2048), wgSharedBytes(tcTileWG128x96))
+	require.Equal(t, uint32(8*(128*64+64*64)*2+1024+128+256+128+8*2048), wgSharedBytes(tcTileWG128x64))
 	require.Equal(t, uint32(512), wgGeometries[tcTileWG192x192].threads())
 	require.Equal(t, uint32(384), wgGeometries[tcTileWG128x256].threads())
 	for _, tile := range append(wgNarrowTiles, wgTilesBySize...) {

@@ -79,19 +79,10 @@ struct Tile {
     // of halves (2 KiB) per consumer warp.
     static constexpr int EPI_WARP_BYTES = 16 * 64 * 2;
     static constexpr int EPI_BYTES = 4 * CONSUMERS * EPI_WARP_BYTES;
-    // The A operand of a step past the reduction's end (negz): 64 rows of
-    // 64 halves, every one -0, read in place of the stage's A, so that such
-    // a step's products are all -0 (B past the end is TMA's +0 fill) and
-    // leave every accumulator as it was (docs/contract.md: a step's exact
-    // zero is -0 only where every addend is; c is never truncated on sm_90).
-    // Every stage then issues its four steps unconditionally: ptxas commits
-    // them as one group, where guarded steps were a group each.
-    static constexpr int NEGZ_BYTES = 64 * 64 * 2;
-    // The ring, the -0 block (both 1 KiB aligned: the swizzle atom), 1 KiB
-    // of slack to align the ring, the barriers, BN zero floats (the bias of
-    // a call without one), then 128 bytes of slack and the staging,
-    // 128-byte aligned.
-    static constexpr int SMEM = STAGES * STAGE_BYTES + NEGZ_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + EPI_BYTES;
+    // The ring, 1 KiB of slack to align it to the swizzle atom, the
+    // barriers, BN zero floats (the bias of a call without one), then
+    // 128 bytes of slack and the staging, 128-byte aligned.
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + EPI_BYTES;
     static_assert(BN == 64 || BN == 96 || BN == 128 || BN == 192 || BN == 256,
                   "consumers issue m64n64, m64n96, m64n128, m64n192 or m64n256");
     // B read along its columns (B_JC) comes in 64-column boxes: a 96-column
@@ -1080,7 +1071,7 @@ DETGEMM_INLINE void runsum_add(float (&acc)[BN / 2], float* run, bool first, boo
 // Consumers: warpgroup c owns rows [64c, 64c + 64) of each tile.
 template <class T, int DTIN, int DTOUT, bool A_RC, bool B_JC, int INIT, class Act, int MMACT>
 DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void* C, const float* bias, float* ws,
-                            dg_i64 M, dg_i64 N, dg_i64 R, dg_i64 ldc, const MMArgs& mm) {
+                            dg_i64 M, dg_i64 N, dg_i64 ldc, const MMArgs& mm) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     constexpr int TA = A_RC ? 0 : 1, TB = B_JC ? 1 : 0;
     const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -1095,7 +1086,6 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
     // it is the same in every lane and keeps A's descriptor uniform too.
     const int cu = __shfl_sync(0xffffffffu, c, 0);
     const dg_u64 da0 = step_desc<A_RC, true>(ring + cu * BOX, 0), db0 = step_desc<B_JC, false>(ring + T::A_BYTES, 0);
-    const dg_u64 dz = step_desc<A_RC, true>(ring + STAGES * T::STAGE_BYTES, 0);  // the -0 block
     Ring r;        // as the producer's
     int prev = 0;  // the slot of the k-tile before, released once its steps are done
     for (dg_i64 item = blockIdx.x; item < w.items; item += gridDim.x) {
@@ -1170,17 +1160,18 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
                 const int s = r.slot;
                 mbar_wait(bars + 8 * s, r.phase);
                 const dg_u64 slot = (dg_u64)(s * (T::STAGE_BYTES >> 4));
-                const dg_i64 left = R - kt * BK;
-                const int steps = left >= BK ? BK / 16 : (int)((left + 15) / 16);  // steps with some of the reduction
                 wgmma_fence();
                 // One code path for every stage, four steps each, with no
-                // branch or guard (mma_step): a step wholly past the end
-                // reads the -0 block for A (Tile::NEGZ_BYTES), an identity
-                // on every accumulator. (With a second path for whole
-                // stages, ptxas 13 serialised the wgmma pipeline.)
+                // branch or guard (mma_step). A step wholly past the end
+                // meets only TMA's +0 fill: all its products are zero, so
+                // it leaves every accumulator as it is (a nonzero one bit
+                // for bit; a zero one is +0 after the chain's first step,
+                // which always has some of the reduction, since a step's
+                // zero result is +0: docs/contract.md). (With a second
+                // path for whole stages, ptxas 13 serialised the pipeline.)
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
-                    mma_step<BN, DTIN, TA, TB>(acc, kk < steps ? da0 + slot + kk * desc_step<A_RC, true>() : dz,
+                    mma_step<BN, DTIN, TA, TB>(acc, da0 + slot + kk * desc_step<A_RC, true>(),
                                                db0 + slot + kk * desc_step<B_JC, false>());
                 wgmma_commit();
                 // The previous stage's steps are done once at most this one's
@@ -1292,17 +1283,11 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
     constexpr int BN = T::BN, STAGES = T::STAGES;
     extern __shared__ unsigned char smem_raw[];
     const dg_u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    const dg_u32 negz = ring + STAGES * T::STAGE_BYTES;  // Tile::NEGZ_BYTES of -0
-    const dg_u32 bars = negz + T::NEGZ_BYTES;           // full[STAGES], empty[STAGES], zeros[BN]
+    const dg_u32 bars = ring + STAGES * T::STAGE_BYTES;  // full[STAGES], empty[STAGES], zeros[BN]
 
     if (threadIdx.x < BN) {
         asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
     }
-    for (int i = threadIdx.x; i < T::NEGZ_BYTES / 16; i += T::THREADS) {
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(negz + 16 * i), "r"(0x80008000u) : "memory");
-    }
-    // The -0 block is read by wgmma, through the async proxy.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);             // the producer's expect_tx arrival
@@ -1328,7 +1313,7 @@ DETGEMM_INLINE void gemm(const tensor_map& tmA, const tensor_map& tmB, void* C, 
         if (threadIdx.x == 0) produce<T, A_RC, B_JC>(tmA, tmB, ring, bars, w, M, N);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
-        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act, MMACT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, R, ldc, mm);
+        consume<T, DTIN, DTOUT, A_RC, B_JC, INIT, Act, MMACT>(ring, bars, w, threadIdx.x / 128 - 1, C, bias, ws, M, N, ldc, mm);
     }
 }
 
