@@ -530,3 +530,86 @@ func TestTCGoldenDigestsOnGPU(t *testing.T) {
 	file := readGolden(t, tcGoldenPath, "TestTCGoldenDigestsFromModel")
 	require.NoError(t, file.Compare(goldenDigests(tcGoldenCases(), func(g goldenCase) []uint32 { return goldenOnDevice(t, eng, ctx, g) })))
 }
+
+// TestTCZeroResultsArePositive: a tensor-core step whose result is zero
+// gives +0 whatever the signs of its addends (docs/contract.md, rule 7 of
+// the tensor-core tier, measured on the H100): a -0 bias or master as the
+// chain's start with every product -0, and products of -2^-155 whose sum
+// truncates to zero below the subnormal grid. The reductions (80 for
+// Forward, 272 for dX, 144 for dW) end one 16-wide step into a stage of
+// four, so the steps that some kernels issue past the end are covered too.
+// Every kernel, against the model.
+func TestTCZeroResultsArePositive(t *testing.T) {
+	eng, ctx, m := tcEngine(t)
+	r := newRand(t)
+	const M, K, N = 144, 80, 272
+	nz := float32(math.Copysign(0, -1))
+	values := func(d DType, n int, v float32) operand {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = v
+			if v == 1 {
+				s[i] = float32(0.25 + r.Float64()) // positive, random
+			}
+		}
+		return fromValues(d, s)
+	}
+	type call struct {
+		what string
+		run  func(e forcedEngine, out cudaload.DevicePtr) error
+		out  DType
+		n    int
+		cols int
+		want []float32
+		init *operand // dW's master
+	}
+	var calls []call
+	for _, d := range []DType{BF16, F16} {
+		negX, posW, negDY, posX := values(d, M*K, nz), values(d, K*N, 1), values(d, M*N, nz), values(d, M*K, 1)
+		negBias, negMaster := values(F32, N, nz), values(F32, K*N, nz)
+		xP, wP, bP, dyP, pxP := upload(t, ctx, negX), upload(t, ctx, posW), upload(t, ctx, negBias), upload(t, ctx, negDY), upload(t, ctx, posX)
+		y := make([]float32, M*N)
+		require.NoError(t, refTC(m, d).Forward(ref.Values(y), ref.Values(negX.values), ref.Values(posW.values), negBias.values, M, K, N))
+		dx := make([]float32, M*K)
+		require.NoError(t, refTC(m, d).DX(ref.Values(dx), ref.Values(negDY.values), ref.Values(posW.values), M, N, K))
+		dw := append([]float32(nil), negMaster.values...)
+		require.NoError(t, refTC(m, d).DW(dw, ref.Values(posX.values), ref.Values(negDY.values), M, K, N))
+		calls = append(calls,
+			call{fmt.Sprintf("%v Forward, -0 bias, -0 products", d), func(e forcedEngine, out cudaload.DevicePtr) error {
+				return e.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: xP, W: wP, Bias: bP, Y: out, In: d, Out: d})
+			}, d, M * N, N, y, nil},
+			call{fmt.Sprintf("%v dX, -0 products", d), func(e forcedEngine, out cudaload.DevicePtr) error {
+				return e.DX(DXArgs{Tier: TierTensorCore, M: M, N: N, K: K, DY: dyP, W: wP, DX: out, In: d, Out: d})
+			}, d, M * K, K, dx, nil},
+			call{fmt.Sprintf("%v dW, -0 master, -0 products", d), func(e forcedEngine, out cudaload.DevicePtr) error {
+				return e.DW(DWArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: pxP, DY: dyP, DW: out, In: d})
+			}, F32, K * N, N, dw, &negMaster})
+	}
+	// bf16 reaches 2^-77 (f16 does not): sixteen products of -2^-155 sum
+	// to -2^-151, which truncates to zero below float32's 2^-149 grid.
+	tinyX, tinyW := values(BF16, M*K, -0x1p-77), values(BF16, K*N, 0x1p-78)
+	txP, twP := upload(t, ctx, tinyX), upload(t, ctx, tinyW)
+	ty := make([]float32, M*N)
+	require.NoError(t, refTC(m, BF16).Forward(ref.Values(ty), ref.Values(tinyX.values), ref.Values(tinyW.values), nil, M, K, N))
+	calls = append(calls, call{"bf16 Forward, a sum truncated to zero", func(e forcedEngine, out cudaload.DevicePtr) error {
+		return e.Forward(ForwardArgs{Tier: TierTensorCore, M: M, K: K, N: N, X: txP, W: twP, Y: out, In: BF16, Out: F32})
+	}, F32, M * N, N, ty, nil})
+	for _, c := range calls {
+		for _, v := range c.want {
+			require.True(t, v == 0 && !math.Signbit(float64(v)), "%s: the model gives +0 everywhere", c.what)
+		}
+		for _, tc := range tcCases {
+			e := forced(eng, filter{tc: tc.f})
+			var out cudaload.DevicePtr
+			if c.init != nil {
+				out = upload(t, ctx, *c.init)
+			} else {
+				out = poisoned(t, ctx, uint64(c.n*c.out.Size()))
+			}
+			if refused(t, tc.f, c.run(e, out)) {
+				continue
+			}
+			requireSameBits(t, refBits(c.out, c.want), readBits(t, eng, ctx, out, c.out, c.n), c.cols, fmt.Sprintf("%s, %s", c.what, tc.name))
+		}
+	}
+}

@@ -126,19 +126,19 @@
 //     2026-11-21: not IEEE's round-toward-zero overflow, which would give
 //     ±MaxFloat32; only bf16 products or an accumulator near MaxFloat32 can
 //     get there). An infinite accumulator then stays infinite.
-//  7. Signed zeros (IEEE's rules applied to the truncated addends; checked
-//     on the H200 on a handful of cases): a nonzero S that truncates to zero gives a zero
-//     of S's sign; S = 0 gives -0 if c and every product (zero products
-//     included, their sign that of a_i·b_i) are negative or -0, and +0
-//     otherwise (cancellation, or any +0 or positive addend).
+//  7. A zero result is +0, whatever the signs: S = 0 (cancellation, or c
+//     and every product -0 or truncated to 0) and a nonzero S that truncates
+//     to zero alike. Not IEEE's rule (which keeps -0 when every addend is
+//     negative or -0): measured on the H100, 2026-11-28, with every mma.sync
+//     and wgmma kernel. A step never produces -0.
 //
 // Consequences: within a block the order of the products does not matter
 // (Hopper's whole step is permutation invariant; Ampere's two blocks are
 // not). A step whose products are all zero returns c bit for bit: c alone
 // sets emax = exp(c) (above Hopper's and Ampere's clamp even for a
 // subnormal c), and the grid
-// 2^(exp(c)-23-X) is finer than c's last bit; the one exception is c = -0
-// with some +0 product, which gives +0. The grid is finer than float32's
+// 2^(exp(c)-23-X) is finer than c's last bit; the one exception is c = -0,
+// which gives +0. The grid is finer than float32's
 // near emax but every addend is cut before the sum, and the sum is
 // truncated, not rounded: the TC tier is not the IEEE f32 plan
 // (1 + 1.5·2^-24 is 1 here, 1 + 2^-23 in the f32 tier).

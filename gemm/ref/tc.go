@@ -197,12 +197,9 @@ func (m TCModel) sumAddends(ad []tcAddend) float32 {
 	// below one grid unit and truncates to 0 anyway.
 	neg, mag, zero := truncSum(ad, emax, g, tcDropShift)
 	if zero {
-		// An exact zero: -0 only if every addend is -0 or a negative addend
-		// truncated to 0; any other mix (cancellation included) gives +0, as
-		// an IEEE sum does.
-		if neg {
-			return float32(math.Copysign(0, -1))
-		}
+		// An exact zero is +0, whatever the signs of c and the products
+		// (measured on the H100, mma.sync and wgmma alike: c = -0 with
+		// every product -0 gives +0, where an IEEE sum would give -0).
 		return 0
 	}
 	return rzF32(neg, mag, g)
@@ -248,8 +245,8 @@ func truncSum(ad []tcAddend, emax, g, drop int) (neg bool, mag uint64, zero bool
 // nonzero mag: 24 significant bits, the subnormal grid 2^-149, and
 // ±Inf when the exact magnitude is 2^128 or more (what the H200's tensor
 // cores do, measured 2026-11-21; IEEE round-toward-zero would give
-// ±MaxFloat32). A magnitude that truncates to nothing gives a
-// zero of the sum's sign.
+// ±MaxFloat32). A magnitude that truncates to nothing gives +0, whatever
+// the sum's sign (measured on the H100 with mma.sync and wgmma, 2026-11-28).
 func rzF32(neg bool, mag uint64, g int) float32 { return rzSig(neg, mag, g, 24) }
 
 // rzSig is rzF32 keeping sig <= 24 significant bits (the fp8 step's 14).
@@ -272,6 +269,9 @@ func rzSig(neg bool, mag uint64, g, sig int) float32 {
 		}
 		// mag < 2^sig and g >= -149: mag·2^g is a float32, exactly.
 		r = float32(math.Ldexp(float64(mag), g))
+		if mag == 0 {
+			return 0 // truncated to nothing: +0, whatever the sign (measured on the H100)
+		}
 	}
 	if neg {
 		r = -r

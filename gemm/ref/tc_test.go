@@ -93,22 +93,15 @@ func refTCBlock(m TCModel, emin int, c float32, a, b []float32, o refOpts) float
 	g := emax - 23 - m.ExtraBits
 	unit := new(big.Int).Lsh(big.NewInt(1), uint(g+refScale))
 	sum := new(big.Int)
-	allNegZero := true
 	for _, t := range terms {
 		q := new(big.Int)
 		if t.v.Sign() != 0 && (o.noDropRule || emax-t.e <= 31) {
 			q.Quo(t.v, unit) // truncated division: toward zero
 		}
-		if q.Sign() != 0 || !t.neg {
-			allNegZero = false
-		}
 		sum.Add(sum, q)
 	}
 	if sum.Sign() == 0 {
-		if allNegZero {
-			return float32(math.Copysign(0, -1))
-		}
-		return 0
+		return 0 // an exact zero is +0, whatever the signs
 	}
 	neg := sum.Sign() < 0
 	mag := new(big.Int).Abs(sum)
@@ -131,7 +124,7 @@ func refTCBlock(m TCModel, emin int, c float32, a, b []float32, o refOpts) float
 	default:
 		r, _ = f.Float32() // exact: f has 24 bits and a normal exponent
 	}
-	if neg {
+	if neg && r != 0 { // a sum truncated to nothing is +0
 		r = -r
 	}
 	return r
@@ -478,15 +471,15 @@ func TestTCStepHandComputedCases(t *testing.T) {
 			a: append([]float32{0x1p-24}, repN(8, 0x1p-15)...), b: append([]float32{1024}, repN(8, 0x1p-15)...), want: 0x1p-14},
 		{name: "subnormal result truncated to the 2^-149 grid", d: BF16, c: 0,
 			a: []float32{1.75 * 0x1p-75}, b: []float32{0x1p-74}, want: 0x1p-149},
-		{name: "negative subnormal below the grid gives -0", d: BF16, c: 0,
-			a: []float32{-0x1p-75}, b: []float32{0x1p-76}, want: negZero},
+		{name: "negative subnormal below the grid gives +0 (as the H100 does)", d: BF16, c: 0,
+			a: []float32{-0x1p-75}, b: []float32{0x1p-76}, want: 0},
 		{name: "overflow gives +Inf (as the H200 does)", d: BF16, c: 0,
 			a: []float32{0x1p127}, b: []float32{2}, want: float32(math.Inf(1))},
 		{name: "negative overflow gives -Inf", d: BF16, c: -math.MaxFloat32,
 			a: []float32{0x1p127}, b: []float32{-1}, want: float32(math.Inf(-1))},
 		{name: "exact cancellation gives +0", d: F16, c: 1, a: []float32{-1}, b: []float32{1}, want: 0},
-		{name: "-0 accumulator and -0 products stay -0", d: F16, c: negZero,
-			a: repN(16, negZero), b: repN(16, 1), want: negZero},
+		{name: "-0 accumulator and -0 products give +0 (as the H100 does)", d: F16, c: negZero,
+			a: repN(16, negZero), b: repN(16, 1), want: 0},
 		{name: "-0 accumulator and a +0 product give +0", d: F16, c: negZero,
 			a: []float32{0}, b: []float32{1}, want: 0},
 		{name: "accumulator alone is kept exactly", d: BF16, c: 1 + 0x1p-23, want: 1 + 0x1p-23},
@@ -545,7 +538,7 @@ func TestTCStepSpecialValues(t *testing.T) {
 // TestTCStepWithZeroProductsReturnsC: a step whose products are all zero
 // returns c bit for bit (c alone is aligned at its own exponent, where the
 // grid 2^(e_c-25) is finer than c's last bit), except that a -0 accumulator
-// becomes +0 when some product is +0 (IEEE's -0 + +0).
+// becomes +0: an exact zero sum is +0 whatever the signs of its addends.
 func TestTCStepWithZeroProductsReturnsC(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	cs := []float32{0, 1, -1, math.MaxFloat32, -math.MaxFloat32, 0x1p-149, -0x1p-149, 0x1p-126, 1e-40, 3.14159}
@@ -567,8 +560,8 @@ func TestTCStepWithZeroProductsReturnsC(t *testing.T) {
 				}
 			}
 			negZero := float32(math.Copysign(0, -1))
-			if got := m.Step(d, negZero, repN(16, negZero), repN(16, 1)); math.Float32bits(got) != 0x80000000 {
-				t.Errorf("%s %s: -0 with sixteen -0 products: got %08x, want -0", m.Name, d, math.Float32bits(got))
+			if got := m.Step(d, negZero, repN(16, negZero), repN(16, 1)); math.Float32bits(got) != 0 {
+				t.Errorf("%s %s: -0 with sixteen -0 products: got %08x, want +0", m.Name, d, math.Float32bits(got))
 			}
 			if got := m.Step(d, negZero, repN(16, negZero), append(repN(15, 1), -1)); math.Float32bits(got) != 0 {
 				t.Errorf("%s %s: -0 with a +0 product: got %08x, want +0", m.Name, d, math.Float32bits(got))

@@ -25,8 +25,8 @@ import "math"
 //     (see sumAddends for the bound);
 //   - at most 17 such integers sum exactly in int64 (below 2^37), and the
 //     sum converts back to float64 exactly;
-//   - a zero sum is -0 exactly when c and every product are negative (all
-//     then truncated to 0), +0 otherwise, as in Step (tcZeroSum);
+//   - a zero sum is +0, whatever the signs of c and the products, as in
+//     Step;
 //   - the 31-place rule needs no code: for a valid model it only ever drops
 //     terms that truncate to zero (see sumAddends);
 //   - scaling the sum back by 2^(emax-23-ExtraBits) is exact, and rzFast
@@ -143,7 +143,7 @@ func (f tcFast) block16(c float32, fa, fb *[TCStepK]float64, ea, eb *[TCStepK]in
 			int64(fa[i+2]*fb[i+2]*scale) + int64(fa[i+3]*fb[i+3]*scale)
 	}
 	if s == 0 {
-		return tcZeroSum(c, fa[:], fb[:])
+		return 0 // an exact zero is +0, whatever the signs (as Step)
 	}
 	// rzFast, inlined by hand (the compiler will not: the call costs more
 	// than the rest of the rounding).
@@ -168,23 +168,9 @@ func (f tcFast) blockN(c float32, fa, fb []float64, ea, eb []int32) float32 {
 		s += int64(fa[i] * fb[i] * scale)
 	}
 	if s == 0 {
-		return tcZeroSum(c, fa, fb)
+		return 0 // an exact zero is +0, whatever the signs (as Step)
 	}
 	return rzFast(float64(s) * pow2(emax-23-f.extra))
-}
-
-// tcZeroSum is the signed zero of a block whose truncated sum is zero: -0
-// if c and every product are negative (then all of them truncated to 0),
-// +0 otherwise (cancellation, or some +0 or positive addend).
-func tcZeroSum(c float32, fa, fb []float64) float32 {
-	neg := math.Signbit(float64(c))
-	for i := range fa {
-		neg = neg && math.Signbit(fa[i]*fb[i])
-	}
-	if neg {
-		return float32(negZero64)
-	}
-	return 0
 }
 
 // rzFast rounds the float64 v toward zero to float32. In float32's normal
@@ -208,8 +194,12 @@ func rzSlow(v float64) float32 {
 		return float32(math.Copysign(math.Inf(1), v)) // as the H200 does
 	default:
 		// Subnormal: whole multiples of 2^-149, truncated (the conversion to
-		// an integer truncates; the scaling is exact).
+		// an integer truncates; the scaling is exact). A sum that truncates
+		// to nothing is +0, whatever its sign (as Step).
 		k := uint32(a * 0x1p149)
+		if k == 0 {
+			return 0
+		}
 		return math.Float32frombits(uint32(math.Float64bits(v)>>32)&0x80000000 | k)
 	}
 }
