@@ -548,9 +548,13 @@ func TestTCZeroResultsArePositive(t *testing.T) {
 		s := make([]float32, n)
 		for i := range s {
 			s[i] = v
-			if v == 1 {
-				s[i] = float32(0.25 + r.Float64()) // positive, random
-			}
+		}
+		return fromValues(d, s)
+	}
+	positive := func(d DType, n int) operand {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(0.25 + r.Float64())
 		}
 		return fromValues(d, s)
 	}
@@ -565,7 +569,7 @@ func TestTCZeroResultsArePositive(t *testing.T) {
 	}
 	var calls []call
 	for _, d := range []DType{BF16, F16} {
-		negX, posW, negDY, posX := values(d, M*K, nz), values(d, K*N, 1), values(d, M*N, nz), values(d, M*K, 1)
+		negX, posW, negDY, posX := values(d, M*K, nz), positive(d, K*N), values(d, M*N, nz), positive(d, M*K)
 		negBias, negMaster := values(F32, N, nz), values(F32, K*N, nz)
 		xP, wP, bP, dyP, pxP := upload(t, ctx, negX), upload(t, ctx, posW), upload(t, ctx, negBias), upload(t, ctx, negDY), upload(t, ctx, posX)
 		y := make([]float32, M*N)

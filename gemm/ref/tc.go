@@ -267,11 +267,11 @@ func rzSig(neg bool, mag uint64, g, sig int) float32 {
 			}
 			g = t
 		}
-		// mag < 2^sig and g >= -149: mag·2^g is a float32, exactly.
-		r = float32(math.Ldexp(float64(mag), g))
 		if mag == 0 {
 			return 0 // truncated to nothing: +0, whatever the sign (measured on the H100)
 		}
+		// mag < 2^sig and g >= -149: mag·2^g is a float32, exactly.
+		r = float32(math.Ldexp(float64(mag), g))
 	}
 	if neg {
 		r = -r

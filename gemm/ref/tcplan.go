@@ -48,9 +48,6 @@ const (
 	tcChunkR = tcChunk * TCStepK
 )
 
-// negZero64 is -0 as a float64.
-var negZero64 = math.Copysign(0, -1)
-
 // tcFast is the float64 form of a valid TCModel.
 type tcFast struct {
 	bt    int
