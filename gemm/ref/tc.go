@@ -209,8 +209,9 @@ func (m TCModel) sumAddends(ad []tcAddend) float32 {
 // multiple of 2^g, dropping those more than drop binades below emax, and
 // sums them exactly: the sum's sign and magnitude (in units of 2^g), or
 // zero set with neg telling whether the zero is -0 (every addend -0 or a
-// negative addend truncated to 0). The tensor-core models' step 2 and 3,
-// for the bf16/f16 and the fp8 steps alike.
+// negative addend truncated to 0: IEEE's sign, which only the fp8 step
+// keeps; the bf16/f16 step returns +0 for every zero). The tensor-core
+// models' step 2 and 3, for the bf16/f16 and the fp8 steps alike.
 func truncSum(ad []tcAddend, emax, g, drop int) (neg bool, mag uint64, zero bool) {
 	var sum int64
 	allNegZero := true
