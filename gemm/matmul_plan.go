@@ -138,9 +138,12 @@ type mmWGKey struct {
 	act     int // mmActNone ...
 }
 
-// mmDefaultWGTile is the fused kernels' tile when the engine is left to
-// choose (EnvMatmulFused unset).
+// mmDefaultWGTile is the fused kernels' widest tile, the only one of the
+// gated epilogues.
 const mmDefaultWGTile = tcTileWG128x256
+
+// mmWGTiles are the fused kernels' tiles, widest first.
+var mmWGTiles = []tcTile{tcTileWG128x256, tcTileWG128x192}
 
 type mmSlabsKey struct {
 	l  mmLayout
@@ -230,10 +233,10 @@ func (p *mmPlan) layoutName() string { return mmLayout{!p.d.TransA, !p.d.TransB}
 // EnvMatmulFused names the environment variable, read when an engine is
 // made, that says how its Matmul plans use the fused wgmma kernels
 // (Hopper): unset, "1" or "auto", the engine's choice; "0", never (the
-// other paths, with the same bits); "wg128x256" (the tile's name), for
-// every request a fused kernel can run, also those Forward's and DX's
-// kernels could. For comparing the paths; bits never depend on it. Any
-// other value makes New fail.
+// other paths, with the same bits); "wg128x256" or "wg128x192" (a tile's
+// name), that tile for every request a fused kernel of it can run, also
+// those Forward's and DX's kernels could. For comparing the paths; bits
+// never depend on it. Any other value makes New fail.
 const EnvMatmulFused = "DETGEMM_MATMUL_FUSED"
 
 // mmFusedSetting parses EnvMatmulFused's value: whether the fused kernels
@@ -245,10 +248,12 @@ func mmFusedSetting(v string) (off bool, force tcTile, err error) {
 	case "0":
 		return true, 0, nil
 	}
-	if v == wgGeometries[tcTileWG128x256].name {
-		return false, tcTileWG128x256, nil
+	for _, t := range mmWGTiles {
+		if v == wgGeometries[t].name {
+			return false, t, nil
+		}
 	}
-	return false, 0, fmt.Errorf("%s=%q: want 0, 1, auto or wg128x256", EnvMatmulFused, v)
+	return false, 0, fmt.Errorf("%s=%q: want 0, 1, auto, wg128x256 or wg128x192", EnvMatmulFused, v)
 }
 
 // mmWorkspaceCap bounds the general path's planes: D is computed in
@@ -590,13 +595,27 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 	return nil
 }
 
-// wgTileFor is the fused kernels' tile for p: the forced one, else the
-// engine's choice.
+// wgTileFor is the fused kernels' tile for p: the forced one, else, of
+// the tiles with a kernel for p's layout, types and activation, the one
+// of least modelled time (wgCost: rounds of tiles on the SMs; the wider on
+// a tie). A row's bits are the same on every tile.
 func (e *Engine) wgTileFor(p *mmPlan) tcTile {
 	if e.mmForce != 0 {
 		return e.mmForce
 	}
-	return mmDefaultWGTile
+	d := p.d
+	l := mmLayout{!d.TransA, !d.TransB}
+	q := problem{rows: int64(d.M), cols: int64(d.N)}
+	best, bestCost := mmDefaultWGTile, 0.0
+	for _, t := range mmWGTiles {
+		if _, ok := mmWGIDs[mmWGKey{t, l, d.In, d.Out, p.spec.act}]; !ok || wgSharedBytes(t) > e.tcShared {
+			continue
+		}
+		if c := wgCost(t, q, e.sms); bestCost == 0 || c < bestCost {
+			best, bestCost = t, c
+		}
+	}
+	return best
 }
 
 // wgFusable reports whether a fused wgmma kernel can run p: Hopper, the
