@@ -336,6 +336,8 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 	case p.route == mmDW || p.route == mmGeneral:
 	case e.mmForce != 0 && e.wgFusable(&p):
 		p.route = mmGeneral // the forced fused kernel, also where an op's kernels would do
+	case (p.route == mmForwardEpi || p.route == mmDXEpi) && e.prefersFused(&p):
+		p.route = mmGeneral // the fused kernel rather than the product onto f32 and the epilogue pass
 	}
 	p.precision = Precision{Math: "IEEE f32 FMA chains", Accumulator: F32, Deterministic: true, BatchInvariant: true,
 		GPUIndependent: true, Arch: e.arch.String()}
@@ -616,6 +618,30 @@ func (e *Engine) wgTileFor(p *mmPlan) tcTile {
 		}
 	}
 	return best
+}
+
+// mmFusedMinRounds is the rounds of fused tiles (tiles over SMs) from which
+// a request that Forward's or DX's kernels could run with the epilogue pass
+// after them (an activation, aux or bias gradient) takes the fused kernel
+// instead, the engine left to choose. The fused kernel writes no f32 plane;
+// its epilogue runs while its tile's tensor cores wait. Measured on the
+// H100 (bench/NOTES-matmul.md, eleventh session): faster than the pass at
+// 1.9 rounds (2048×3072 outputs on 128×192 tiles: GeluAuxBias 42.9 against
+// 50.3 µs), 2.9 (4096×3072) and 3.9 (4096², 235 against 246), except
+// DGeluBgrad, which keeps the pass (291 against 280 µs at 4096³). Fewer
+// tiles than SMs keep the ops' kernels, whose few-row and narrow tiles
+// fill the GPU where 128-row tiles cannot.
+const mmFusedMinRounds = 1
+
+// prefersFused reports whether the engine, left to choose, runs p, a
+// request for Forward's or DX's kernels and the epilogue pass, as the
+// fused kernel (mmFusedMinRounds).
+func (e *Engine) prefersFused(p *mmPlan) bool {
+	if p.d.Epilogue == DGeluBgrad || e.sms <= 0 || !e.wgFusable(p) {
+		return false
+	}
+	g := wgGeometries[e.wgTileFor(p)]
+	return ceilDiv(int64(p.d.M), g.bm)*ceilDiv(int64(p.d.N), g.bn) >= mmFusedMinRounds*int64(e.sms)
 }
 
 // wgFusable reports whether a fused wgmma kernel can run p: Hopper, the
