@@ -129,13 +129,17 @@ func TestMatmulPlansRouteAndReport(t *testing.T) {
 		{"forward", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: Bias}, mmForward, "detgemm_wg"},
 		{"dx", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 512, N: 768, K: 3072, TransB: true, Alpha: 1}, mmDX, ""},
 		{"dw", a100, MatmulDesc{Tier: TierTyped, In: BF16, Out: F32, M: 768, N: 3072, K: 512, TransA: true, Alpha: 1, Beta: 1}, mmDW, ""},
-		// An activation on a grid of at least a round of fused tiles: the
-		// fused kernel (mmFusedMinRounds); on fewer tiles, and for
-		// DGeluBgrad, the op's kernels and the epilogue pass.
+		// GELU and ReLU without its mask on a grid of at least a round of
+		// fused tiles: the fused kernel (mmFusedMinRounds); on fewer tiles,
+		// for the ReLU mask and for the bias gradients, the op's kernels
+		// and the epilogue pass.
 		{"forward gelu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nn_bf16_bf16"},
 		{"forward gelu, mid", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x192_gelu_nn_bf16_bf16"},
 		{"forward then gelu, few rows", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 128, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmForwardEpi, "detgemm_wg"},
-		{"dx drelu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmGeneral, "detgemm_wgmm128x256_drelu_nt_bf16_bf16"},
+		{"dx then drelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
+		{"dx dgelu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DGelu}, mmGeneral, "detgemm_wgmm128x256_dgelu_nt_bf16_bf16"},
+		{"forward then relu with its mask", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: ReluAuxBias}, mmForwardEpi, "detgemm_wg"},
+		{"forward relu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, Alpha: 1, Epilogue: ReluBias}, mmGeneral, "detgemm_wgmm128x192_relu_nn_bf16_bf16"},
 		{"dx then dgelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DGeluBgrad}, mmDXEpi, "detgemm_wg"},
 		{"dx then drelu, f32 out", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: F32, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
 		{"dx with a bias: fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: GeluBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nt_bf16_bf16"},
