@@ -324,7 +324,15 @@ func TestMatmulEpilogueVectorPathEveryPattern(t *testing.T) {
 // thresholds); the backward epilogues' aux is every pattern again in
 // another order. The gated ones see a and b from the same pattern.
 func TestMatmulFusedEpiloguesEveryPattern(t *testing.T) {
-	eng, ctx, model := fusedEngine(t)
+	for _, tile := range mmWGTiles {
+		t.Run(wgGeometries[tile].name, func(t *testing.T) { fusedEpiloguesEveryPattern(t, tile) })
+	}
+}
+
+// fusedEpiloguesEveryPattern is TestMatmulFusedEpiloguesEveryPattern on
+// the fused kernels of one tile.
+func fusedEpiloguesEveryPattern(t *testing.T, tile tcTile) {
+	eng, ctx, model := fusedEngineOn(t, tile)
 	r := newRand(t)
 	scale := map[DType][]uint32{
 		BF16: {0x3f80, 0xbf80, 0x3f00, 0x4000, 0x3f80, 0xbf80, 0x3e80, 0xc000},
@@ -349,9 +357,12 @@ func TestMatmulFusedEpiloguesEveryPattern(t *testing.T) {
 				c := mmRun{tc: tc, s: mmShape{M, N, K, 0}, ep: ep, alpha: alpha, bits: bits}
 				p, err := eng.Plan(c.desc())
 				require.NoError(t, err, "%v", c)
-				require.True(t, strings.HasPrefix(p.Kernels()[0], "detgemm_wgmm"), "%v: %v", c, p.Kernels())
+				require.True(t, strings.HasPrefix(p.Kernels()[0], "detgemm_wgmm"+wgGeometries[tile].name[2:]+"_"), "%v: %v", c, p.Kernels())
 				mmCheck(t, eng, ctx, r, model, c)
 			}
+		}
+		if tile != tcTileWG128x256 {
+			continue // the gated epilogues' fused kernels are 128×256's
 		}
 		for _, ep := range gatedEpilogues {
 			gatedMMCheck(t, eng, ctx, r, model, mmRun{tc: tc, s: mmShape{M, N, K, 0}, ep: ep, alpha: 1, bits: bits})
@@ -363,9 +374,14 @@ func TestMatmulFusedEpiloguesEveryPattern(t *testing.T) {
 // so that every Matmul request a fused wgmma kernel can run runs it, and
 // its GPU's tensor-core model; the test is skipped off Hopper.
 func fusedEngine(t *testing.T) (*Engine, *cudaload.Context, ref.TCModel) {
+	return fusedEngineOn(t, tcTileWG128x256)
+}
+
+// fusedEngineOn is fusedEngine with the fused kernels of tile forced.
+func fusedEngineOn(t *testing.T, tile tcTile) (*Engine, *cudaload.Context, ref.TCModel) {
 	t.Helper()
 	_, ctx := gpuEngine(t)
-	t.Setenv(EnvMatmulFused, wgGeometries[tcTileWG128x256].name)
+	t.Setenv(EnvMatmulFused, wgGeometries[tile].name)
 	eng, err := New(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = eng.Close() })
@@ -567,8 +583,16 @@ func TestMatmulRoutesMatchReference(t *testing.T) {
 // DX's kernels could run), every layout × epilogue gives gemm/ref's bits,
 // on shapes with ragged edges and on a grid of several tiles a block.
 func TestMatmulFusedKernelsMatchReference(t *testing.T) {
-	eng, ctx, model := fusedEngine(t)
-	name := wgGeometries[tcTileWG128x256].name
+	for _, tile := range mmWGTiles {
+		t.Run(wgGeometries[tile].name, func(t *testing.T) { fusedKernelsMatchReference(t, tile) })
+	}
+}
+
+// fusedKernelsMatchReference is TestMatmulFusedKernelsMatchReference on
+// the fused kernels of one tile.
+func fusedKernelsMatchReference(t *testing.T, tile tcTile) {
+	eng, ctx, model := fusedEngineOn(t, tile)
+	name := wgGeometries[tile].name
 	r := newRand(t)
 	i := 0
 	for _, l := range []mmLayout{{true, true}, {true, false}, {false, true}, {false, false}} {

@@ -138,9 +138,12 @@ type mmWGKey struct {
 	act     int // mmActNone ...
 }
 
-// mmDefaultWGTile is the fused kernels' tile when the engine is left to
-// choose (EnvMatmulFused unset).
+// mmDefaultWGTile is the fused kernels' widest tile, the only one of the
+// gated epilogues.
 const mmDefaultWGTile = tcTileWG128x256
+
+// mmWGTiles are the fused kernels' tiles, widest first.
+var mmWGTiles = []tcTile{tcTileWG128x256, tcTileWG128x192}
 
 type mmSlabsKey struct {
 	l  mmLayout
@@ -230,10 +233,10 @@ func (p *mmPlan) layoutName() string { return mmLayout{!p.d.TransA, !p.d.TransB}
 // EnvMatmulFused names the environment variable, read when an engine is
 // made, that says how its Matmul plans use the fused wgmma kernels
 // (Hopper): unset, "1" or "auto", the engine's choice; "0", never (the
-// other paths, with the same bits); "wg128x256" (the tile's name), for
-// every request a fused kernel can run, also those Forward's and DX's
-// kernels could. For comparing the paths; bits never depend on it. Any
-// other value makes New fail.
+// other paths, with the same bits); "wg128x256" or "wg128x192" (a tile's
+// name), that tile for every request a fused kernel of it can run, also
+// those Forward's and DX's kernels could. For comparing the paths; bits
+// never depend on it. Any other value makes New fail.
 const EnvMatmulFused = "DETGEMM_MATMUL_FUSED"
 
 // mmFusedSetting parses EnvMatmulFused's value: whether the fused kernels
@@ -245,10 +248,12 @@ func mmFusedSetting(v string) (off bool, force tcTile, err error) {
 	case "0":
 		return true, 0, nil
 	}
-	if v == wgGeometries[tcTileWG128x256].name {
-		return false, tcTileWG128x256, nil
+	for _, t := range mmWGTiles {
+		if v == wgGeometries[t].name {
+			return false, t, nil
+		}
 	}
-	return false, 0, fmt.Errorf("%s=%q: want 0, 1, auto or wg128x256", EnvMatmulFused, v)
+	return false, 0, fmt.Errorf("%s=%q: want 0, 1, auto, wg128x256 or wg128x192", EnvMatmulFused, v)
 }
 
 // mmWorkspaceCap bounds the general path's planes: D is computed in
@@ -331,6 +336,8 @@ func (e *Engine) newMatmulPlan(d MatmulDesc) (mmPlan, error) {
 	case p.route == mmDW || p.route == mmGeneral:
 	case e.mmForce != 0 && e.wgFusable(&p):
 		p.route = mmGeneral // the forced fused kernel, also where an op's kernels would do
+	case (p.route == mmForwardEpi || p.route == mmDXEpi) && e.prefersFused(&p):
+		p.route = mmGeneral // the fused kernel rather than the product onto f32 and the epilogue pass
 	}
 	p.precision = Precision{Math: "IEEE f32 FMA chains", Accumulator: F32, Deterministic: true, BatchInvariant: true,
 		GPUIndependent: true, Arch: e.arch.String()}
@@ -590,13 +597,57 @@ func (e *Engine) planGeneral(p *mmPlan) error {
 	return nil
 }
 
-// wgTileFor is the fused kernels' tile for p: the forced one, else the
-// engine's choice.
+// wgTileFor is the fused kernels' tile for p: the forced one, else, of
+// the tiles with a kernel for p's layout, types and activation, the one
+// of least modelled time (wgCost: rounds of tiles on the SMs; the wider on
+// a tie). A row's bits are the same on every tile.
 func (e *Engine) wgTileFor(p *mmPlan) tcTile {
 	if e.mmForce != 0 {
 		return e.mmForce
 	}
-	return mmDefaultWGTile
+	d := p.d
+	l := mmLayout{!d.TransA, !d.TransB}
+	q := problem{rows: int64(d.M), cols: int64(d.N)}
+	best, bestCost := mmDefaultWGTile, 0.0
+	for _, t := range mmWGTiles {
+		if _, ok := mmWGIDs[mmWGKey{t, l, d.In, d.Out, p.spec.act}]; !ok || wgSharedBytes(t) > e.tcShared {
+			continue
+		}
+		if c := wgCost(t, q, e.sms); bestCost == 0 || c < bestCost {
+			best, bestCost = t, c
+		}
+	}
+	return best
+}
+
+// mmFusedMinRounds is the rounds of fused tiles (tiles over SMs) from which
+// a request that Forward's or DX's kernels could run with the epilogue pass
+// after them takes the fused kernel instead, the engine left to choose,
+// for the activations where that was measured faster: GELU (Gelu,
+// GeluBias, GeluAux, GeluAuxBias, DGelu) and ReLU without its mask (Relu,
+// ReluBias). The fused kernel writes no f32 plane; its epilogue runs while
+// its tile's tensor cores wait. Measured on an H200 with the cuda13 set
+// (bench/NOTES-matmul.md, eleventh session): 2048×3072 outputs (1.9
+// rounds of 128×192) GeluAuxBias 43.8 µs fused against 47.8 through the
+// pass, Gelu 39.3 against 44.9, ReluBias 30.6 (the product and a separate
+// ReLU pass: 35.5); 4096×3072 GeluAuxBias 104.1 against 107.2; 4096²
+// 230.7 against 234.7. ReluAux, ReluAuxBias and the bias-gradient kinds
+// keep the pass, which was as fast or faster (ReluAuxBias 222.9 fused
+// against 219.9 at 4096³, DReluBgrad 52.9 against 46.1 at 2048×3072,
+// DGeluBgrad a tie). Fewer tiles than SMs keep the ops' kernels, whose
+// few-row and narrow tiles fill the GPU where 128-row tiles cannot.
+const mmFusedMinRounds = 1
+
+// prefersFused reports whether the engine, left to choose, runs p, a
+// request for Forward's or DX's kernels and the epilogue pass, as the
+// fused kernel (mmFusedMinRounds).
+func (e *Engine) prefersFused(p *mmPlan) bool {
+	kind := p.spec.act == mmActGelu || p.spec.act == mmActDGelu || (p.spec.act == mmActRelu && !p.spec.mask)
+	if !kind || p.spec.bgrad != 0 || e.sms <= 0 || !e.wgFusable(p) {
+		return false
+	}
+	g := wgGeometries[e.wgTileFor(p)]
+	return ceilDiv(int64(p.d.M), g.bm)*ceilDiv(int64(p.d.N), g.bn) >= mmFusedMinRounds*int64(e.sms)
 }
 
 // wgFusable reports whether a fused wgmma kernel can run p: Hopper, the

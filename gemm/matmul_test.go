@@ -129,12 +129,27 @@ func TestMatmulPlansRouteAndReport(t *testing.T) {
 		{"forward", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: Bias}, mmForward, "detgemm_wg"},
 		{"dx", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 512, N: 768, K: 3072, TransB: true, Alpha: 1}, mmDX, ""},
 		{"dw", a100, MatmulDesc{Tier: TierTyped, In: BF16, Out: F32, M: 768, N: 3072, K: 512, TransA: true, Alpha: 1, Beta: 1}, mmDW, ""},
-		{"forward then gelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmForwardEpi, "detgemm_wg"},
+		// GELU and ReLU without its mask on a grid of at least a round of
+		// fused tiles: the fused kernel (mmFusedMinRounds); on fewer tiles,
+		// for the ReLU mask and for the bias gradients, the op's kernels
+		// and the epilogue pass.
+		{"forward gelu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nn_bf16_bf16"},
+		{"forward gelu, mid", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x192_gelu_nn_bf16_bf16"},
+		{"forward then gelu, few rows", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 128, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmForwardEpi, "detgemm_wg"},
 		{"dx then drelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
+		{"dx dgelu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DGelu}, mmGeneral, "detgemm_wgmm128x256_dgelu_nt_bf16_bf16"},
+		{"forward then relu with its mask", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: ReluAuxBias}, mmForwardEpi, "detgemm_wg"},
+		{"forward relu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, Alpha: 1, Epilogue: ReluBias}, mmGeneral, "detgemm_wgmm128x192_relu_nn_bf16_bf16"},
+		{"dx then dgelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DGeluBgrad}, mmDXEpi, "detgemm_wg"},
 		{"dx then drelu, f32 out", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: F32, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
 		{"dx with a bias: fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: GeluBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nt_bf16_bf16"},
 		{"fused gelu, scaled", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 0.5, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nn_bf16_bf16"},
-		{"fused tt", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F16, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_wgmm128x256_none_tt_f16_f16"},
+		{"fused tt", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F16, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_wgmm128x192_none_tt_f16_f16"},
+		// The fused tile by rounds: 2048×3072 is 192 tiles of 128×256 on
+		// 132 SMs (two rounds, the second half empty) and 256 of 128×192;
+		// 4096² is 4 rounds of 128×256 and 6 of 128×192.
+		{"fused tn, mid", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, TransA: true, Alpha: 1, Epilogue: ReluBias}, mmGeneral, "detgemm_wgmm128x192_relu_tn_bf16_bf16"},
+		{"fused tn, large", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransA: true, Alpha: 1, Epilogue: ReluBias}, mmGeneral, "detgemm_wgmm128x256_relu_tn_bf16_bf16"},
 		{"f32 out: general", h200, MatmulDesc{Tier: TierTensorCore, In: F16, Out: F32, M: 104, N: 64, K: 64, TransA: true, TransB: true, Alpha: 2, Beta: 1}, mmGeneral, "detgemm_tc"},
 		{"general on Ampere", a100, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransA: true, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_mm_start_bf16"},
 		{"ieee gelu", a100, MatmulDesc{Tier: TierF32, In: F32, Out: F32, M: 33, N: 70, K: 600, Alpha: 1, Epilogue: Gelu}, mmForwardEpi, "detgemm_"},
@@ -283,7 +298,8 @@ func TestMatmulFusedSetting(t *testing.T) {
 		bad   bool
 	}{
 		{"", false, 0, false}, {"1", false, 0, false}, {"auto", false, 0, false}, {"0", true, 0, false},
-		{"wg128x256", false, tcTileWG128x256, false}, {"wgp64x256", false, 0, true}, {"wg128x192", false, 0, true}, {" 0", false, 0, true},
+		{"wg128x256", false, tcTileWG128x256, false}, {"wg128x192", false, tcTileWG128x192, false}, {"wgp64x256", false, 0, true},
+		{"wg128x128", false, 0, true}, {" 0", false, 0, true},
 	} {
 		t.Run(c.v, func(t *testing.T) {
 			off, force, err := mmFusedSetting(c.v)

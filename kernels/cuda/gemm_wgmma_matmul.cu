@@ -9,9 +9,9 @@
 #include "prelude.cuh"
 #include "wgmma.cuh"
 
-// Entry points: detgemm_wgmm{tile}_{act}_{nn,nt,tn,tt}_{in}_{out}, tile
-// 128x256 (two warpgroups a tile); one kernel per activation, so that
-// each holds only its own code. Arguments: the TMA maps of A and B,
+// Entry points: detgemm_wgmm{tile}_{act}_{nn,nt,tn,tt}_{in}_{out}, tiles
+// 128x256 and 128x192 (two warpgroups a tile; the gated epilogues 128x256
+// only); one kernel per activation, so that each holds only its own code. Arguments: the TMA maps of A and B,
 // D, the start form's bias (nullable), M, N, R, ldd; then Matmul's: C
 // (nullable), ldc, the fold form's bias (nullable), aux, mask (nullable),
 // ldaux, alpha, beta, form. Tile::THREADS threads; grid: min(tiles, SMs).

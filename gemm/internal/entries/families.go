@@ -440,14 +440,17 @@ func ActCode(act string) int {
 	return -1
 }
 
-// wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused 128×256 tile ×
-// the activations × the four layouts × the 16-bit types.
+// wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused tiles × the
+// activations × the four layouts × the 16-bit types: 128×256, and 128×192
+// for grids that 128×256 tiles would leave a short last round (2048×3072
+// outputs: 192 tiles of 128×256 on 132 SMs, 256 of 128×192); the gated
+// epilogues on 128×256 only.
 func wgmmaMatmul() (out []Entry) {
 	// One kernel per activation, each holding only its own code (a kernel
 	// with every activation behind a run-time switch, inlined at every
 	// accumulator, was too large for the instruction caches). f32 outputs
 	// take the general path.
-	for _, t := range [][2]string{{"wg128x256", "T128x256"}} {
+	for _, t := range [][2]string{{"wg128x256", "T128x256"}, {"wg128x192", "T128x192"}} {
 		for _, act := range MatmulActs {
 			for _, l := range []string{"nn", "nt", "tn", "tt"} {
 				for _, io := range [][2]string{{"bf16", "bf16"}, {"f16", "f16"}} {
@@ -460,7 +463,11 @@ func wgmmaMatmul() (out []Entry) {
 		}
 		// The gated epilogues: NN and NT (the projections of a gated MLP
 		// and the products that flow back into them; the other layouts
-		// take the general path, same bits).
+		// take the general path, same bits), on 128×256 (gatedFusedMinRounds'
+		// grids).
+		if t[0] != "wg128x256" {
+			continue
+		}
 		for _, g := range MatmulGates {
 			for _, act := range []string{g, "d" + g} {
 				for _, l := range []string{"nn", "nt"} {
