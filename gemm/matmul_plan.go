@@ -623,19 +623,13 @@ func (e *Engine) wgTileFor(p *mmPlan) tcTile {
 // mmFusedMinRounds is the rounds of fused tiles (tiles over SMs) from which
 // a request that Forward's or DX's kernels could run with the epilogue pass
 // after them takes the fused kernel instead, the engine left to choose,
-// for the activations where that was measured faster: GELU (Gelu,
-// GeluBias, GeluAux, GeluAuxBias, DGelu) and ReLU without its mask (Relu,
-// ReluBias). The fused kernel writes no f32 plane; its epilogue runs while
-// its tile's tensor cores wait. Measured on an H200 with the cuda13 set
-// (bench/NOTES-matmul.md, eleventh session): 2048×3072 outputs (1.9
-// rounds of 128×192) GeluAuxBias 43.8 µs fused against 47.8 through the
-// pass, Gelu 39.3 against 44.9, ReluBias 30.6 (the product and a separate
-// ReLU pass: 35.5); 4096×3072 GeluAuxBias 104.1 against 107.2; 4096²
-// 230.7 against 234.7. ReluAux, ReluAuxBias and the bias-gradient kinds
-// keep the pass, which was as fast or faster (ReluAuxBias 222.9 fused
-// against 219.9 at 4096³, DReluBgrad 52.9 against 46.1 at 2048×3072,
-// DGeluBgrad a tie). Fewer tiles than SMs keep the ops' kernels, whose
-// few-row and narrow tiles fill the GPU where 128-row tiles cannot.
+// for the activations where the fused kernel measured faster: GELU (every
+// kind but DGeluBgrad) and ReLU without its mask. It writes no f32 plane,
+// but its epilogue runs while its tile's tensor cores wait, which the
+// ReLU mask's byte stores and the bias gradients' extra pass do not repay
+// (bench/NOTES-matmul.md, eleventh session). Fewer tiles than SMs keep the
+// ops' kernels, whose few-row and narrow tiles fill the GPU where 128-row
+// tiles cannot.
 const mmFusedMinRounds = 1
 
 // prefersFused reports whether the engine, left to choose, runs p, a
