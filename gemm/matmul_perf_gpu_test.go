@@ -11,8 +11,8 @@ import (
 // TestMatmulEpilogueThroughput times tensor-core Matmul requests with the
 // activation epilogues beside the plain product (bf16, random inputs, one
 // set), the figures the epilogue kernel is tuned with. It runs only with
-// DETGEMM_MM_PERF=1 (DETGEMM_MM_PERF_GATED=1 adds issue 23's gated
-// projections); the bench measures the engine for the record, with
+// DETGEMM_MM_PERF=1 (DETGEMM_MM_PERF_BIG=1 adds 8192³, DETGEMM_MM_PERF_GATED=1
+// issue 23's gated projections); the bench measures the engine for the record, with
 // cuBLASLt beside it.
 func TestMatmulEpilogueThroughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_MM_PERF", "the Matmul epilogues")
@@ -24,6 +24,9 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 	}
 	plain := []Epilogue{Default, Gelu, GeluAuxBias, ReluAuxBias, DGelu, DGeluBgrad, DReluBgrad}
 	probes := []probe{{4096, 4096, 4096, plain}, {2048, 768, 3072, plain}, {4096, 1536, 3072, plain}}
+	if os.Getenv("DETGEMM_MM_PERF_BIG") != "" {
+		probes = append(probes, probe{8192, 8192, 8192, []Epilogue{Default, Gelu, GeluAuxBias, DGelu, DGeluBgrad}})
+	}
 	if os.Getenv("DETGEMM_MM_PERF_GATED") != "" {
 		// Issue 23's gate-up projection (n = 11008) and its backward's product.
 		probes = append(probes,
