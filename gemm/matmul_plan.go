@@ -1166,8 +1166,13 @@ func (p *mmPlan) bgrad(l launcher, prob *problem, a MatmulArgs) error {
 		return err
 	}
 	ws := l.e.ws.ptr
-	l.e.args.Reset().Ptr(X).Int64(sq).Int64(sr).Int64(Q).Int64(R).Ptr(ws)
-	if err := l.launch(prob, id, cudaload.Dim3{X: uint32(ceilDiv(Q, mmThreads)), Y: uint32(S), Z: 1}, mmThreads, 0, 1, 1); err != nil {
+	// Two adjacent columns a thread where a pair is one aligned access.
+	pairs, perThread := int32(0), int64(1)
+	if sq == 1 && Q%2 == 0 && sr%2 == 0 && uint64(X)%uint64(2*t.Size()) == 0 {
+		pairs, perThread = 1, 2
+	}
+	l.e.args.Reset().Ptr(X).Int64(sq).Int64(sr).Int64(Q).Int64(R).Ptr(ws).Int32(pairs)
+	if err := l.launch(prob, id, cudaload.Dim3{X: uint32(ceilDiv(ceilDiv(Q, perThread), mmThreads)), Y: uint32(S), Z: 1}, mmThreads, 0, 1, 1); err != nil {
 		return err
 	}
 	if err := l.need(prob, mmBFoldID); err != nil {

@@ -186,32 +186,46 @@ DETGEMM_INLINE void epilogue_vec(const float* DETGEMM_RESTRICT P, dg_i64 S, cons
 
 // A bias gradient, G[q] += the slab sums over r < R of X[q·sq + r·sr] (X
 // of type T), in slabs of 256 terms, in two launches: bgrad writes slab
-// s's sum (a chain from +0, ascending r) to P[s·Q + q], one thread per
-// (q, s), so every slab runs at once; bgrad_fold adds them to G[q] in
-// slab order. The terms come in batches of BATCH loads, all issued
-// before the batch's additions: the chain is sequential, so a thread's
-// loads are what keeps memory busy (issued one or four at a time, the sum
-// of a 4096 × 4096 bf16 D ran at a fifth of the copy's bandwidth).
-template <int T>
+// s's sum (a chain from +0, ascending r) to P[s·Q + q], V columns a thread
+// (V = 2 where the columns are adjacent and pairs aligned: one access a
+// pair), so every slab runs at once; bgrad_fold adds them to G[q] in slab
+// order. The terms come in batches, all of a batch's loads issued before
+// its additions: the chains are sequential, so the loads in flight are
+// what keeps memory busy (a column a thread, loads a few at a time, the
+// sum of a 4096 × 4096 bf16 D ran at a fifth of the copy's bandwidth).
+template <int T, int V>
 DETGEMM_INLINE void bgrad(const void* DETGEMM_RESTRICT X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R,
                           float* DETGEMM_RESTRICT P) {
-    constexpr int BATCH = 16;
-    dg_grid_dependency_wait();
-    const dg_i64 q = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    constexpr int BATCH = T == epi::F32 || (T == epi::F16 && V == 1) ? 16 : 32;  // no spill
+    const dg_i64 q = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (q >= Q) return;
     const dg_i64 s0 = (dg_i64)blockIdx.y * 256, s1 = s0 + 256 < R ? s0 + 256 : R;
     const dg_i64 base = q * sq;
-    float p = 0.0f;
+    float p[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) p[e] = 0.0f;
     dg_i64 r = s0;
     for (; r + BATCH <= s1; r += BATCH) {
-        float v[BATCH];
+        float v[BATCH][V];
 #pragma unroll
-        for (int u = 0; u < BATCH; ++u) v[u] = epi::widen<T>(X, base + (r + u) * sr);
+        for (int u = 0; u < BATCH; ++u) {
+            if constexpr (V == 2) {
+                sel::load2<T>(X, base + (r + u) * sr, v[u][0], v[u][1]);
+            } else {
+                v[u][0] = epi::widen<T>(X, base + (r + u) * sr);
+            }
+        }
 #pragma unroll
-        for (int u = 0; u < BATCH; ++u) p = __fadd_rn(p, v[u]);
+        for (int u = 0; u < BATCH; ++u)
+#pragma unroll
+            for (int e = 0; e < V; ++e) p[e] = __fadd_rn(p[e], v[u][e]);
     }
-    for (; r < s1; ++r) p = __fadd_rn(p, epi::widen<T>(X, base + r * sr));
-    P[blockIdx.y * Q + q] = p;
+    for (; r < s1; ++r) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) p[e] = __fadd_rn(p[e], epi::widen<T>(X, base + e * sq + r * sr));
+    }
+#pragma unroll
+    for (int e = 0; e < V; ++e) P[blockIdx.y * Q + q + e] = p[e];
 }
 
 DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64 Q, float* DETGEMM_RESTRICT G) {
@@ -229,7 +243,8 @@ DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64
 // epilogue, of the summed matrix for bgrad), and the fold. Grids: start
 // and epilogue (ceil(N / blockDim.x), any number of row blocks; the
 // epilogue with vec set ceil(N / 4 / blockDim.x)); bgrad
-// (ceil(Q / blockDim.x), slabs); bgrad_fold (ceil(Q / blockDim.x)).
+// (ceil(Q / blockDim.x), slabs; with pairs set ceil(Q / 2 / blockDim.x):
+// sq = 1, Q, sr and X's pairs aligned); bgrad_fold (ceil(Q / blockDim.x)).
 #define DETGEMM_MM_START_ENTRY(NAME, T)                                                                 \
     DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
         NAME(float* Z, const void* C, dg_i64 ldc, const float* bias, float beta, dg_i64 M, dg_i64 N) { \
@@ -247,8 +262,12 @@ DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64
     }
 #define DETGEMM_MM_BGRAD_ENTRY(NAME, T)                                                                 \
     DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
-        NAME(const void* X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R, float* P) {                        \
-        mm::bgrad<T>(X, sq, sr, Q, R, P);                                                                \
+        NAME(const void* X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R, float* P, int pairs) {             \
+        dg_grid_dependency_wait();                                                                       \
+        if (pairs)                                                                                       \
+            mm::bgrad<T, 2>(X, sq, sr, Q, R, P);                                                         \
+        else                                                                                             \
+            mm::bgrad<T, 1>(X, sq, sr, Q, R, P);                                                         \
     }
 #define DETGEMM_MM_BGRAD_FOLD_ENTRY(NAME, ...)                                                            \
     DETGEMM_KERNEL void __launch_bounds__(256) NAME(const float* P, dg_i64 S, dg_i64 Q, float* G) {    \
