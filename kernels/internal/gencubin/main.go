@@ -11,6 +11,10 @@
 //	go generate ./kernels                                   # base, NVRTC 12.x
 //	go run ./kernels/internal/gencubin -variant cuda13     # cuda13, NVRTC 13.x (from kernels/)
 //
+// -families F1,F2 compiles only those families; the others keep their
+// files under -out (or are absent), e.g. one changed family of the cuda13
+// variant rebuilt on a GPU machine into a scratch directory and imported.
+//
 // Other modes need no NVRTC:
 //
 //	-retable                     regenerate zembedded.go from the files
@@ -44,6 +48,14 @@ import (
 
 // useCache: -use-cache, read by buildArch.
 var useCache = flag.Bool("use-cache", false, "reuse the kernels disk cache (DETGEMM_CACHE_DIR, else the user cache): entries an engine compiled on this machine from the same sources, flags and NVRTC (the cache key covers them all), so a set rebuilt right after a GPU run compiles only what that run did not")
+
+// families: -families, read by buildArch.
+var families = flag.String("families", "", "comma-separated families to compile (default: every family of each arch); a family left out keeps its file under -out where there is one and is otherwise absent, so a GPU machine can rebuild one changed family of a variant in seconds")
+
+// selected reports whether -families asks for fam (every family when unset).
+func selected(fam string) bool {
+	return *families == "" || slices.Contains(strings.Split(*families, ","), fam)
+}
 
 func main() {
 	out := flag.String("out", "embedded", "directory of the compressed CUBINs")
@@ -213,6 +225,15 @@ func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv, dir string, re
 			return nil, err
 		}
 		hashes[fam] = h
+		if !selected(fam) {
+			// Left out of this build: the file already under -out, as it is.
+			if data, err := os.ReadFile(filepath.Join(dir, embedset.Dir(arch.String(), variant), fam+".gz")); err == nil {
+				if m, _, _, err := embedset.Unpack(data, nil); err == nil {
+					kept[fam] = file{m, data}
+				}
+			}
+			continue
+		}
 		if reuse {
 			if data, err := os.ReadFile(filepath.Join(dir, embedset.Dir(arch.String(), variant), fam+".gz")); err == nil {
 				if m, _, _, err := embedset.Unpack(data, nil); err == nil && m.SourceHash == h && m.NVRTC == nv {
@@ -236,6 +257,9 @@ func buildArch(c *nvrtc.Compiler, arch kernels.Arch, variant, nv, dir string, re
 		if f, ok := kept[fam]; ok {
 			out = append(out, f)
 			continue
+		}
+		if !selected(fam) {
+			continue // not asked for and not under -out
 		}
 		m, ok := modules[fam]
 		if !ok {
