@@ -191,8 +191,10 @@ DETGEMM_INLINE void epilogue_vec(const float* DETGEMM_RESTRICT P, dg_i64 S, cons
 // pair), so every slab runs at once; bgrad_fold adds them to G[q] in slab
 // order. The terms come in batches, all of a batch's loads issued before
 // its additions: the chains are sequential, so the loads in flight are
-// what keeps memory busy (a column a thread, loads a few at a time, the
-// sum of a 4096 × 4096 bf16 D ran at a fifth of the copy's bandwidth).
+// what keeps memory busy; __launch_bounds__(256, 1) (the grid is about a
+// block an SM) lets ptxas keep a batch's loads in registers, where its
+// default schedule held the kernel to 32 registers and a few loads ahead
+// (bench/NOTES-matmul.md).
 template <int T, int V>
 DETGEMM_INLINE void bgrad(const void* DETGEMM_RESTRICT X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R,
                           float* DETGEMM_RESTRICT P) {
@@ -229,11 +231,20 @@ DETGEMM_INLINE void bgrad(const void* DETGEMM_RESTRICT X, dg_i64 sq, dg_i64 sr, 
 }
 
 DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64 Q, float* DETGEMM_RESTRICT G) {
+    constexpr int BATCH = 16;  // the slabs' loads issued together, then added in slab order
     dg_grid_dependency_wait();
     const dg_i64 q = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= Q) return;
     float g = G[q];
-    for (dg_i64 s = 0; s < S; ++s) g = __fadd_rn(g, P[s * Q + q]);
+    dg_i64 s = 0;
+    for (; s + BATCH <= S; s += BATCH) {
+        float v[BATCH];
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) v[u] = P[(s + u) * Q + q];
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) g = __fadd_rn(g, v[u]);
+    }
+    for (; s < S; ++s) g = __fadd_rn(g, P[s * Q + q]);
     G[q] = g;
 }
 
@@ -261,7 +272,7 @@ DETGEMM_INLINE void bgrad_fold(const float* DETGEMM_RESTRICT P, dg_i64 S, dg_i64
             mm::epilogue<T>(P, S, C, ldc, D, ldd, bias, aux, mask, ldaux, M, N, alpha, beta, form, act); \
     }
 #define DETGEMM_MM_BGRAD_ENTRY(NAME, T)                                                                 \
-    DETGEMM_KERNEL void __launch_bounds__(256)                                                          \
+    DETGEMM_KERNEL void __launch_bounds__(256, 1)                                                       \
         NAME(const void* X, dg_i64 sq, dg_i64 sr, dg_i64 Q, dg_i64 R, float* P, int pairs) {             \
         dg_grid_dependency_wait();                                                                       \
         if (pairs)                                                                                       \
