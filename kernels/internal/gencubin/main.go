@@ -71,6 +71,22 @@ func main() {
 	flag.Parse()
 	var err error
 	switch {
+	case *families != "":
+		for _, f := range strings.Split(*families, ",") {
+			if !slices.Contains(kernels.Families(), f) {
+				err = fmt.Errorf("-families: %q is not a kernel family (kernels/cuda holds %s)", f, strings.Join(kernels.Families(), ", "))
+				break
+			}
+		}
+		if err == nil && (*retable || *importDir != "") {
+			err = errors.New("-families applies to a build, not to -retable or -import")
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gencubin:", err)
+		os.Exit(2)
+	}
+	switch {
 	case *retable:
 		err = writeTable(*out, *table, *dropStale)
 	case *importDir != "":
