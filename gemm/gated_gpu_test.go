@@ -261,11 +261,18 @@ func TestMatmulGatedMatchesReference(t *testing.T) {
 }
 
 // TestMatmulGatedFusedKernelsMatchReference: the same with
-// DETGEMM_MATMUL_FUSED=wg128x256, so that the tensor-core requests the
-// fused wgmma kernels can run (NN, NT, 16-bit out, leading dimensions
-// multiples of 8) run them.
+// DETGEMM_MATMUL_FUSED naming each tile with gated kernels (wg128x256,
+// the ping-pong wg128x128p), so that the tensor-core requests the fused
+// wgmma kernels can run (NN, NT, 16-bit out, leading dimensions multiples
+// of 8) run them.
 func TestMatmulGatedFusedKernelsMatchReference(t *testing.T) {
-	eng, ctx, model := fusedEngine(t)
+	for _, tile := range []tcTile{tcTileWG128x256, tcTileWG128x128P} {
+		t.Run(wgGeometries[tile].name, func(t *testing.T) { gatedFusedKernelsMatchReference(t, tile) })
+	}
+}
+
+func gatedFusedKernelsMatchReference(t *testing.T, tile tcTile) {
+	eng, ctx, model := fusedEngineOn(t, tile)
 	r := newRand(t)
 	shapes := []mmShape{{200, 272, 136, 0}, {72, 304, 64, 8}, {2200, 4112, 32, 0}, {5, 32, 40, 0}}
 	for _, tc := range mmTierCases[3:5] {

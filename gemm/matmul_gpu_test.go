@@ -324,7 +324,7 @@ func TestMatmulEpilogueVectorPathEveryPattern(t *testing.T) {
 // thresholds); the backward epilogues' aux is every pattern again in
 // another order. The gated ones see a and b from the same pattern.
 func TestMatmulFusedEpiloguesEveryPattern(t *testing.T) {
-	for _, tile := range mmWGTiles {
+	for _, tile := range mmWGForceable {
 		t.Run(wgGeometries[tile].name, func(t *testing.T) { fusedEpiloguesEveryPattern(t, tile) })
 	}
 }
@@ -583,7 +583,7 @@ func TestMatmulRoutesMatchReference(t *testing.T) {
 // DX's kernels could run), every layout × epilogue gives gemm/ref's bits,
 // on shapes with ragged edges and on a grid of several tiles a block.
 func TestMatmulFusedKernelsMatchReference(t *testing.T) {
-	for _, tile := range mmWGTiles {
+	for _, tile := range mmWGForceable {
 		t.Run(wgGeometries[tile].name, func(t *testing.T) { fusedKernelsMatchReference(t, tile) })
 	}
 }

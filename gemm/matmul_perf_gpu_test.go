@@ -2,7 +2,11 @@ package gemm
 
 import (
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/stretchr/testify/require"
@@ -12,8 +16,11 @@ import (
 // activation epilogues beside the plain product (bf16, random inputs, one
 // set), the figures the epilogue kernel is tuned with. It runs only with
 // DETGEMM_MM_PERF=1 (DETGEMM_MM_PERF_BIG=1 adds 8192³, DETGEMM_MM_PERF_GATED=1
-// issue 23's gated projections); the bench measures the engine for the record, with
-// cuBLASLt beside it.
+// issue 23's gated projections; DETGEMM_MM_PERF_EPS keeps the epilogues it
+// names, comma-separated, and DETGEMM_MM_PERF_LAUNCHES sets the launches
+// a timing (10), so that a run can be long enough to sample the card's
+// power and clock beside it: each timing logs its UTC start and end); the
+// bench measures the engine for the record, with cuBLASLt beside it.
 func TestMatmulEpilogueThroughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_MM_PERF", "the Matmul epilogues")
 	r := newRand(t)
@@ -33,8 +40,21 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 			probe{4096, 4096, 22016, []Epilogue{Default, GatedSwiGLU, GatedSwiGLUAux, GatedGeGLUAux}},
 			probe{4096, 4096, 11008, []Epilogue{Default, DGatedSwiGLU, DGatedGeGLU}})
 	}
+	launches := 10
+	if v := os.Getenv("DETGEMM_MM_PERF_LAUNCHES"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "DETGEMM_MM_PERF_LAUNCHES")
+		launches = max(n, 1)
+	}
+	keep := func(ep Epilogue) bool {
+		v := os.Getenv("DETGEMM_MM_PERF_EPS")
+		return v == "" || slices.Contains(strings.Split(v, ","), ep.String())
+	}
 	for _, pr := range probes {
 		M, K, N := pr.M, pr.K, pr.N
+		if !slices.ContainsFunc(pr.eps, keep) {
+			continue
+		}
 		block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
 		fill := func(elems int) cudaload.DevicePtr { return tiledRandom(t, ctx, block, 1<<20, BF16, elems) }
 		// D and the aux as wide as a gated backward's (2N).
@@ -44,6 +64,9 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 		bias := upload(t, ctx, randomOperand(r, F32, N))
 		bgrad := upload(t, ctx, randomOperand(r, F32, N))
 		for _, ep := range pr.eps {
+			if !keep(ep) {
+				continue
+			}
 			spec := specOf(ep)
 			d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: M, N: N, K: K, Alpha: 1, Epilogue: ep}
 			a := MatmulArgs{A: A, B: B, D: D}
@@ -64,8 +87,10 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 			}
 			p, err := eng.Plan(d)
 			require.NoError(t, err, "%v", ep)
-			best := bestPerLaunch(t, eng, start, end, 10, func(int) error { return p.Run(a) })
-			t.Logf("mmperf %5dx%5dx%5d %-12v %9.1f us %v", M, K, N, ep, float64(best.Nanoseconds())/1e3, p.Kernels())
+			from := time.Now().UTC()
+			best := bestPerLaunch(t, eng, start, end, launches, func(int) error { return p.Run(a) })
+			t.Logf("mmperf %5dx%5dx%5d %-12v %9.1f us %v %s %s", M, K, N, ep, float64(best.Nanoseconds())/1e3, p.Kernels(),
+				from.Format("15:04:05.000"), time.Now().UTC().Format("15:04:05.000"))
 		}
 	}
 }

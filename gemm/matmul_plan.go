@@ -142,8 +142,13 @@ type mmWGKey struct {
 // gated epilogues.
 const mmDefaultWGTile = tcTileWG128x256
 
-// mmWGTiles are the fused kernels' tiles, widest first.
+// mmWGTiles are the fused kernels' tiles the engine chooses among, widest
+// first.
 var mmWGTiles = []tcTile{tcTileWG128x256, tcTileWG128x192}
+
+// mmWGForceable are the fused kernels' tiles EnvMatmulFused may force: the
+// chosen ones and the ping-pong tile.
+var mmWGForceable = []tcTile{tcTileWG128x256, tcTileWG128x192, tcTileWG128x128P}
 
 type mmSlabsKey struct {
 	l  mmLayout
@@ -233,7 +238,7 @@ func (p *mmPlan) layoutName() string { return mmLayout{!p.d.TransA, !p.d.TransB}
 // EnvMatmulFused names the environment variable, read when an engine is
 // made, that says how its Matmul plans use the fused wgmma kernels
 // (Hopper): unset, "1" or "auto", the engine's choice; "0", never (the
-// other paths, with the same bits); "wg128x256" or "wg128x192" (a tile's
+// other paths, with the same bits); "wg128x256", "wg128x192" or "wg128x128p" (a tile's
 // name), that tile for every request a fused kernel of it can run, also
 // those Forward's and DX's kernels could. For comparing the paths; bits
 // never depend on it. Any other value makes New fail.
@@ -248,12 +253,12 @@ func mmFusedSetting(v string) (off bool, force tcTile, err error) {
 	case "0":
 		return true, 0, nil
 	}
-	for _, t := range mmWGTiles {
+	for _, t := range mmWGForceable {
 		if v == wgGeometries[t].name {
 			return false, t, nil
 		}
 	}
-	return false, 0, fmt.Errorf("%s=%q: want 0, 1, auto, wg128x256 or wg128x192", EnvMatmulFused, v)
+	return false, 0, fmt.Errorf("%s=%q: want 0, 1, auto, wg128x256, wg128x192 or wg128x128p", EnvMatmulFused, v)
 }
 
 // mmWorkspaceCap bounds the general path's planes: D is computed in
@@ -605,6 +610,9 @@ func (e *Engine) wgTileFor(p *mmPlan) tcTile {
 	if e.mmForce != 0 {
 		return e.mmForce
 	}
+	if e.prefersPingPong(p) {
+		return tcTileWG128x128P
+	}
 	d := p.d
 	l := mmLayout{!d.TransA, !d.TransB}
 	q := problem{rows: int64(d.M), cols: int64(d.N)}
@@ -636,12 +644,53 @@ const mmFusedMinRounds = 1
 // request for Forward's or DX's kernels and the epilogue pass, as the
 // fused kernel (mmFusedMinRounds).
 func (e *Engine) prefersFused(p *mmPlan) bool {
+	if e.prefersPingPong(p) {
+		return e.wgFusable(p)
+	}
 	kind := p.spec.act == mmActGelu || p.spec.act == mmActDGelu || (p.spec.act == mmActRelu && !p.spec.mask)
 	if !kind || p.spec.bgrad != 0 || e.sms <= 0 || !e.wgFusable(p) {
 		return false
 	}
 	g := wgGeometries[e.wgTileFor(p)]
 	return ceilDiv(int64(p.d.M), g.bm)*ceilDiv(int64(p.d.N), g.bn) >= mmFusedMinRounds*int64(e.sms)
+}
+
+// mmPingPongMinRounds is the rounds of the ping-pong tile's 128×128 tiles
+// (tiles over SMs) from which prefersPingPong takes it: on fewer, its
+// warpgroups have too few tiles to take turns over (2048×768×3072, 2.9
+// rounds, measured no faster).
+const mmPingPongMinRounds = 4
+
+// prefersPingPong reports whether the engine, left to choose, runs p on
+// the ping-pong tile (wg128x128p), where it measured faster than the
+// engine's choice before it (bench/NOTES-matmul.md, thirteenth session, an
+// NVIDIA H100 80GB HBM3; 4096³, 4096×1536×3072, 8192³, and the gated
+// backward's 4096×4096×11008): the ReLU with its mask and its backward
+// (DRelu, DReluBgrad; before, Forward's or DX's kernels and the epilogue
+// pass) and the gated backward epilogues for K ≤ 4096 (8–17 % faster), and
+// GELU's forward and DGelu for K ≤ 2048 (4–11 %). Longer reductions keep
+// 128×256, whose main loop ran about 10 % faster at 8192³; DGeluBgrad and
+// the gated forward measured slower on the ping-pong tile.
+func (e *Engine) prefersPingPong(p *mmPlan) bool {
+	d := p.d
+	if e.sms <= 0 || e.mmUnfused || e.mmForce != 0 {
+		return false
+	}
+	t := tcTileWG128x128P
+	if _, ok := mmWGIDs[mmWGKey{t, mmLayout{!d.TransA, !d.TransB}, d.In, d.Out, p.spec.act}]; !ok || wgSharedBytes(t) > e.tcShared {
+		return false
+	}
+	g := wgGeometries[t]
+	if ceilDiv(int64(d.M), g.bm)*ceilDiv(int64(d.N), g.bn) < mmPingPongMinRounds*int64(e.sms) {
+		return false
+	}
+	switch a := p.spec.act; {
+	case a == mmActRelu && p.spec.mask, a == mmActDRelu, a >= entries.ActDGate:
+		return d.K <= 4096
+	case (a == mmActGelu || a == mmActDGelu) && p.spec.bgrad == 0:
+		return d.K <= 2048
+	}
+	return false
 }
 
 // wgFusable reports whether a fused wgmma kernel can run p: Hopper, the
@@ -733,8 +782,11 @@ func (p *mmPlan) wgRun(l launcher, prob *problem, a MatmulArgs) error {
 	}
 	const sw, l2, oob = cudaload.TensorMapSwizzle128B, cudaload.TensorMapL2Promotion256B, cudaload.TensorMapOOBFillNone
 	var err error
+	// A clustered tile's block loads its share of A's rows (a box of
+	// bm/cluster) and multicasts it.
+	aBox := uint32(g.bm / max(g.cluster, 1))
 	if lay.aRC {
-		err = e.tmEnc.Encode2D(&e.tmA, dt, a.A, K, M, uint64(d.LDA)*2, 64, uint32(g.bm), sw, l2, oob)
+		err = e.tmEnc.Encode2D(&e.tmA, dt, a.A, K, M, uint64(d.LDA)*2, 64, aBox, sw, l2, oob)
 	} else {
 		err = e.tmEnc.Encode2D(&e.tmA, dt, a.A, M, K, uint64(d.LDA)*2, 64, 64, sw, l2, oob)
 	}
@@ -767,8 +819,11 @@ func (p *mmPlan) wgRun(l launcher, prob *problem, a MatmulArgs) error {
 		Int64(int64(M)).Int64(int64(N)).Int64(int64(K)).Int64(int64(d.LDD)).
 		Ptr(C).Int64(int64(d.LDC)).Ptr(foldBias).Ptr(aux).Ptr(mask).Int64(int64(d.LDAux)).
 		Float32(d.Alpha).Float32(d.Beta).Int32(int32(p.form))
-	tiles := ceilDiv(int64(M), g.bm) * ceilDiv(int64(N), g.bn)
-	blocks := min(tiles, int64(max(e.sms, 1)))
+	// Items: tiles, or with clusters that many tiles side by side along n;
+	// a cluster's blocks are co-resident, so the grid is whole clusters.
+	cl := max(g.cluster, 1)
+	items := ceilDiv(int64(M), g.bm) * ceilDiv(int64(N), g.bn*cl)
+	blocks := cl * max(min(items, int64(max(e.sms, 1))/cl), 1)
 	return l.launch(prob, id, cudaload.Dim3{X: uint32(blocks), Y: 1, Z: 1}, g.threads(), wgSharedBytes(p.wgTile), g.bm, g.bn)
 }
 

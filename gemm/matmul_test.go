@@ -136,9 +136,14 @@ func TestMatmulPlansRouteAndReport(t *testing.T) {
 		{"forward gelu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x256_gelu_nn_bf16_bf16"},
 		{"forward gelu, mid", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x192_gelu_nn_bf16_bf16"},
 		{"forward then gelu, few rows", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 128, N: 4096, K: 4096, Alpha: 1, Epilogue: GeluAuxBias}, mmForwardEpi, "detgemm_wg"},
-		{"dx then drelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
+		// The ping-pong tile (prefersPingPong): the ReLU mask and DReLU to
+		// K = 4096, GELU to K = 2048, on at least 4 rounds of its tiles.
+		{"dx drelu, ping-pong", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmGeneral, "detgemm_wgmm128x128p_drelu_nt_bf16_bf16"},
+		{"forward gelu, ping-pong", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 3072, K: 1536, Alpha: 1, Epilogue: GeluAuxBias}, mmGeneral, "detgemm_wgmm128x128p_gelu_nn_bf16_bf16"},
+		{"dx then drelu, long", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 8192, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
+		{"forward then relu with its mask, few rounds", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, Alpha: 1, Epilogue: ReluAuxBias}, mmForwardEpi, "detgemm_wg"},
 		{"dx dgelu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DGelu}, mmGeneral, "detgemm_wgmm128x256_dgelu_nt_bf16_bf16"},
-		{"forward then relu with its mask", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: ReluAuxBias}, mmForwardEpi, "detgemm_wg"},
+		{"forward relu with its mask, ping-pong", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, Alpha: 1, Epilogue: ReluAuxBias}, mmGeneral, "detgemm_wgmm128x128p_relu_nn_bf16_bf16"},
 		{"forward relu, fused", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 2048, N: 3072, K: 768, Alpha: 1, Epilogue: ReluBias}, mmGeneral, "detgemm_wgmm128x192_relu_nn_bf16_bf16"},
 		{"dx then dgelu", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DGeluBgrad}, mmDXEpi, "detgemm_wg"},
 		{"dx then drelu, f32 out", h200, MatmulDesc{Tier: TierTensorCore, In: BF16, Out: F32, M: 4096, N: 4096, K: 4096, TransB: true, Alpha: 1, Epilogue: DReluBgrad}, mmDXEpi, "detgemm_wg"},
@@ -298,7 +303,7 @@ func TestMatmulFusedSetting(t *testing.T) {
 		bad   bool
 	}{
 		{"", false, 0, false}, {"1", false, 0, false}, {"auto", false, 0, false}, {"0", true, 0, false},
-		{"wg128x256", false, tcTileWG128x256, false}, {"wg128x192", false, tcTileWG128x192, false}, {"wgp64x256", false, 0, true},
+		{"wg128x256", false, tcTileWG128x256, false}, {"wg128x192", false, tcTileWG128x192, false}, {"wg128x128p", false, tcTileWG128x128P, false}, {"wgp64x256", false, 0, true},
 		{"wg128x128", false, 0, true}, {" 0", false, 0, true},
 	} {
 		t.Run(c.v, func(t *testing.T) {

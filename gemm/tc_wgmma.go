@@ -39,6 +39,10 @@ const (
 	// only (dX's layout).
 	tcTileWG128x96
 	tcTileWG128x64
+	// The ping-pong tile of Matmul's fused kernels
+	// (gemm_wgmma_matmul.cu's wgp): each consumer warpgroup computes whole
+	// 128×128 tiles, the two in turn, blocks in clusters of two sharing A.
+	tcTileWG128x128P
 )
 
 // wgNarrowTiles are the single-round rule's candidates beside 128×128,
@@ -59,24 +63,30 @@ type wgGeometry struct {
 	// ntOnly: the tile has entries for dX's layout only (B read along
 	// the reduction).
 	ntOnly bool
+	// cluster: blocks a cluster (0: alone); a cluster's blocks take the
+	// tiles of one item side by side along n, each loading its share of
+	// A's rows and multicasting it (box rows bm/cluster).
+	cluster int64
 }
 
 // wgBK is the reduction per stage of the ring.
 const wgBK = 64
 
 var wgGeometries = map[tcTile]wgGeometry{
-	tcTileWG128x256:  {"wg128x256", 128, 256, 4, 0.45, false},
-	tcTileWG128x192:  {"wg128x192", 128, 192, 5, 0.47, false},
-	tcTileWG128x128:  {"wg128x128", 128, 128, 6, 0.62, false},
-	tcTileWG192x192:  {"wg192x192", 192, 192, 4, 0.45, false},
-	tcTileWG128x128S: {"wg128x128s", 128, 128, 6, 0.62, false},
-	tcTileWG128x192S: {"wg128x192s", 128, 192, 5, 0.47, false},
-	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45, false},
-	tcTileWG128x192R: {"wg128x192r", 128, 192, 5, 0.47, false},
+	tcTileWG128x256:  {"wg128x256", 128, 256, 4, 0.45, false, 0},
+	tcTileWG128x192:  {"wg128x192", 128, 192, 5, 0.47, false, 0},
+	tcTileWG128x128:  {"wg128x128", 128, 128, 6, 0.62, false, 0},
+	tcTileWG192x192:  {"wg192x192", 192, 192, 4, 0.45, false, 0},
+	tcTileWG128x128S: {"wg128x128s", 128, 128, 6, 0.62, false, 0},
+	tcTileWG128x192S: {"wg128x192s", 128, 192, 5, 0.47, false, 0},
+	tcTileWG128x256S: {"wg128x256s", 128, 256, 4, 0.45, false, 0},
+	tcTileWG128x192R: {"wg128x192r", 128, 192, 5, 0.47, false, 0},
 	// The narrow tiles run only where a round of them is the whole grid
 	// (planWG), so their relative costs are never compared.
-	tcTileWG128x96: {"wg128x96", 128, 96, 7, 0.62, true},
-	tcTileWG128x64: {"wg128x64", 128, 64, 8, 0.62, false},
+	tcTileWG128x96: {"wg128x96", 128, 96, 7, 0.62, true, 0},
+	tcTileWG128x64: {"wg128x64", 128, 64, 8, 0.62, false, 0},
+	// Matmul's fused kernels only; its cost is not on the planner's scale.
+	tcTileWG128x128P: {"wg128x128p", 128, 128, 6, 0.45, false, 2},
 }
 
 // wgIDs is gemm_wgmma's and gemm_wgmma_slabs' lookup table, from the

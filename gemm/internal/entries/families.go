@@ -441,21 +441,24 @@ func ActCode(act string) int {
 }
 
 // wgmmaMatmul: gemm_wgmma_matmul (sm_90a), Matmul's fused tiles × the
-// activations × the four layouts × the 16-bit types: 128×256, and 128×192
+// activations × the four layouts × the 16-bit types: 128×256, 128×192
 // for grids that 128×256 tiles would leave a short last round (2048×3072
-// outputs: 192 tiles of 128×256 on 132 SMs, 256 of 128×192); the gated
-// epilogues on 128×256 only.
+// outputs: 192 tiles of 128×256 on 132 SMs, 256 of 128×192), and the
+// ping-pong 128×128 (wgp's, in clusters of two), whose warpgroups take
+// tiles in turn so that one's epilogue runs under the other's steps; the
+// gated epilogues on 128×256 and the ping-pong tile.
 func wgmmaMatmul() (out []Entry) {
 	// One kernel per activation, each holding only its own code (a kernel
 	// with every activation behind a run-time switch, inlined at every
 	// accumulator, was too large for the instruction caches). f32 outputs
 	// take the general path.
-	for _, t := range [][2]string{{"wg128x256", "T128x256"}, {"wg128x192", "T128x192"}} {
+	for _, t := range [][3]string{{"wg128x256", "T128x256", "DETGEMM_WGMM_ENTRY"}, {"wg128x192", "T128x192", "DETGEMM_WGMM_ENTRY"},
+		{"wg128x128p", "TP128x128", "DETGEMM_WGMP_ENTRY"}} {
 		for _, act := range MatmulActs {
 			for _, l := range []string{"nn", "nt", "tn", "tt"} {
 				for _, io := range [][2]string{{"bf16", "bf16"}, {"f16", "f16"}} {
 					out = append(out, Entry{Key: Key{Kind: "wgmm", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true, Act: act},
-						Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: "DETGEMM_WGMM_ENTRY",
+						Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: t[2],
 						Name: fmt.Sprintf("detgemm_wgmm%s_%s_%s_%s_%s", t[0][2:], act, l, io[0], io[1]),
 						Args: []string{t[1], up("wg", io[0]), up("wg", io[1]), boolArg(l[0] == 'n'), boolArg(l[1] == 'n'), "epi::ACT_" + strings.ToUpper(act)}})
 				}
@@ -465,7 +468,7 @@ func wgmmaMatmul() (out []Entry) {
 		// and the products that flow back into them; the other layouts
 		// take the general path, same bits), on 128×256 (gatedFusedMinRounds'
 		// grids).
-		if t[0] != "wg128x256" {
+		if t[0] == "wg128x192" {
 			continue
 		}
 		for _, g := range MatmulGates {
@@ -473,7 +476,7 @@ func wgmmaMatmul() (out []Entry) {
 				for _, l := range []string{"nn", "nt"} {
 					for _, io := range [][2]string{{"bf16", "bf16"}, {"f16", "f16"}} {
 						out = append(out, Entry{Key: Key{Kind: "wgmm", Layout: l, In: io[0], Out: io[1], Tile: t[0], Vec: true, Act: act},
-							Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: "DETGEMM_WGMM_ENTRY",
+							Family: WGMatmulFamily, Header: HeaderFor(WGMatmulFamily), Macro: t[2],
 							Name: fmt.Sprintf("detgemm_wgmm%s_%s_%s_%s_%s", t[0][2:], act, l, io[0], io[1]),
 							Args: []string{t[1], up("wg", io[0]), up("wg", io[1]), boolArg(l[0] == 'n'), boolArg(l[1] == 'n'), fmt.Sprint(ActCode(act))}})
 					}
