@@ -136,23 +136,24 @@ func TestMatmulGatedPlans(t *testing.T) {
 	// DETGEMM_MATMUL_FUSED=wg128x128p forces the ping-pong tile; left to
 	// choose, the engine takes it for the gated backward to K = 4096
 	// (prefersPingPong) and keeps 128×256 for the forward and past it.
-	h200.mmForce = tcTileWG128x128P
-	p, err = h200.Plan(d)
-	require.NoError(t, err)
-	require.Equal(t, []string{"detgemm_wgmm128x128p_dgeglu_nt_bf16_bf16"}, p.Kernels())
-	h200.mmForce = 0
-	p, err = h200.Plan(d)
-	require.NoError(t, err)
-	require.Equal(t, []string{"detgemm_wgmm128x128p_dgeglu_nt_bf16_bf16"}, p.Kernels())
 	long := d
 	long.K = 8192
-	p, err = h200.Plan(long)
-	require.NoError(t, err)
-	require.Equal(t, []string{"detgemm_wgmm128x256_dgeglu_nt_bf16_bf16"}, p.Kernels())
 	fwd := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: 4096, N: 22016, K: 4096, Alpha: 1, Epilogue: GatedSwiGLU}
-	p, err = h200.Plan(fwd)
-	require.NoError(t, err)
-	require.Equal(t, []string{"detgemm_wgmm128x256_swiglu_nn_bf16_bf16"}, p.Kernels())
+	for _, c := range []struct {
+		force  tcTile
+		d      MatmulDesc
+		kernel string
+	}{
+		{tcTileWG128x128P, d, "detgemm_wgmm128x128p_dgeglu_nt_bf16_bf16"},
+		{0, d, "detgemm_wgmm128x128p_dgeglu_nt_bf16_bf16"},
+		{0, long, "detgemm_wgmm128x256_dgeglu_nt_bf16_bf16"},
+		{0, fwd, "detgemm_wgmm128x256_swiglu_nn_bf16_bf16"},
+	} {
+		h200.mmForce = c.force
+		p, err := h200.Plan(c.d)
+		require.NoError(t, err, "%v", c)
+		require.Equal(t, []string{c.kernel}, p.Kernels(), "%v", c)
+	}
 	h200.mmForce = tcTileWG128x256
 	// An f32 output, and the IEEE tiers: two kernels.
 	d.Out = F32
