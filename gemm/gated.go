@@ -242,9 +242,12 @@ type gatedKey struct {
 }
 
 var (
-	gatedFwdIDs  = indexOf(gatedKeyOf, "gatedfwd")
-	gatedBwdIDs  = indexOf(gatedKeyOf, "gatedbwd")
-	gatedBwdFIDs = indexOf(gatedKeyOf, "gatedbwdf")
+	gatedFwdIDs = indexOf(gatedKeyOf, "gatedfwd")
+	// GeGLU's vector forward into bf16, a kernel of its own (gated.cu's
+	// DETGEMM_GATED_GEGLU_FWD_ENTRY).
+	gatedGeGLUFwdIDs = indexOf(gatedKeyOf, "gatedfwdgeglu")
+	gatedBwdIDs      = indexOf(gatedKeyOf, "gatedbwd")
+	gatedBwdFIDs     = indexOf(gatedKeyOf, "gatedbwdf")
 )
 
 func gatedKeyOf(k entries.Key) gatedKey { return gatedKey{dtypeOf(k.In), dtypeOf(k.Out), k.Vec} }
@@ -307,7 +310,7 @@ func (l launcher) gatedFwd(p *problem, ht, ot DType, g Gate, rows, n int64, A cu
 	B cudaload.DevicePtr, ldb int64, blk bool, Y cudaload.DevicePtr, ldy int64, ha, hb cudaload.DevicePtr, ldh int64,
 	hs, os uint64) error {
 	v4 := gatedV4(n, []int64{lda, ldb, ldy, ldh}, []cudaload.DevicePtr{A, B, Y, ha, hb}, []uint64{hs, hs, os, os, os})
-	id := gatedFwdIDs[gatedKey{ht, ot, v4}]
+	id := gatedFwdID(ht, ot, g, v4)
 	if err := l.need(p, id); err != nil {
 		return err
 	}
@@ -318,6 +321,18 @@ func (l launcher) gatedFwd(p *problem, ht, ot DType, g Gate, rows, n int64, A cu
 	l.e.args.Reset().Int32(int32(g)).Int64(rows).Int64(n).Ptr(A).Int64(lda).Ptr(B).Int64(ldb).Int32(b2i(blk)).
 		Ptr(Y).Int64(ldy).Ptr(ha).Ptr(hb).Int64(ldh)
 	return l.launch(p, id, mmGrid(rows, ceilDiv(n, v), l.e.sms), mmThreads, 0, 1, v)
+}
+
+// gatedFwdID is the forward kernel for h of type ht, outputs of type ot and
+// gate g: GeGLU's own where it has one (the vector path into bf16), else the
+// kernel all gates share.
+func gatedFwdID(ht, ot DType, g Gate, v4 bool) kernelID {
+	if g == GeGLU {
+		if id, ok := gatedGeGLUFwdIDs[gatedKey{ht, ot, v4}]; ok {
+			return id
+		}
+	}
+	return gatedFwdIDs[gatedKey{ht, ot, v4}]
 }
 
 // gatedBwd launches the backward kernel from ids (dy of the output's type,

@@ -180,7 +180,7 @@ func (e *Engine) planGated(d MatmulDesc) (mmPlan, error) {
 		}
 		p.kernels = append(p.kernels, ids[gatedKey{d.Out, d.Out, true}].entry().Name)
 	} else {
-		p.kernels = append(p.kernels, gatedFwdIDs[gatedKey{F32, d.Out, true}].entry().Name)
+		p.kernels = append(p.kernels, gatedFwdID(F32, d.Out, g, true).entry().Name)
 	}
 	return p, nil
 }

@@ -125,6 +125,9 @@ func TestEveryEntryIsNamedByItsKey(t *testing.T) {
 	for k, id := range gatedFwdIDs {
 		named[id] = fmt.Sprintf("detgemm_gated_fwd_%v_%v%s", k.h, k.out, map[bool]string{true: "_v4"}[k.v4])
 	}
+	for k, id := range gatedGeGLUFwdIDs {
+		named[id] = fmt.Sprintf("detgemm_gated_geglu_fwd_%v_%v_v4", k.h, k.out)
+	}
 	for k, id := range gatedBwdIDs {
 		named[id] = fmt.Sprintf("detgemm_gated_bwd_%v_%v%s", k.h, k.out, map[bool]string{true: "_v4"}[k.v4])
 	}

@@ -111,8 +111,9 @@ func TestArchSpecificFamiliesAreBuiltForTheirTargetsOnly(t *testing.T) {
 // build nor in the embedded set, which gencubin builds from FamiliesFor).
 func TestCheckFamiliesAreTestOnly(t *testing.T) {
 	checks := CheckFamilies()
-	require.Equal(t, []string{"check_widen_f16"}, checks)
+	require.Equal(t, []string{"check_fast16", "check_widen_f16"}, checks)
 	require.Equal(t, []string{"detgemm_rows_f16_widen_check"}, kernelNames(t, "check_widen_f16"))
+	require.ElementsMatch(t, []string{"detgemm_check_fast16_geglu", "detgemm_check_fast16_bound"}, kernelNames(t, "check_fast16"))
 	for _, f := range checks {
 		require.NotContains(t, Families(), f)
 		for _, a := range SupportedArchs() {
@@ -123,7 +124,9 @@ func TestCheckFamiliesAreTestOnly(t *testing.T) {
 		}
 	}
 	for _, f := range Families() {
-		require.NotContains(t, kernelNames(t, f), "detgemm_rows_f16_widen_check", "the check kernel is out of %s", f)
+		names := kernelNames(t, f)
+		require.NotContains(t, names, "detgemm_rows_f16_widen_check", "the check kernel is out of %s", f)
+		require.NotContains(t, names, "detgemm_check_fast16_geglu", "the check kernel is out of %s", f)
 	}
 }
 

@@ -13,6 +13,7 @@
 #include "prelude.cuh"
 #include "epilogue.cuh"
 #include "elementwise.cuh"
+#include "fast16.cuh"
 
 namespace gated {
 
@@ -93,7 +94,9 @@ DETGEMM_INLINE void backward(int gate, dg_i64 rows, dg_i64 n, const void* DETGEM
     const bool two = j + 4 < (N);                                                  \
     for (dg_i64 r = blockIdx.y; r < (ROWS); r += gridDim.y)
 
-template <int HT, int OT, int G>
+// FAST: GeGLU into bf16 by fast16.cuh's rounding test (the same stored
+// bits), in the kernel of its own that the GeGLU entries define.
+template <int HT, int OT, int G, bool FAST = false>
 DETGEMM_INLINE void forward8(dg_i64 rows, dg_i64 n, const void* DETGEMM_RESTRICT A, dg_i64 lda,
                              const void* DETGEMM_RESTRICT B, dg_i64 ldb, int blk, void* DETGEMM_RESTRICT Y, dg_i64 ldy,
                              void* DETGEMM_RESTRICT HA, void* DETGEMM_RESTRICT HB, dg_i64 ldh) {
@@ -109,9 +112,14 @@ DETGEMM_INLINE void forward8(dg_i64 rows, dg_i64 n, const void* DETGEMM_RESTRICT
 #pragma unroll
             for (int u = 4; u < 8; ++u) a[u] = b[u] = 0.0f;
         }
-        acts<G, 8>(b, y);
+        if constexpr (FAST) {
+            static_assert(G == 4 && OT == BF16, "fast16's shortcut is GeGLU's, into bf16");
+            fast16::geglu<8>(a, b, y);
+        } else {
+            acts<G, 8>(b, y);
 #pragma unroll
-        for (int u = 0; u < 8; ++u) y[u] = __fmul_rn(a[u], y[u]);
+            for (int u = 0; u < 8; ++u) y[u] = __fmul_rn(a[u], y[u]);
+        }
         store4<OT>(at<OT>(Y, r * ldy + j), y);
         if (two) store4<OT>(at<OT>(Y, r * ldy + j + 4), y + 4);
         if (HA != nullptr) {
@@ -210,6 +218,16 @@ DETGEMM_INLINE void backward_vec(int gate, dg_i64 rows, dg_i64 n, const void* DE
         NAME##_v4(int gate, dg_i64 rows, dg_i64 n, const void* A, dg_i64 lda, const void* B, dg_i64 ldb, int blk, \
                   void* Y, dg_i64 ldy, void* HA, void* HB, dg_i64 ldh) {                                        \
         gated::forward_vec<HT, OT>(gate, rows, n, A, lda, B, ldb, blk, Y, ldy, HA, HB, ldh);                     \
+    }
+// detgemm_gated_geglu_fwd_{h}_bf16_v4: the vector forward with GeGLU
+// compiled in (the gate argument is ignored; the engine launches it for
+// GeGLU only), its gate through fast16.cuh.
+#define DETGEMM_GATED_GEGLU_FWD_ENTRY(NAME, HT, OT)                                                          \
+    DETGEMM_KERNEL void __launch_bounds__(256)                                                               \
+        NAME(int gate, dg_i64 rows, dg_i64 n, const void* A, dg_i64 lda, const void* B, dg_i64 ldb, int blk,  \
+             void* Y, dg_i64 ldy, void* HA, void* HB, dg_i64 ldh) {                                          \
+        dg_grid_dependency_wait();                                                                           \
+        gated::forward8<HT, OT, 4, true>(rows, n, A, lda, B, ldb, blk, Y, ldy, HA, HB, ldh);                 \
     }
 #define DETGEMM_GATED_BWD_ENTRY(NAME, HT, DT, OT)                                                                  \
     DETGEMM_KERNEL void __launch_bounds__(256)                                                                     \

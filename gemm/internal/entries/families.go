@@ -505,6 +505,15 @@ func gated() (out []Entry) {
 			Name: fmt.Sprintf("detgemm_gated_fwd_%s_%s", io[0], io[1]),
 			Args: []string{up("epi", io[0]), up("epi", io[1])}})...)
 	}
+	// GeGLU's forward into bf16 has a vector kernel of its own (the gate
+	// compiled in, fast16.cuh's rounding test): in the shared kernel its
+	// registers cost the other gates a block an SM.
+	for _, h := range []string{"bf16", "f32"} {
+		out = append(out, Entry{Key: Key{Kind: "gatedfwdgeglu", In: h, Out: "bf16", Vec: true},
+			Family: GatedFamily, Header: HeaderFor(GatedFamily), Macro: "DETGEMM_GATED_GEGLU_FWD_ENTRY",
+			Name: fmt.Sprintf("detgemm_gated_geglu_fwd_%s_bf16_v4", h),
+			Args: []string{up("epi", h), "epi::BF16"}})
+	}
 	for _, d := range ieeeIn {
 		out = append(out, twin(Entry{Key: Key{Kind: "gatedbwd", In: d, Out: d},
 			Family: GatedFamily, Header: HeaderFor(GatedFamily), Macro: "DETGEMM_GATED_BWD_ENTRY",
