@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/detgemm/detgemm/cudaload"
-	"github.com/detgemm/detgemm/kernels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,17 +42,7 @@ func runFast16Check(t *testing.T, ctx *cudaload.Context, fn *cudaload.Function, 
 // sequence in the typical range 2^-4 <= |b| <= 4.
 func TestFast16RoundsAsTheContract(t *testing.T) {
 	eng, ctx := gpuEngine(t)
-	const family = "check_fast16"
-	b, err := kernels.Build(eng.Arch(), kernels.WithFamilies(family))
-	require.NoError(t, err)
-	mod, err := ctx.LoadModule(b.Modules[family].CUBIN)
-	require.NoError(t, err)
-	defer mod.Close()
-	function := func(name string) *cudaload.Function {
-		f, err := mod.Function(name)
-		require.NoError(t, err)
-		return f
-	}
+	function := func(name string) *cudaload.Function { return checkFunction(t, eng, ctx, "check_fast16", name) }
 
 	t.Run("bound", func(t *testing.T) {
 		s := runFast16Check(t, ctx, function("detgemm_check_fast16_bound"), func(*cudaload.Args) {})

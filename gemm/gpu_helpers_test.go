@@ -15,6 +15,7 @@ import (
 	"github.com/detgemm/detgemm/cudaload"
 	"github.com/detgemm/detgemm/gemm/ref"
 	"github.com/detgemm/detgemm/internal/gputest"
+	"github.com/detgemm/detgemm/kernels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -274,4 +275,19 @@ func perfEngine(t *testing.T, env, what string) (*Engine, *cudaload.Context) {
 		t.Skipf("set %s=1 to time %s", env, what)
 	}
 	return gpuEngine(t)
+}
+
+// checkFunction builds a test-only kernel family (kernels.CheckFamilies:
+// never embedded, so NVRTC builds it), loads it for the rest of t and
+// returns its kernel name.
+func checkFunction(t *testing.T, eng *Engine, ctx *cudaload.Context, family, name string) *cudaload.Function {
+	t.Helper()
+	b, err := kernels.Build(eng.Arch(), kernels.WithFamilies(family))
+	require.NoError(t, err)
+	mod, err := ctx.LoadModule(b.Modules[family].CUBIN)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mod.Close() })
+	fn, err := mod.Function(name)
+	require.NoError(t, err)
+	return fn
 }

@@ -198,15 +198,7 @@ func TestPresizeRejectsInvalidShapes(t *testing.T) {
 // for every binary16 code, and a NaN for every NaN code.
 func TestFastF16WideningIsExact(t *testing.T) {
 	eng, ctx := gpuEngine(t)
-	// The check kernel is a test-only family (never embedded): NVRTC builds it.
-	const checkFamily = "check_widen_f16"
-	b, err := kernels.Build(eng.Arch(), kernels.WithFamilies(checkFamily))
-	require.NoError(t, err)
-	mod, err := ctx.LoadModule(b.Modules[checkFamily].CUBIN)
-	require.NoError(t, err)
-	defer mod.Close()
-	fn, err := mod.Function("detgemm_rows_f16_widen_check")
-	require.NoError(t, err)
+	fn := checkFunction(t, eng, ctx, "check_widen_f16", "detgemm_rows_f16_widen_check")
 	codes := make([]uint16, 1<<16)
 	for i := range codes {
 		codes[i] = uint16(i)
