@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -19,7 +20,9 @@ import (
 // issue 23's gated projections; DETGEMM_MM_PERF_EPS keeps the epilogues it
 // names, comma-separated, and DETGEMM_MM_PERF_LAUNCHES sets the launches
 // a timing (10), so that a run can be long enough to sample the card's
-// power and clock beside it: each timing logs its UTC start and end); the
+// power and clock beside it: each timing logs its UTC start and end;
+// DETGEMM_MM_PERF_SHAPES keeps the shapes it names, DETGEMM_MM_PERF_PLAIN
+// adds plain products); the
 // bench measures the engine for the record, with cuBLASLt beside it.
 func TestMatmulEpilogueThroughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_MM_PERF", "the Matmul epilogues")
@@ -40,6 +43,14 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 			probe{4096, 4096, 22016, []Epilogue{Default, GatedSwiGLU, GatedSwiGLUAux, GatedGeGLUAux}},
 			probe{4096, 4096, 11008, []Epilogue{Default, DGatedSwiGLU, DGatedGeGLU}})
 	}
+	// DETGEMM_MM_PERF_PLAIN adds products without an epilogue (MxKxN,
+	// spaces between), e.g. to see where a tile falls behind as N grows.
+	for _, sh := range strings.Fields(os.Getenv("DETGEMM_MM_PERF_PLAIN")) {
+		var M, K, N int
+		_, err := fmt.Sscanf(sh, "%dx%dx%d", &M, &K, &N)
+		require.NoError(t, err, "DETGEMM_MM_PERF_PLAIN %q", sh)
+		probes = append(probes, probe{M, K, N, []Epilogue{Default}})
+	}
 	launches := 10
 	if v := os.Getenv("DETGEMM_MM_PERF_LAUNCHES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -51,9 +62,12 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 		only = strings.Split(v, ",")
 	}
 	keep := func(ep Epilogue) bool { return only == nil || slices.Contains(only, ep.String()) }
+	// DETGEMM_MM_PERF_SHAPES keeps the probes it names (MxKxN, spaces
+	// between), e.g. one shape under a profiler.
+	shapes := strings.Fields(os.Getenv("DETGEMM_MM_PERF_SHAPES"))
 	for _, pr := range probes {
 		M, K, N := pr.M, pr.K, pr.N
-		if !slices.ContainsFunc(pr.eps, keep) {
+		if !slices.ContainsFunc(pr.eps, keep) || len(shapes) > 0 && !slices.Contains(shapes, fmt.Sprintf("%dx%dx%d", M, K, N)) {
 			continue
 		}
 		block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
