@@ -320,8 +320,16 @@ func (l launcher) gatedFwd(p *problem, ht, ot DType, g Gate, rows, n int64, A cu
 	}
 	l.e.args.Reset().Int32(int32(g)).Int64(rows).Int64(n).Ptr(A).Int64(lda).Ptr(B).Int64(ldb).Int32(b2i(blk)).
 		Ptr(Y).Int64(ldy).Ptr(ha).Ptr(hb).Int64(ldh)
-	return l.launch(p, id, mmGrid(rows, ceilDiv(n, v), l.e.sms), mmThreads, 0, 1, v)
+	return l.launch(p, id, mmGridPer(rows, ceilDiv(n, v), l.e.sms, gatedPerSM), mmThreads, 0, 1, v)
 }
+
+// gatedPerSM is the gated kernels' blocks a multiprocessor (mmGridPer):
+// 48, of a few rows each, where mmGrid's 16 blocks of a dozen rows left
+// the last blocks of a multiprocessor running alone; a finer grid
+// balances the end of the launch (bench/NOTES-matmul.md, fifteenth
+// session; one block a row, or one wave of resident blocks, measured
+// slower). A variable so that TestGatedThroughput can time others.
+var gatedPerSM int64 = 48
 
 // gatedFwdID is the forward kernel for h of type ht, outputs of type ot and
 // gate g: GeGLU's own where it has one (the vector path into bf16), else the
@@ -352,7 +360,7 @@ func (l launcher) gatedBwd(p *problem, ids map[gatedKey]kernelID, t DType, g Gat
 	}
 	l.e.args.Reset().Int32(int32(g)).Int64(rows).Int64(n).Ptr(DY).Int64(lddy).Ptr(A).Int64(lda).Ptr(B).Int64(ldb).
 		Int32(b2i(blk)).Ptr(DA).Int64(ldda).Ptr(DB).Int64(lddb)
-	return l.launch(p, id, mmGrid(rows, ceilDiv(n, v), l.e.sms), mmThreads, 0, 1, v)
+	return l.launch(p, id, mmGridPer(rows, ceilDiv(n, v), l.e.sms, gatedPerSM), mmThreads, 0, 1, v)
 }
 
 func b2i(b bool) int32 {

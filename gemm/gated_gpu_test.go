@@ -421,7 +421,8 @@ func TestGatedVectorPathEveryPattern(t *testing.T) {
 // measures them for the record). DETGEMM_GATED_PERF_N lists the widths n
 // (default "11008 5504"), rows 4096, bf16 unless DETGEMM_GATED_PERF_TYPES
 // names others ("bf16 f16 f32"); DETGEMM_GATED_PERF_DIRS "fwd" or "bwd"
-// keeps one direction.
+// keeps one direction; DETGEMM_GATED_PERF_PER lists grids (blocks a
+// multiprocessor) to time in turn.
 func TestGatedThroughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_GATED_PERF", "the gated kernels")
 	r := newRand(t)
@@ -433,6 +434,18 @@ func TestGatedThroughput(t *testing.T) {
 	types := strings.Fields(os.Getenv("DETGEMM_GATED_PERF_TYPES"))
 	if len(types) == 0 {
 		types = []string{"bf16"}
+	}
+	// DETGEMM_GATED_PERF_PER lists blocks a multiprocessor to time in turn
+	// (default the engine's, gatedPerSM).
+	engines := gatedPerSM
+	pers := []int64{engines}
+	if v := strings.Fields(os.Getenv("DETGEMM_GATED_PERF_PER")); len(v) > 0 {
+		pers = nil
+		for _, f := range v {
+			n, err := strconv.Atoi(f)
+			require.NoError(t, err, "DETGEMM_GATED_PERF_PER")
+			pers = append(pers, int64(n))
+		}
 	}
 	const rows = 4096
 	for _, ts := range types {
@@ -467,10 +480,14 @@ func TestGatedThroughput(t *testing.T) {
 					if bwd {
 						run = func(int) error { return eng.GatedBackward(desc, GatedArgs{X: h, Y: dy, G: g}) }
 					}
-					best := bestPerLaunch(t, eng, start, end, 20, run)
-					gb := float64(bytes(bwd)) / float64(best.Nanoseconds())
-					t.Logf("gatedperf %v %5dx%5d %-6v bwd=%-5v %8.1f us %6.0f GB/s  copy %6.0f GB/s  %5.1f %% of copy", d, rows, n, gate, bwd,
-						float64(best.Nanoseconds())/1e3, gb, cpGB, 100*gb/cpGB)
+					for _, per := range pers {
+						gatedPerSM = per
+						best := bestPerLaunch(t, eng, start, end, 20, run)
+						gatedPerSM = engines
+						gb := float64(bytes(bwd)) / float64(best.Nanoseconds())
+						t.Logf("gatedperf %v %5dx%5d %-6v bwd=%-5v per=%-4d %8.1f us %6.0f GB/s  copy %6.0f GB/s  %5.1f %% of copy", d, rows, n, gate, bwd,
+							per, float64(best.Nanoseconds())/1e3, gb, cpGB, 100*gb/cpGB)
+					}
 				}
 			}
 		}

@@ -1112,8 +1112,13 @@ const mmThreads = 256
 // mmGrid covers rows × n elements: column blocks on x, enough row blocks
 // on y (each looping over its rows) to fill the GPU a few times.
 func mmGrid(rows, n int64, sms int) cudaload.Dim3 {
+	return mmGridPer(rows, n, sms, 16)
+}
+
+// mmGridPer is mmGrid with per blocks a multiprocessor.
+func mmGridPer(rows, n int64, sms int, per int64) cudaload.Dim3 {
 	x := ceilDiv(n, mmThreads)
-	y := min(rows, maxGridYZ, max(1, ceilDiv(int64(max(sms, 1))*16, x)))
+	y := min(rows, maxGridYZ, max(1, ceilDiv(int64(max(sms, 1))*per, x)))
 	return cudaload.Dim3{X: uint32(x), Y: uint32(y), Z: 1}
 }
 
