@@ -438,6 +438,7 @@ func TestGatedThroughput(t *testing.T) {
 	// DETGEMM_GATED_PERF_PER lists blocks a multiprocessor to time in turn
 	// (default the engine's, gatedPerSM).
 	engines := gatedPerSM
+	t.Cleanup(func() { gatedPerSM = engines }) // also if a timing fails mid-loop
 	pers := []int64{engines}
 	if v := strings.Fields(os.Getenv("DETGEMM_GATED_PERF_PER")); len(v) > 0 {
 		pers = nil

@@ -270,3 +270,24 @@ func FuzzGated(f *testing.F) {
 		}
 	})
 }
+
+// TestGatedGridIsFinerThanMmGrid: the gated kernels' grid (mmGridPer at
+// gatedPerSM) has three times mmGrid's row blocks at the probe's shapes,
+// and both stay within the rows and the grid's y limit.
+func TestGatedGridIsFinerThanMmGrid(t *testing.T) {
+	require.Equal(t, int64(48), gatedPerSM)
+	for _, c := range []struct {
+		rows, groups int64
+		sms          int
+		want, old    cudaload.Dim3
+	}{
+		{4096, 1376, 132, cudaload.Dim3{X: 6, Y: 1056, Z: 1}, cudaload.Dim3{X: 6, Y: 352, Z: 1}}, // n = 11008, 8 a thread
+		{4096, 688, 132, cudaload.Dim3{X: 3, Y: 2112, Z: 1}, cudaload.Dim3{X: 3, Y: 704, Z: 1}},  // n = 5504
+		{7, 1376, 132, cudaload.Dim3{X: 6, Y: 7, Z: 1}, cudaload.Dim3{X: 6, Y: 7, Z: 1}},         // fewer rows than row blocks
+		{1 << 20, 1, 132, cudaload.Dim3{X: 1, Y: 6336, Z: 1}, cudaload.Dim3{X: 1, Y: 2112, Z: 1}},
+		{1 << 20, 1, 2000, cudaload.Dim3{X: 1, Y: maxGridYZ, Z: 1}, cudaload.Dim3{X: 1, Y: 32000, Z: 1}},
+	} {
+		require.Equal(t, c.want, mmGridPer(c.rows, c.groups, c.sms, gatedPerSM), "%+v", c)
+		require.Equal(t, c.old, mmGrid(c.rows, c.groups, c.sms), "%+v", c)
+	}
+}
