@@ -31,25 +31,34 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 	type probe struct {
 		M, K, N int
 		eps     []Epilogue
+		ldb     int // B's leading dimension (0: N)
 	}
 	plain := []Epilogue{Default, Gelu, GeluAuxBias, ReluAuxBias, DGelu, DGeluBgrad, DReluBgrad}
-	probes := []probe{{4096, 4096, 4096, plain}, {2048, 768, 3072, plain}, {4096, 1536, 3072, plain}}
+	probes := []probe{{4096, 4096, 4096, plain, 0}, {2048, 768, 3072, plain, 0}, {4096, 1536, 3072, plain, 0}}
 	if os.Getenv("DETGEMM_MM_PERF_BIG") != "" {
-		probes = append(probes, probe{8192, 8192, 8192, []Epilogue{Default, Gelu, GeluAuxBias, DGelu, DGeluBgrad}})
+		probes = append(probes, probe{8192, 8192, 8192, []Epilogue{Default, Gelu, GeluAuxBias, DGelu, DGeluBgrad}, 0})
 	}
 	if os.Getenv("DETGEMM_MM_PERF_GATED") != "" {
 		// Issue 23's gate-up projection (n = 11008) and its backward's product.
 		probes = append(probes,
-			probe{4096, 4096, 22016, []Epilogue{Default, GatedSwiGLU, GatedSwiGLUAux, GatedGeGLUAux}},
-			probe{4096, 4096, 11008, []Epilogue{Default, DGatedSwiGLU, DGatedGeGLU}})
+			probe{4096, 4096, 22016, []Epilogue{Default, GatedSwiGLU, GatedSwiGLUAux, GatedGeGLUAux}, 0},
+			probe{4096, 4096, 11008, []Epilogue{Default, DGatedSwiGLU, DGatedGeGLU}, 0})
 	}
 	// DETGEMM_MM_PERF_PLAIN adds products without an epilogue (MxKxN,
-	// spaces between), e.g. to see where a tile falls behind as N grows.
+	// spaces between), e.g. to see where a tile falls behind as N grows;
+	// MxKxN/L gives B (K × N) the leading dimension L, to tell a row pitch
+	// from a grid.
 	for _, sh := range strings.Fields(os.Getenv("DETGEMM_MM_PERF_PLAIN")) {
-		var M, K, N int
-		_, err := fmt.Sscanf(sh, "%dx%dx%d", &M, &K, &N)
+		var M, K, N, L int
+		dims, pitch, padded := strings.Cut(sh, "/")
+		_, err := fmt.Sscanf(dims, "%dx%dx%d", &M, &K, &N)
 		require.NoError(t, err, "DETGEMM_MM_PERF_PLAIN %q", sh)
-		probes = append(probes, probe{M, K, N, []Epilogue{Default}})
+		if padded {
+			L, err = strconv.Atoi(pitch)
+			require.NoError(t, err, "DETGEMM_MM_PERF_PLAIN %q", sh)
+			require.GreaterOrEqual(t, L, N, "DETGEMM_MM_PERF_PLAIN %q: the leading dimension is at least N", sh)
+		}
+		probes = append(probes, probe{M, K, N, []Epilogue{Default}, L})
 	}
 	launches := 10
 	if v := os.Getenv("DETGEMM_MM_PERF_LAUNCHES"); v != "" {
@@ -73,7 +82,8 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 		block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
 		fill := func(elems int) cudaload.DevicePtr { return tiledRandom(t, ctx, block, 1<<20, BF16, elems) }
 		// D and the aux as wide as a gated backward's (2N).
-		A, B, D, aux := fill(M*K), fill(K*N), fill(2*M*N), fill(2*M*N)
+		ldb := max(pr.ldb, N)
+		A, B, D, aux := fill(M*K), fill(K*ldb), fill(2*M*N), fill(2*M*N)
 		mask := alloc(t, ctx, uint64(M*N))
 		require.NoError(t, ctx.MemsetD8(mask, 1, uint64(M*N)))
 		bias := upload(t, ctx, randomOperand(r, F32, N))
@@ -83,7 +93,7 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 				continue
 			}
 			spec := specOf(ep)
-			d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: M, N: N, K: K, Alpha: 1, Epilogue: ep}
+			d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: M, N: N, K: K, LDB: ldb, Alpha: 1, Epilogue: ep}
 			a := MatmulArgs{A: A, B: B, D: D}
 			if spec.bias {
 				a.Bias = bias
@@ -104,7 +114,7 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 			require.NoError(t, err, "%v", ep)
 			from := time.Now().UTC()
 			best := bestPerLaunch(t, eng, start, end, launches, func(int) error { return p.Run(a) })
-			t.Logf("mmperf %5dx%5dx%5d %-12v %9.1f us %v %s %s", M, K, N, ep, float64(best.Nanoseconds())/1e3, p.Kernels(),
+			t.Logf("mmperf %5dx%5dx%5d ldb %5d %-12v %9.1f us %v %s %s", M, K, N, ldb, ep, float64(best.Nanoseconds())/1e3, p.Kernels(),
 				from.Format("15:04:05.000"), time.Now().UTC().Format("15:04:05.000"))
 		}
 	}
