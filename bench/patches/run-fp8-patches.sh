@@ -4,8 +4,8 @@
 # Parts, each under one call's 600 s: a (cuda13 sets of p1 and p2 built in the background
 # through the engine's cache, the base fp8 suites, the probe of main, p2, p1); b (on the
 # same warm machine: the probes again, p2's cuda13 suite, the bench's fp8 rows); s (p2
-# alone: its cuda13 set, both suites, the probes of main and p2, the bench); u and v
-# (shorter, for a budget nearly spent); c (memcheck, p1's cuda13 suite). Logs go to
+# alone: its cuda13 set, both suites, the probes of main and p2, the bench); c (memcheck,
+# p1's cuda13 suite). Logs go to
 # $OUT/logs.tar, rewritten after each step; the cuda13 sets to $OUT/gemm_fp8_cuda13_pN.gz.
 part=$1
 R=$PWD
@@ -29,7 +29,7 @@ probe() { # name tag
   local n=$1
   step probe_${n}_$2 150 env DETGEMM_FP8_PERF=1 DETGEMM_FP8_RANDOM=1 \
     DETGEMM_FP8_PERF_SHAPES="4096x7168x16384 8192x8192x8192 4096x4096x4096 64x4096x7168 128x4096x7168 128x24576x7168" \
-    DETGEMM_FP8_PERF_MODES="block tensor-prom tensor-fast" DETGEMM_CACHE_DIR=/tmp/dgc_$n $([ "$2" = base ] && echo DETGEMM_EMBEDDED_VARIANT=base) \
+    DETGEMM_FP8_PERF_MODES="block tensor-prom tensor-fast" DETGEMM_CACHE_DIR=/tmp/dgc_$n \
     $B/${n}_gemm.test -test.run 'TestFP8Throughput$' -test.v
   grep -E "fp8perf" $L/probe_${n}_$2.log | head -n 40 | sed 's/^/    /'
 }
@@ -72,28 +72,13 @@ s)
   probe p2 c13
   step bench_p2 240 env DETGEMM_CACHE_DIR=/tmp/dgc_p2 $B/bench_p2 --startup=false --modes fp8,copy --dtypes bf16 --shapes-set fp8 --json $OUT/bench-fp8-p2.json
   ;;
-u)
-  gen p2 & g2=$!
-  step suite_p2_base 110 env DETGEMM_EMBEDDED_VARIANT=base $B/p2_gemm.test -test.run 'FP8' -test.v
-  probe main base
-  probe p2 base
-  wait $g2
-  tail -n 3 $L/gen_p2.log
-  save
-  probe p2 c13
-  ;;
-v)
-  step suite_p2_base 90 env DETGEMM_EMBEDDED_VARIANT=base $B/p2_gemm.test -test.run 'TestFP8MatmulMatchesReference|TestFP8MatmulBatchInvariance' -test.v
-  for n in main p2; do
-    step probe_${n}_base 40 env DETGEMM_FP8_PERF=1 DETGEMM_FP8_RANDOM=1 DETGEMM_EMBEDDED_VARIANT=base \
-      DETGEMM_FP8_PERF_SHAPES="4096x7168x16384 64x4096x7168 128x4096x7168" DETGEMM_FP8_PERF_MODES="block tensor-prom" \
-      $B/${n}_gemm.test -test.run 'TestFP8Throughput$' -test.v
-    grep fp8perf $L/probe_${n}_base.log
-  done
-  ;;
 c)
   step memcheck_p2 300 env DETGEMM_EMBEDDED_VARIANT=base compute-sanitizer --tool memcheck $B/p2_gemm.test -test.run 'TestFP8MatmulMatchesReference|TestFP8MatmulBatchInvariance' -test.short
   step suite_p1_c13 200 env DETGEMM_CACHE_DIR=/tmp/dgc_p1 $B/p1_gemm.test -test.run 'FP8' -test.v
+  ;;
+*)
+  echo "run-fp8-patches.sh: unknown part '$part' (want a, b, s or c)" >&2
+  exit 2
   ;;
 esac
 save
