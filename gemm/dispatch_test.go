@@ -611,7 +611,7 @@ func TestDispatchStreamsShortDWOnly(t *testing.T) {
 // smaller than the plan's, and says which plan's bytes are missing.
 func TestWorkspaceHolds(t *testing.T) {
 	w := workspace{bytes: 4096}
-	require.NoError(t, w.holds("FP8Matmul", " of staged block scales", 4096))
+	require.NoError(t, w.holds("Sparse24Forward", " of staged metadata", 4096))
 	require.NoError(t, w.holds("Matmul", "", 0))
 	err := w.holds("Sparse24Forward", " of staged metadata", 4097)
 	require.ErrorIs(t, err, ErrWorkspace)

@@ -94,12 +94,6 @@ type FP8Plan struct {
 	bn        int64 // the tile's columns
 	bias      bool
 	precision Precision
-	// stage: block scales staged in the workspace (fp8StageScales) before
-	// the product, whose producer then copies a stage's scales at once;
-	// ws is the workspace that takes, taLD the staged A scales' row.
-	stage bool
-	ws    uint64
-	taLD  int64
 }
 
 type fp8Key struct {
@@ -119,7 +113,8 @@ var fp8Tiles = map[int64]fp8Geometry{32: {32, 10, 1}, 64: {64, 8, 1}, 128: {128,
 // fp8SharedBytes is a tile's dynamic shared memory (gemm_fp8.cu's
 // F8Tile::SMEM): the ring, 1 KiB of alignment slack, the barriers, bn zero
 // floats, 128 bytes of slack, the 16-bit store's staging and the ring of
-// the stages' block scales (128 + 4 floats a stage).
+// the stages' block scales (128 + 4 floats a stage; the loader warp's path
+// up to 128 rows).
 func fp8SharedBytes(bn int64) uint32 {
 	g := fp8Tiles[bn]
 	stage := (128 + g.bn) * 128
@@ -154,24 +149,6 @@ func fp8TileFor(M, N, sms int64, fast bool, act string) int64 {
 
 var fp8IDs = indexOf(func(k entries.Key) fp8Key { return fp8Key{k.In, k.Out, k.Tile, k.Act} }, "fp8")
 
-// fp8StageID is gemm_fp8.cu's detgemm_fp8_stage_scales.
-var fp8StageID = indexOf(func(entries.Key) bool { return true }, "fp8stage")[true]
-
-// fp8StageRows is the M past which block scales are staged: one more
-// launch and a pass over the scales (M · K/128 floats), against the
-// loader warp's 128 four-byte copies a stage from rows K/128 floats apart
-// (what it saves, and on which CUBIN set: bench/NOTES-fp8.md).
-const fp8StageRows = 128
-
-// fp8StageBytes is the workspace of staged block scales: A's K/128 rows of
-// M rounded up to 128 floats, then B's K/128 rows of ceil(N/128) 16-byte
-// units.
-func fp8StageBytes(M, N, K int64) (ws uint64, taLD int64) {
-	kb := ceilDiv(K, 128)
-	taLD = ceilDiv(M, 128) * 128
-	return uint64(kb*taLD*4 + kb*ceilDiv(N, 128)*16), taLD
-}
-
 // fp8Spec: each epilogue the fp8 product takes, its compiled activation
 // and whether it has a bias.
 var fp8Spec = map[Epilogue]struct {
@@ -186,10 +163,6 @@ var fp8Spec = map[Epilogue]struct {
 // where it has a kernel.
 var fp8ForceTile int64
 
-// fp8NoStage, when set (tests only), keeps every plan's block scales
-// unstaged (the loader warp's path).
-var fp8NoStage bool
-
 // CanImplementFP8 reports whether this engine can run d, and if not, why:
 // the *ArgError PlanFP8 would return. It allocates nothing.
 func (e *Engine) CanImplementFP8(d FP8Desc) error {
@@ -197,15 +170,11 @@ func (e *Engine) CanImplementFP8(d FP8Desc) error {
 	return err
 }
 
-// PlanFP8 validates d and chooses its kernel. Block scales past 128 rows
-// take a workspace (WorkspaceBytes), allocated now so that Run never
-// allocates; its errors are CanImplementFP8's, or the allocation's.
+// PlanFP8 validates d and chooses its kernel; its errors are
+// CanImplementFP8's. The plan needs no workspace, so Run never allocates.
 func (e *Engine) PlanFP8(d FP8Desc) (*FP8Plan, error) {
 	p, err := e.newFP8Plan(d)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.reserveWorkspace("FP8Matmul", p.ws); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -292,10 +261,6 @@ func (e *Engine) newFP8Plan(d FP8Desc) (FP8Plan, error) {
 	if p.id == 0 {
 		return p, fmt.Errorf("gemm.%s: no kernel for %v × %v → %v %s %s", op, d.A, d.B, d.Out, mode, spec.act)
 	}
-	if d.Scaling == ScaleBlock && int64(d.M) > fp8StageRows && !fp8NoStage {
-		p.stage = true
-		p.ws, p.taLD = fp8StageBytes(int64(d.M), int64(d.N), int64(d.K))
-	}
 	red := "one chain over K (fast: the tensor cores' 14-bit running sum)"
 	if d.Accum == AccumPromoted {
 		red = "a chain per 128 positions of K, each added in f32 in ascending order"
@@ -309,18 +274,13 @@ func (e *Engine) newFP8Plan(d FP8Desc) (FP8Plan, error) {
 // resolved).
 func (p *FP8Plan) Desc() FP8Desc { return p.d }
 
-// WorkspaceBytes is the engine workspace the plan uses: with block scales
-// past 128 rows, the scales in the layout the product copies a stage of at
-// once; else none.
-func (p *FP8Plan) WorkspaceBytes() uint64 { return p.ws }
+// WorkspaceBytes is the engine workspace the plan uses: none (the product
+// reads block scales where the caller put them). It is here so that every
+// plan answers the same question.
+func (p *FP8Plan) WorkspaceBytes() uint64 { return 0 }
 
 // Kernels names the entry points a Run launches, in order.
-func (p *FP8Plan) Kernels() []string {
-	if p.stage {
-		return []string{fp8StageID.entry().Name, p.id.entry().Name}
-	}
-	return []string{p.id.entry().Name}
-}
+func (p *FP8Plan) Kernels() []string { return []string{p.id.entry().Name} }
 
 // Precision reports the plan's arithmetic and what its bits depend on.
 func (p *FP8Plan) Precision() Precision { return p.precision }
@@ -377,14 +337,6 @@ func (p *FP8Plan) Run(a FP8Args) error {
 	if err := l.need(&prob, p.id); err != nil {
 		return err
 	}
-	if p.stage {
-		if err := l.need(&prob, fp8StageID); err != nil {
-			return err
-		}
-		if err := e.ws.holds(op, " of staged block scales", p.ws); err != nil {
-			return err
-		}
-	}
 	if fp8Out && a.Amax != 0 {
 		if err := e.device.zero(a.Amax, 4); err != nil {
 			return fmt.Errorf("gemm.%s: clearing Amax: %w", op, err)
@@ -432,34 +384,9 @@ func (l launcher) fp8(p *FP8Plan, a FP8Args) error {
 		blkA, blkB, ldA, ldB = a.ScaleA, a.ScaleB, kb, kb
 	}
 	prob := problem{op: "FP8Matmul", in: d.A, out: d.Out}
-	var ta, tb cudaload.DevicePtr
-	var nb int64
-	if p.stage {
-		// The scales staged in the workspace first (gemm_fp8.cu's
-		// detgemm_fp8_stage_scales): A's as K/128 rows of taLD floats, then
-		// B's as K/128 rows of nb 16-byte units.
-		nb = ceilDiv(int64(d.N), 128)
-		ta = e.ws.ptr
-		tb = ta + cudaload.DevicePtr(kb*p.taLD*4)
-		total := kb * (p.taLD + nb)
-		// The kernel writes the first float of each of B's units; the
-		// producer's bulk copy reads all 16 bytes, so the rest are
-		// cleared first (never used, but a copy of uninitialised memory
-		// would trouble compute-sanitizer's initcheck in users' runs).
-		if l.rec == nil {
-			if err := e.zero(tb, uint64(kb*nb*16)); err != nil {
-				return fmt.Errorf("gemm.FP8Matmul: clearing the staged scales: %w", err)
-			}
-		}
-		e.args.Reset().Ptr(blkA).Ptr(blkB).Int64(int64(d.M)).Int64(nb).Int64(kb).Ptr(ta).Int64(p.taLD).Ptr(tb).Int64(nb)
-		grid := cudaload.Dim3{X: uint32(max(min(ceilDiv(total, 256), int64(8*e.sms)), 1)), Y: 1, Z: 1}
-		if err := l.launch(&prob, fp8StageID, grid, 256, 0, 0, 0); err != nil {
-			return err
-		}
-	}
 	e.args.Reset().TensorMap(&e.tmA).TensorMap(&e.tmB).Int64(int64(d.M)).Int64(int64(d.N)).Int64(int64(d.K)).
 		Ptr(a.D).Int64(int64(d.LDD)).Ptr(endA).Int64(rsA).Ptr(endB).Int64(rsB).Ptr(blkA).Int64(ldA).Ptr(blkB).Int64(ldB).
-		Ptr(ta).Int64(p.taLD).Ptr(tb).Int64(nb).Ptr(a.Bias).Ptr(a.ScaleD).Ptr(a.Amax)
+		Ptr(a.Bias).Ptr(a.ScaleD).Ptr(a.Amax)
 	// Items: tiles, or with clusters pairs of tiles side by side; a
 	// cluster's blocks are co-resident, so the grid is whole clusters.
 	items := ceilDiv(int64(d.M), 128) * ceilDiv(int64(d.N), p.bn*g.cluster)

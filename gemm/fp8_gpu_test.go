@@ -245,8 +245,8 @@ func fp8Cases() []fp8Case {
 		c.ep = []Epilogue{GeluBias, Default, ReluBias}[k%3]
 		cs = append(cs, c)
 	}
-	// Block scales past fp8StageRows rows (staged in the workspace), N
-	// and K not multiples of 128, padded.
+	// Block scales past 128 rows (the consumers' own loads, not the
+	// loader warp's), N and K not multiples of 128, padded.
 	cs = append(cs, fp8Case{M: 333, N: 250, K: 656, padA: 16, padD: 5, a: E5M2, b: E4M3, out: F16, scaling: ScaleBlock, accum: AccumPromoted, ep: GeluBias},
 		fp8Case{M: 200, N: 520, K: 1152, a: E4M3, b: E4M3, out: E4M3, scaling: ScaleBlock, accum: AccumPromoted, ep: ReluBias})
 	// Specials: NaN codes, E5M2's infinities (Inf·0 and opposite infinities).
@@ -265,7 +265,7 @@ func TestFP8MatmulMatchesReference(t *testing.T) {
 		t.Skipf("the fp8 product needs sm_90a; this GPU is %v", eng.arch)
 	}
 	r := newRand(t)
-	defer func() { fp8ForceTile, fp8NoStage = 0, false }()
+	defer func() { fp8ForceTile = 0 }()
 	for _, c := range fp8Cases() {
 		in := newFP8Inputs(t, ctx, r, c)
 		want, wantAmax := fp8Want(t, c, in, 0, c.M)
@@ -280,17 +280,6 @@ func TestFP8MatmulMatchesReference(t *testing.T) {
 			}
 		}
 		fp8ForceTile = 0
-		if c.scaling == ScaleBlock && c.M > fp8StageRows {
-			// The loader warp's path too, where the plan stages.
-			fp8NoStage = true
-			got, gotAmax := fp8Run(t, eng, ctx, c, in, 0, c.M)
-			fp8NoStage = false
-			what := fmt.Sprintf("%v unstaged", c)
-			requireSameBits(t, want, got, c.N, what)
-			if c.out.FP8() {
-				require.Equal(t, wantAmax, gotAmax, "%s: amax %#x, want %#x", what, gotAmax, wantAmax)
-			}
-		}
 	}
 }
 
@@ -519,16 +508,13 @@ func TestFP8Throughput(t *testing.T) {
 		sa := upload(t, ctx, operand{d: F32, values: fp8Ones(M * kb)})
 		sb := upload(t, ctx, operand{d: F32, values: fp8Ones((N + 127) / 128 * kb)})
 		for _, m := range []struct {
-			s       FP8Scaling
-			a       FP8Accum
-			noStage bool // block scales read by the loader warp ("/ns")
-		}{{ScaleTensor, AccumFast, false}, {ScaleTensor, AccumPromoted, false}, {ScaleBlock, AccumPromoted, false}, {ScaleBlock, AccumPromoted, true}} {
-			if only := os.Getenv("DETGEMM_FP8_PERF_MODES"); only != "" && !strings.Contains(" "+only+" ", " "+fp8PerfMode(m.s, m.a, m.noStage)+" ") {
-				continue // "tensor-fast tensor-prom block block/ns"
+			s FP8Scaling
+			a FP8Accum
+		}{{ScaleTensor, AccumFast}, {ScaleTensor, AccumPromoted}, {ScaleBlock, AccumPromoted}} {
+			if only := os.Getenv("DETGEMM_FP8_PERF_MODES"); only != "" && !strings.Contains(" "+only+" ", " "+fp8PerfMode(m.s, m.a)+" ") {
+				continue // "tensor-fast tensor-prom block"
 			}
-			fp8NoStage = m.noStage
 			p, err := eng.PlanFP8(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: M, N: N, K: K, Scaling: m.s, Accum: m.a})
-			fp8NoStage = false
 			require.NoError(t, err)
 			best := bestPerLaunch(t, eng, start, end, 10, func(i int) error {
 				return p.Run(FP8Args{A: a, B: bs[i%sets], D: d, ScaleA: sa, ScaleB: sb})
@@ -541,10 +527,8 @@ func TestFP8Throughput(t *testing.T) {
 }
 
 // fp8PerfMode names a probe mode for DETGEMM_FP8_PERF_MODES.
-func fp8PerfMode(s FP8Scaling, a FP8Accum, noStage bool) string {
+func fp8PerfMode(s FP8Scaling, a FP8Accum) string {
 	switch {
-	case s == ScaleBlock && noStage:
-		return "block/ns"
 	case s == ScaleBlock:
 		return "block"
 	case a == AccumFast:

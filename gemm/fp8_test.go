@@ -149,7 +149,7 @@ func FuzzFP8Matmul(f *testing.F) {
 	f.Add(uint8(2), uint8(1), uint8(4), uint8(3), uint8(2), uint8(2), 3, 130, 272, 288, 272, 131, uint64(1<<40), uint64(3))
 	f.Add(uint8(2), uint8(2), uint8(2), uint8(2), uint8(0), uint8(9), -1, 0, 8, -1, -1, -1, uint64(0), uint64(3))
 	f.Add(uint8(0), uint8(1), uint8(1), uint8(1), uint8(1), uint8(1), math.MaxInt32, math.MaxInt32, 1<<30, math.MaxInt, 0, 0, uint64(math.MaxUint64-64), uint64(4))
-	f.Add(uint8(0), uint8(0), uint8(0), uint8(3), uint8(1), uint8(0), 300, 250, 656, 0, 0, 0, uint64(1<<40), uint64(0)) // block scales, staged
+	f.Add(uint8(0), uint8(0), uint8(0), uint8(3), uint8(1), uint8(0), 300, 250, 656, 0, 0, 0, uint64(1<<40), uint64(0)) // block scales past 128 rows
 	f.Fuzz(func(t *testing.T, ta, tb, out, sc, acc, ep uint8, M, N, K, lda, ldb, ldd int, base, shift uint64) {
 		types := []DType{E4M3, E5M2, BF16, 0}
 		outs := []DType{BF16, F16, F32, E4M3, E5M2, 0}
@@ -158,15 +158,7 @@ func FuzzFP8Matmul(f *testing.F) {
 		e := sp24TestEngine(hopper)
 		p, err := e.PlanFP8(d)
 		var ae *ArgError
-		if errors.Is(err, ErrClosed) {
-			// Only a plan that reserves a workspace (staged block
-			// scales) meets the closed test engine at PlanFP8.
-			pp, err := e.newFP8Plan(d)
-			if err != nil || pp.WorkspaceBytes() == 0 {
-				t.Fatalf("PlanFP8: ErrClosed for %+v, which needs no workspace (%v)", d, err)
-			}
-			p = &pp
-		} else if err != nil {
+		if err != nil {
 			if !errors.As(err, &ae) {
 				t.Fatalf("untyped error %v", err)
 			}
@@ -251,32 +243,24 @@ func FuzzQuantizeFP8(f *testing.F) {
 	})
 }
 
-// TestFP8BlockScalesStagedPlan: block scales past fp8StageRows rows are
-// staged in a workspace of A's K/128 rows of M rounded to 128 floats and
-// B's K/128 rows of ceil(N/128) 16-byte units, by a kernel launched first;
-// other plans take no workspace.
-func TestFP8BlockScalesStagedPlan(t *testing.T) {
+// TestFP8PlansTakeNoWorkspace: every fp8 plan is one kernel and no
+// workspace, block scales included (the product reads them where the
+// caller put them).
+func TestFP8PlansTakeNoWorkspace(t *testing.T) {
 	e := sp24TestEngine(hopper)
 	for _, c := range []struct {
 		M, N, K int
 		s       FP8Scaling
-		ws      uint64
 	}{
-		{128, 4096, 7168, ScaleBlock, 0},
-		{129, 4096, 7168, ScaleBlock, 56 * (256*4 + 32*16)},
-		{4096, 7168, 16384, ScaleBlock, 128 * (4096*4 + 56*16)},
-		{333, 250, 656, ScaleBlock, 6 * (384*4 + 2*16)},
-		{4096, 7168, 16384, ScaleRow, 0},
+		{128, 4096, 7168, ScaleBlock},
+		{129, 4096, 7168, ScaleBlock},
+		{4096, 7168, 16384, ScaleBlock},
+		{333, 250, 656, ScaleBlock},
+		{4096, 7168, 16384, ScaleRow},
 	} {
-		p, err := e.newFP8Plan(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: c.M, N: c.N, K: c.K, Scaling: c.s, Accum: AccumPromoted})
+		p, err := e.PlanFP8(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: c.M, N: c.N, K: c.K, Scaling: c.s, Accum: AccumPromoted})
 		require.NoError(t, err)
-		require.Equal(t, c.ws, p.WorkspaceBytes(), "%+v", c)
-		k := p.Kernels()
-		if c.ws > 0 {
-			require.Len(t, k, 2)
-			require.Equal(t, "detgemm_fp8_stage_scales", k[0])
-		} else {
-			require.Len(t, k, 1)
-		}
+		require.Zero(t, p.WorkspaceBytes(), "%+v", c)
+		require.Len(t, p.Kernels(), 1, "%+v", c)
 	}
 }

@@ -57,7 +57,8 @@ struct F8Tile {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int EPI_WARP_BYTES = 16 * 64 * 2;
     static constexpr int EPI_BYTES = 4 * CONSUMERS * EPI_WARP_BYTES;
-    // A stage's block scales: A's for the tile's BM rows, then B's.
+    // A stage's block scales for the loader warp's path (M <= 128): A's
+    // for the tile's BM rows, then B's.
     static constexpr int SCALE_BYTES = (BM + 4) * 4;
     static constexpr int SMEM =
         STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + BN * 4 + 128 + EPI_BYTES + STAGES * SCALE_BYTES;
@@ -147,13 +148,6 @@ struct Args {
     dg_i64 ba_ld;
     const float* bb;  // block scales of B: bb[(j / 128) * bb_ld + kb]
     dg_i64 bb_ld;
-    // The block scales staged by stage_scales (null: the loader warp reads
-    // ba and bb): A's as ta[kb * ta_ld + i] (ta_ld: M rounded up to 128),
-    // B's as tb[(kb * tb_ld + j / 128) * 4] (one 16-byte unit a block).
-    const float* ta;
-    dg_i64 ta_ld;
-    const float* tb;
-    dg_i64 tb_ld;
     const float* bias;  // null: none
     const float* sd;    // the fp8 output's scale (null: 1)
     dg_u32* amax;       // the fp8 output's amax (f32 bits), zeroed by the caller; null: none
@@ -239,22 +233,6 @@ DETGEMM_INLINE void each_free_slot(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_
     }
 }
 
-// The shared-memory ring of the stages' block scales (F8Tile's
-// SCALE_BYTES a slot), after the 16-bit store's staging.
-template <class T>
-DETGEMM_INLINE dg_u32 scale_ring(dg_u32 bars) {
-    return ((bars + 16 * T::STAGES + T::BN * 4 + 127u) & ~127u) + T::EPI_BYTES;
-}
-
-// One bulk copy (no tensor map) of bytes (a multiple of 16, both addresses
-// 16-byte aligned) from global src into this block's shared dst,
-// completing on bar by transaction bytes.
-DETGEMM_INLINE void bulk_copy(dg_u32 dst, const void* src, dg_u32 bytes, dg_u32 bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-
 // Producer: one thread keeps the ring full across all of the block's
 // tiles (wgmma.cuh's produce with fp8's items): A's box of 64 units x 128
 // rows, or with clusters this rank's 64 rows multicast to both blocks
@@ -267,27 +245,18 @@ DETGEMM_INLINE void bulk_copy(dg_u32 dst, const void* src, dg_u32 bytes, dg_u32 
 // that half of the slot held before: its rows are past M, so neither
 // stored nor in the amax (store8, store_tile), and the consumers' code is
 // the same for every M (a branch there cost the promoted chain 4 %).
-// With staged block scales (Args::ta) the same thread copies the stage's
-// scales too: A's of the tile's 128 rows (512 contiguous bytes of ta) and
-// the 16-byte unit of tb holding B's, into the stage's scale slot
-// (scale_ring), completing on the stage's full barrier like the operands.
+// Block scales never pass through this thread's copies: up to 128 rows the
+// loader warp brings them (load_scales), past that the consumers load
+// their own (ScaleWalk).
 template <class T>
 DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB, dg_u32 ring, dg_u32 bars,
-                            const wg::Work& w, dg_i64 M, dg_i64 N, bool half, const Args& sc) {
+                            const wg::Work& w, dg_i64 M, dg_i64 N, bool half) {
     tma::prefetch_map(tmA);
     tma::prefetch_map(tmB);
-    const bool staged = sc.ta != nullptr;
-    const dg_u32 bytes = (half ? T::STAGE_BYTES - (dg_u32)wg::BOX : T::STAGE_BYTES) + (staged ? T::BM * 4 + 16 : 0);
-    const dg_u32 sring = scale_ring<T>(bars);
+    const dg_u32 bytes = half ? T::STAGE_BYTES - (dg_u32)wg::BOX : T::STAGE_BYTES;
     each_free_slot<T>(bars, w, M, N, [&](int s, dg_u32 rank, dg_i64 i0, dg_i64 j0, dg_i64 kt) {
         const dg_u32 full = bars + 8 * s;
         tma::mbar_expect_tx(full, bytes);
-        if (staged) {
-            const dg_u32 dst = sring + s * T::SCALE_BYTES;
-            const dg_i64 jb = j0 < N ? j0 / 128 : 0;
-            bulk_copy(dst, sc.ta + kt * sc.ta_ld + i0, T::BM * 4, full);
-            bulk_copy(dst + T::BM * 4, sc.tb + (kt * sc.tb_ld + jb) * 4, 16, full);
-        }
         const dg_u32 a = ring + s * T::STAGE_BYTES, b = a + T::A_BYTES;
         const int k0 = (int)(kt * wg::BK);
         if constexpr (T::CLUSTER > 1) {
@@ -300,8 +269,27 @@ DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB
 }
 
 
-// The block scales' loader (the producer warpgroup's second warp, with
-// block scales only): for every stage, once its slot is free, A's scales
+// The shared-memory ring of the stages' block scales (F8Tile's
+// SCALE_BYTES a slot) for the loader warp's path, after the 16-bit store's
+// staging.
+template <class T>
+DETGEMM_INLINE dg_u32 scale_ring(dg_u32 bars) {
+    return ((bars + 16 * T::STAGES + T::BN * 4 + 127u) & ~127u) + T::EPI_BYTES;
+}
+
+// How block scales reach the consumers: not at all (end scales only),
+// through the ring by the loader warp, or by the consumers' own loads.
+enum ScalePath { SCALES_NONE = 0, SCALES_RING = 1, SCALES_OWN = 2 };
+
+// The M up to which the loader warp brings the block scales (SCALES_RING).
+// There the stages are short (the products are memory-bound) and a
+// consumer's own load, one stage ahead, would hold the chain for an L2
+// round trip; past it the loader warp's 33 arrivals a stage held the ring
+// longer than the consumers' loads cost (bench/NOTES-fp8.md).
+constexpr dg_i64 SCALE_RING_ROWS = 128;
+
+// The block scales' loader (the producer warpgroup's second warp, on the
+// SCALES_RING path): for every stage, once its slot is free, A's scales
 // of the tile's rows (rows past M take row M - 1's, never stored) and B's
 // of its column block (block 0's for a cluster's spare tile past N),
 // copied by cp.async into the stage's scale slot; each lane's arrival on
@@ -328,6 +316,31 @@ DETGEMM_INLINE void load_scales(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_i64
         }
         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bars + 8 * s) : "memory");
     });
+}
+
+// A consumer thread's block scales on the SCALES_OWN path: its two rows' A factors and its
+// tile's B factor for k-block kt are a0[kt], a1[kt] and b[kt], read where
+// the caller put them: a row's factors are contiguous, so each 32-byte
+// sector read serves 8 k-blocks from L1. Rows past M read row M - 1's
+// (never stored); a cluster's spare tile past N reads column block 0's.
+struct ScaleWalk {
+    const float* a0;
+    const float* a1;
+    const float* b;
+};
+
+DETGEMM_INLINE int scale_path(const Args& a, dg_i64 M) {
+    return a.ba == nullptr ? SCALES_NONE : M <= SCALE_RING_ROWS ? SCALES_RING : SCALES_OWN;
+}
+
+DETGEMM_INLINE ScaleWalk scale_walk(const Args& a, dg_i64 M, dg_i64 N, dg_i64 i0, dg_i64 j0, int lr0) {
+    const dg_i64 jb = j0 < N ? j0 / 128 : 0;
+    const dg_i64 r0 = i0 + lr0, r1 = r0 + 8;
+    ScaleWalk s;
+    s.a0 = a.ba + (r0 < M ? r0 : M - 1) * a.ba_ld;
+    s.a1 = a.ba + (r1 < M ? r1 : M - 1) * a.ba_ld;
+    s.b = a.bb + jb * a.bb_ld;
+    return s;
 }
 
 // One stage of the ring (slot r.slot, once full): its four k32 steps into
@@ -366,33 +379,48 @@ DETGEMM_INLINE void promote(float (&acc)[BN / 2], float (&p)[BN / 2], float wa0,
 // is added to acc, so the promotion's FMAs hide under the next stage's
 // steps. The additions are acc's in the order of kt all the same (the
 // contract's promoted chain); only when they are issued moves. The stage's
-// weight is sa_blk·sb_blk for block scales (blk), read from the stage's
-// scale slot (load_scales) once the stage is full, else 1 (fma(p, 1, acc)
-// is add(acc, p)); the product is taken when the stage is promoted. lr0
-// is the thread's first row within the tile. Without OVERLAP one set of
-// chain registers serves every stage (each stage waited for, then added):
-// the same additions in the same order, for kernels whose epilogue leaves
-// no room for the second set (GELU at 128 columns spilled under NVRTC 13).
+// weight is sa_blk·sb_blk for block scales, else 1 (fma(p, 1, acc) is
+// add(acc, p)); the product is taken when the stage is promoted. On the
+// SCALES_RING path the factors are read from the stage's scale slot once
+// the stage is full; on SCALES_OWN from global memory (sw), each stage's
+// loaded when the one before it is issued, two stages' steps before their
+// use. lr0 is the thread's first row within the tile. Without
+// OVERLAP one set of chain registers serves every stage (each stage waited
+// for, then added): the same additions in the same order, for kernels
+// whose epilogue leaves no room for the second set (GELU at 128 columns
+// spilled under NVRTC 13).
 template <class T, int TA, int TB, bool OVERLAP>
 DETGEMM_INLINE void promote_tile(float (&acc)[T::BN / 2], dg_u32 ring, dg_u32 bars, int c, int lane, dg_u32 rank,
-                                 wg::Ring& r, dg_i64 ktiles, bool blk, int lr0) {
+                                 wg::Ring& r, dg_i64 ktiles, int path, const ScaleWalk& sw, int lr0) {
     constexpr int BN = T::BN, STAGES = T::STAGES;
     const dg_u32 sring = scale_ring<T>(bars);
     float p0[BN / 2], p1[BN / 2];
     float wa0[2], wa1[2], wb[2];  // the pending stage's weight factors, by partial set
     int slot[2] = {0, 0};         // and its ring slot
+    float f0 = 1.0f, f1 = 1.0f, fb = 1.0f;  // the next stage's factors, in flight
+    dg_i64 kn = 0;                          // and its k-block
+    auto fetch = [&]() {
+        if (path == SCALES_OWN && kn < ktiles) {
+            f0 = __ldg(sw.a0 + kn);
+            f1 = __ldg(sw.a1 + kn);
+            fb = __ldg(sw.b + kn);
+        }
+        ++kn;
+    };
+    fetch();
     auto stage = [&](float (&p)[BN / 2], int x) {
         slot[x] = r.slot;
         issue_stage<T, TA, TB, true>(p, ring, bars, c, r);
-        wa0[x] = 1.0f;
-        wa1[x] = 1.0f;
-        wb[x] = 1.0f;
-        if (blk) {
+        wa0[x] = f0;
+        wa1[x] = f1;
+        wb[x] = fb;
+        if (path == SCALES_RING) {
             const dg_u32 q = sring + r.slot * T::SCALE_BYTES;
             asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wa0[x]) : "r"(q + 4 * lr0) : "memory");
             asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wa1[x]) : "r"(q + 4 * (lr0 + 8)) : "memory");
             asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wb[x]) : "r"(q + 4 * T::BM) : "memory");
         }
+        fetch();
         r.next<STAGES>();
     };
     auto release = [&](int x) { release_slot<T>(bars, slot[x], lane, rank); };
@@ -463,8 +491,9 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
         if constexpr (PROMOTE) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-            promote_tile<T, TA, TB, !(ACT == epi::ACT_GELU && BN >= 128)>(acc, ring, bars, c, lane, rank, r, w.ktiles,
-                                                                          a.ba != nullptr, c * 64 + warp * 16 + lane / 4);
+            promote_tile<T, TA, TB, !(ACT == epi::ACT_GELU && BN >= 128)>(
+                acc, ring, bars, c, lane, rank, r, w.ktiles, scale_path(a, M),
+                scale_walk(a, M, N, i0, j0, c * 64 + warp * 16 + lane / 4), c * 64 + warp * 16 + lane / 4);
         } else {
             // The chain starts at +0, read from shared memory rather than
             // written as constants: constant accumulators make ptxas
@@ -543,9 +572,9 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
         asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
     }
     if (threadIdx.x == 0) {
-        // A stage is full when the producer's copies have landed and, with
-        // block scales, the scale loader's 32 lanes' copies too.
-        const dg_u32 fills = PROMOTE && a.ba != nullptr && a.ta == nullptr ? 33u : 1u;
+        // A stage is full when the producer's copies have landed and, on
+        // the SCALES_RING path, the scale loader's 32 lanes' copies too.
+        const dg_u32 fills = PROMOTE && scale_path(a, M) == SCALES_RING ? 33u : 1u;
         for (int s = 0; s < STAGES; ++s) {
             wg::mbar_init(bars + 8 * s, fills);
             wg::mbar_init(bars + 8 * (STAGES + s), 4 * T::CONSUMERS * T::CLUSTER);
@@ -568,9 +597,9 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     w.items = w.tiles;
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS) : "memory");
-        if (threadIdx.x == 0) produce<T>(tmA, tmB, ring, bars, w, M, N, M <= 64, a);
+        if (threadIdx.x == 0) produce<T>(tmA, tmB, ring, bars, w, M, N, M <= 64);
         if constexpr (PROMOTE) {
-            if (threadIdx.x / 32 == 1 && a.ba != nullptr && a.ta == nullptr) load_scales<T>(bars, w, M, N, a, threadIdx.x % 32);
+            if (threadIdx.x / 32 == 1 && scale_path(a, M) == SCALES_RING) load_scales<T>(bars, w, M, N, a, threadIdx.x % 32);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS) : "memory");
@@ -592,36 +621,11 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     DETGEMM_KERNEL void __launch_bounds__(TILE::THREADS, 1) __cluster_dims__(TILE::CLUSTER, 1, 1)              \
         NAME(const __grid_constant__ wg::tensor_map tmA, const __grid_constant__ wg::tensor_map tmB, dg_i64 M,    \
              dg_i64 N, dg_i64 K, void* D, dg_i64 ldd, const float* sa, dg_i64 sa_rs, const float* sb,             \
-             dg_i64 sb_rs, const float* ba, dg_i64 ba_ld, const float* bb, dg_i64 bb_ld, const float* ta,         \
-             dg_i64 ta_ld, const float* tb, dg_i64 tb_ld, const float* bias, const float* sd, dg_u32* amax) {       \
+             dg_i64 sb_rs, const float* ba, dg_i64 ba_ld, const float* bb, dg_i64 bb_ld, const float* bias,       \
+             const float* sd, dg_u32* amax) {                                                                       \
         dg_grid_dependency_wait();                                                                                 \
-        const f8::Args a{D, ldd, sa, sa_rs, sb, sb_rs, ba, ba_ld, bb, bb_ld, ta, ta_ld, tb, tb_ld, bias, sd, amax}; \
+        const f8::Args a{D, ldd, sa, sa_rs, sb, sb_rs, ba, ba_ld, bb, bb_ld, bias, sd, amax};                     \
         f8::gemm<TILE, TA, TB, DTOUT, PROMOTE, ACT>(tmA, tmB, M, N, K, a);                                               \
-    }
-
-// Entry point detgemm_fp8_stage_scales(ba, bb, M, NB, kb, ta, ta_ld, tb,
-// tb_ld): one call's block scales in the layout the producer copies a
-// stage of at once (Args::ta, tb): ta[k * ta_ld + i] = ba[min(i, M - 1) * kb
-// + k] for i < ta_ld (rows past M repeat row M - 1's, never stored), and
-// tb[(k * tb_ld + b) * 4] = bb[b * kb + k] for b < NB = tb_ld (the unit's
-// other three floats are never read). Exact copies, so the product's bits
-// are the loader's. A thread an element, rows fastest; any grid.
-#define DETGEMM_F8_STAGE_ENTRY(NAME, ...)                                                                             \
-    DETGEMM_KERNEL void NAME(const float* ba, const float* bb, dg_i64 M, dg_i64 NB, dg_i64 kb, float* ta,           \
-                             dg_i64 ta_ld, float* tb, dg_i64 tb_ld) {                                               \
-        dg_grid_dependency_wait();                                                                                 \
-        const dg_i64 na = kb * ta_ld, total = na + kb * NB;                                                        \
-        for (dg_i64 e = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;                                 \
-             e += (dg_i64)gridDim.x * blockDim.x) {                                                                \
-            if (e < na) {                                                                                          \
-                const dg_i64 k = e / ta_ld, i = e - k * ta_ld;                                                     \
-                ta[e] = ba[(i < M ? i : M - 1) * kb + k];                                                          \
-            } else {                                                                                               \
-                const dg_i64 f = e - na, k = f / NB, b = f - k * NB;                                               \
-                tb[(k * tb_ld + b) * 4] = bb[b * kb + k];                                                          \
-            }                                                                                                      \
-        }                                                                                                          \
-        dg_launch_dependents();                                                                                    \
     }
 
 #include "zgemm_fp8_entries.cuh"

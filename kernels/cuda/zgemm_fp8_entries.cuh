@@ -286,4 +286,3 @@ DETGEMM_F8_ENTRY(detgemm_fp8_prom128_gelu_e5m2e4m3_f16, f8::T128, f8::E5M2, f8::
 DETGEMM_F8_ENTRY(detgemm_fp8_prom128_gelu_e5m2e4m3_f32, f8::T128, f8::E5M2, f8::E4M3, epi::F32, true, epi::ACT_GELU)
 DETGEMM_F8_ENTRY(detgemm_fp8_prom128_gelu_e5m2e4m3_e4m3, f8::T128, f8::E5M2, f8::E4M3, f8::OUT_E4M3, true, epi::ACT_GELU)
 DETGEMM_F8_ENTRY(detgemm_fp8_prom128_gelu_e5m2e4m3_e5m2, f8::T128, f8::E5M2, f8::E4M3, f8::OUT_E5M2, true, epi::ACT_GELU)
-DETGEMM_F8_STAGE_ENTRY(detgemm_fp8_stage_scales, )

@@ -72,10 +72,6 @@ func fp8() (out []Entry) {
 			}
 		}
 	}
-	// The block scales staged for the producer's bulk copies (kind
-	// "fp8stage").
-	out = append(out, Entry{Key: Key{Kind: "fp8stage"}, Family: FP8Family, Header: HeaderFor(FP8Family),
-		Macro: "DETGEMM_F8_STAGE_ENTRY", Name: "detgemm_fp8_stage_scales"})
 	return out
 }
 
