@@ -83,7 +83,11 @@ func TestFP8TileChoice(t *testing.T) {
 		{64, 7168, false, "none", 64},    // 224 tiles of 32 columns: two waves; 56 of 128 leave SMs idle
 		{1, 4224, true, "none", 32},      // 132 tiles of 32 columns
 		{1, 4256, true, "none", 64},      // 133
-		{128, 24576, false, "none", 128}, // 192 tiles
+		{128, 24576, false, "none", 64},  // 192 tiles of 128 in two rounds 73 % full; 384 of 64 in three 97 % full
+		{64, 24576, true, "none", 64},    // the same for the fast chain (96 tiles of 256 leave SMs idle)
+		{128, 32768, false, "none", 128}, // 256 of 128 and 512 of 64: both 97 % full, 128 kept
+		{129, 24576, false, "none", 128}, // two rows of tiles: 384 tiles of 128
+		{128, 16896, false, "none", 128}, // 132 tiles of 128: one full round
 		{4096, 4096, true, "none", 256},  // 512 tiles of 256 columns
 		{4096, 4096, true, "gelu", 128},  // no activation at 256 columns
 		{4096, 4096, false, "none", 128}, // promoted: no 256 tile
