@@ -247,24 +247,30 @@ func FuzzQuantizeFP8(f *testing.F) {
 	})
 }
 
-// TestFP8PlansTakeNoWorkspace: every fp8 plan is one kernel and no
-// workspace, block scales included (the product reads them where the
-// caller put them).
+// TestFP8PlansTakeNoWorkspace: PlanFP8 needs no device memory (it
+// succeeds on a closed engine, where reserving a workspace would fail
+// with ErrClosed), and a plan runs one kernel, the one its tile names —
+// block scales included, past 128 rows too (the product reads them where
+// the caller put them), and 64 columns at M <= 128 where they fill the
+// SMs' rounds better (N = 24576 on 132 SMs).
 func TestFP8PlansTakeNoWorkspace(t *testing.T) {
 	e := sp24TestEngine(hopper)
+	e.sms = 132 // an H100 SXM's
 	for _, c := range []struct {
 		M, N, K int
 		s       FP8Scaling
+		kernel  string
 	}{
-		{128, 4096, 7168, ScaleBlock},
-		{129, 4096, 7168, ScaleBlock},
-		{4096, 7168, 16384, ScaleBlock},
-		{333, 250, 656, ScaleBlock},
-		{4096, 7168, 16384, ScaleRow},
+		{128, 4096, 7168, ScaleBlock, "detgemm_fp8_prom32_none_e4m3e4m3_bf16"},
+		{129, 4096, 7168, ScaleBlock, "detgemm_fp8_prom64_none_e4m3e4m3_bf16"},
+		{128, 24576, 7168, ScaleBlock, "detgemm_fp8_prom64_none_e4m3e4m3_bf16"},
+		{4096, 7168, 16384, ScaleBlock, "detgemm_fp8_prom128_none_e4m3e4m3_bf16"},
+		{333, 250, 656, ScaleBlock, "detgemm_fp8_prom32_none_e4m3e4m3_bf16"},
+		{4096, 7168, 16384, ScaleRow, "detgemm_fp8_prom128_none_e4m3e4m3_bf16"},
 	} {
 		p, err := e.PlanFP8(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: c.M, N: c.N, K: c.K, Scaling: c.s, Accum: AccumPromoted})
-		require.NoError(t, err)
+		require.NoError(t, err, "%+v", c)
 		require.Zero(t, p.WorkspaceBytes(), "%+v", c)
-		require.Len(t, p.Kernels(), 1, "%+v", c)
+		require.Equal(t, []string{c.kernel}, p.Kernels(), "%+v", c)
 	}
 }
