@@ -318,11 +318,12 @@ DETGEMM_INLINE void load_scales(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_i64
     });
 }
 
-// A consumer thread's block scales on the SCALES_OWN path: its two rows' A factors and its
-// tile's B factor for k-block kt are a0[kt], a1[kt] and b[kt], read where
-// the caller put them: a row's factors are contiguous, so each 32-byte
-// sector read serves 8 k-blocks from L1. Rows past M read row M - 1's
-// (never stored); a cluster's spare tile past N reads column block 0's.
+// A consumer thread's block scales on the SCALES_OWN path: its two rows'
+// A factors and its tile's B factor for k-block kt are a0[kt], a1[kt] and
+// b[kt], read where the caller put them: a row's factors are contiguous,
+// so each 32-byte sector read serves 8 k-blocks from L1. Rows past M read
+// row M - 1's (never stored); a cluster's spare tile past N reads column
+// block 0's. Off that path (scale_walk) the pointers are null, never read.
 struct ScaleWalk {
     const float* a0;
     const float* a1;
@@ -333,10 +334,11 @@ DETGEMM_INLINE int scale_path(const Args& a, dg_i64 M) {
     return a.ba == nullptr ? SCALES_NONE : M <= SCALE_RING_ROWS ? SCALES_RING : SCALES_OWN;
 }
 
-DETGEMM_INLINE ScaleWalk scale_walk(const Args& a, dg_i64 M, dg_i64 N, dg_i64 i0, dg_i64 j0, int lr0) {
+DETGEMM_INLINE ScaleWalk scale_walk(const Args& a, int path, dg_i64 M, dg_i64 N, dg_i64 i0, dg_i64 j0, int lr0) {
+    ScaleWalk s{nullptr, nullptr, nullptr};
+    if (path != SCALES_OWN) return s;
     const dg_i64 jb = j0 < N ? j0 / 128 : 0;
     const dg_i64 r0 = i0 + lr0, r1 = r0 + 8;
-    ScaleWalk s;
     s.a0 = a.ba + (r0 < M ? r0 : M - 1) * a.ba_ld;
     s.a1 = a.ba + (r1 < M ? r1 : M - 1) * a.ba_ld;
     s.b = a.bb + jb * a.bb_ld;
@@ -367,11 +369,87 @@ DETGEMM_INLINE void issue_stage(float (&d)[T::BN / 2], dg_u32 ring, dg_u32 bars,
 // = wa0·wb for the thread's first row, wa1·wb for the row 8 below
 // (accumulator 4q + 2h + e is row 8h).
 template <int BN>
-DETGEMM_INLINE void promote(float (&acc)[BN / 2], float (&p)[BN / 2], float wa0, float wa1, float wb) {
-    const float w0 = __fmul_rn(wa0, wb), w1 = __fmul_rn(wa1, wb);
+DETGEMM_INLINE void promote_weighted(float (&acc)[BN / 2], float (&p)[BN / 2], float w0, float w1) {
     wg::fence_acc(p);
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = __fmaf_rn(p[i], (i & 2) ? w1 : w0, acc[i]);
+}
+
+template <int BN>
+DETGEMM_INLINE void promote(float (&acc)[BN / 2], float (&p)[BN / 2], float wa0, float wa1, float wb) {
+    promote_weighted<BN>(acc, p, __fmul_rn(wa0, wb), __fmul_rn(wa1, wb));
+}
+
+// A stage's block-scale factors on the SCALES_OWN path (k-block k of the
+// thread's two rows and of its tile's columns), loaded where k < ktiles.
+struct Factors {
+    float a0 = 1.0f, a1 = 1.0f, b = 1.0f;
+    DETGEMM_INLINE void load(const ScaleWalk& sw, dg_i64 k, dg_i64 ktiles) {
+        if (k < ktiles) {
+            a0 = __ldg(sw.a0 + k);
+            a1 = __ldg(sw.a1 + k);
+            b = __ldg(sw.b + k);
+        }
+    }
+};
+
+// promote_tile's overlapped loop on the SCALES_OWN path: the same stages,
+// chains and additions in the same order, with the factors loaded a whole
+// loop turn (two stages) before the turn in which their weights are formed,
+// and the weights (wa·wb, one a row) formed at the top of that turn, before
+// it loads the next factors into the same registers. ptxas waits for a
+// turn's outstanding loads at the loop's back edge; loads issued at the end
+// of a turn (one stage ahead of their use, promote_tile's other paths) then
+// hold that edge for every L1 miss (bench/NOTES-fp8.md, twenty-second
+// session). At the top of the turn at kt: w0 is stage kt - 1's weight
+// (its chain in p0), fx and fy hold k-blocks kt and kt + 1.
+template <class T, int TA, int TB>
+DETGEMM_INLINE void promote_tile_own(float (&acc)[T::BN / 2], dg_u32 ring, dg_u32 bars, int c, int lane, dg_u32 rank,
+                                     wg::Ring& r, dg_i64 ktiles, const ScaleWalk& sw) {
+    constexpr int BN = T::BN, STAGES = T::STAGES;
+    float p0[BN / 2], p1[BN / 2];
+    int slot[2] = {0, 0};
+    auto stage = [&](float (&p)[BN / 2], int x) {
+        slot[x] = r.slot;
+        issue_stage<T, TA, TB, true>(p, ring, bars, c, r);
+        r.next<STAGES>();
+    };
+    auto retire = [&](float (&p)[BN / 2], int x, float w0, float w1) {
+        release_slot<T>(bars, slot[x], lane, rank);
+        promote_weighted<BN>(acc, p, w0, w1);
+    };
+    Factors f0, fx, fy;
+    f0.load(sw, 0, ktiles);
+    fx.load(sw, 1, ktiles);
+    fy.load(sw, 2, ktiles);
+    float w00 = __fmul_rn(f0.a0, f0.b), w01 = __fmul_rn(f0.a1, f0.b);
+    stage(p0, 0);
+    dg_i64 kt = 1;
+    for (; kt + 1 < ktiles; kt += 2) {
+        const float w10 = __fmul_rn(fx.a0, fx.b), w11 = __fmul_rn(fx.a1, fx.b);
+        const float w20 = __fmul_rn(fy.a0, fy.b), w21 = __fmul_rn(fy.a1, fy.b);
+        fx.load(sw, kt + 2, ktiles);
+        fy.load(sw, kt + 3, ktiles);
+        stage(p1, 1);
+        wg::wgmma_wait<1>();
+        retire(p0, 0, w00, w01);
+        stage(p0, 0);
+        wg::wgmma_wait<1>();
+        retire(p1, 1, w10, w11);
+        w00 = w20;
+        w01 = w21;
+    }
+    if (kt < ktiles) {
+        const float w10 = __fmul_rn(fx.a0, fx.b), w11 = __fmul_rn(fx.a1, fx.b);
+        stage(p1, 1);
+        wg::wgmma_wait<1>();
+        retire(p0, 0, w00, w01);
+        wg::wgmma_wait<0>();
+        retire(p1, 1, w10, w11);
+    } else {
+        wg::wgmma_wait<0>();
+        retire(p0, 0, w00, w01);
+    }
 }
 
 // The promoted mainloop of one tile: stage kt's chain runs on the tensor
@@ -382,16 +460,25 @@ DETGEMM_INLINE void promote(float (&acc)[BN / 2], float (&p)[BN / 2], float wa0,
 // weight is sa_blk·sb_blk for block scales, else 1 (fma(p, 1, acc) is
 // add(acc, p)); the product is taken when the stage is promoted. On the
 // SCALES_RING path the factors are read from the stage's scale slot once
-// the stage is full; on SCALES_OWN from global memory (sw), each stage's
-// loaded when the one before it is issued, two stages' steps before their
-// use. lr0 is the thread's first row within the tile. Without
+// the stage is full; on SCALES_OWN from global memory (sw), with OVERLAP
+// in promote_tile_own, without it each stage's loaded when the one before
+// it is issued. lr0 is the thread's first row within the tile. Without
 // OVERLAP one set of chain registers serves every stage (each stage waited
 // for, then added): the same additions in the same order, for kernels
 // whose epilogue leaves no room for the second set (GELU at 128 columns
-// spilled under NVRTC 13).
-template <class T, int TA, int TB, bool OVERLAP>
+// spilled under NVRTC 13). Without AHEAD the SCALES_OWN path's factors
+// also come one stage ahead with OVERLAP: promote_tile_own's six more
+// registers spill the 128-column ReLU kernels into bf16 (NVRTC 12.4 and
+// 13.0), which keep this loop.
+template <class T, int TA, int TB, bool OVERLAP, bool AHEAD>
 DETGEMM_INLINE void promote_tile(float (&acc)[T::BN / 2], dg_u32 ring, dg_u32 bars, int c, int lane, dg_u32 rank,
                                  wg::Ring& r, dg_i64 ktiles, int path, const ScaleWalk& sw, int lr0) {
+    if constexpr (OVERLAP && AHEAD) {
+        if (path == SCALES_OWN) {
+            promote_tile_own<T, TA, TB>(acc, ring, bars, c, lane, rank, r, ktiles, sw);
+            return;
+        }
+    }
     constexpr int BN = T::BN, STAGES = T::STAGES;
     const dg_u32 sring = scale_ring<T>(bars);
     float p0[BN / 2], p1[BN / 2];
@@ -491,9 +578,10 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
         if constexpr (PROMOTE) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-            promote_tile<T, TA, TB, !(ACT == epi::ACT_GELU && BN >= 128)>(
-                acc, ring, bars, c, lane, rank, r, w.ktiles, scale_path(a, M),
-                scale_walk(a, M, N, i0, j0, c * 64 + warp * 16 + lane / 4), c * 64 + warp * 16 + lane / 4);
+            const int path = scale_path(a, M), lr0 = c * 64 + warp * 16 + lane / 4;
+            promote_tile<T, TA, TB, !(ACT == epi::ACT_GELU && BN >= 128),
+                         !(ACT == epi::ACT_RELU && BN >= 128 && DTOUT == epi::BF16)>(
+                acc, ring, bars, c, lane, rank, r, w.ktiles, path, scale_walk(a, path, M, N, i0, j0, lr0), lr0);
         } else {
             // The chain starts at +0, read from shared memory rather than
             // written as constants: constant accumulators make ptxas
