@@ -248,7 +248,12 @@ func fp8Cases() []fp8Case {
 	// Block scales past 128 rows (the consumers' own loads, not the
 	// loader warp's), N and K not multiples of 128, padded.
 	cs = append(cs, fp8Case{M: 333, N: 250, K: 656, padA: 16, padD: 5, a: E5M2, b: E4M3, out: F16, scaling: ScaleBlock, accum: AccumPromoted, ep: GeluBias},
-		fp8Case{M: 200, N: 520, K: 1152, a: E4M3, b: E4M3, out: E4M3, scaling: ScaleBlock, accum: AccumPromoted, ep: ReluBias})
+		fp8Case{M: 200, N: 520, K: 1152, a: E4M3, b: E4M3, out: E4M3, scaling: ScaleBlock, accum: AccumPromoted, ep: ReluBias},
+		// The 128-column ReLU kernels into bf16 keep promote_tile's loop
+		// for their own loads (gemm_fp8.cu, AHEAD): 6 and 7 k-blocks, the
+		// loop's two tails.
+		fp8Case{M: 261, N: 300, K: 656, a: E4M3, b: E4M3, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: ReluBias},
+		fp8Case{M: 150, N: 130, K: 784, a: E5M2, b: E4M3, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: Relu})
 	// Specials: NaN codes, E5M2's infinities (Inf·0 and opposite infinities).
 	cs = append(cs, fp8Case{M: 64, N: 96, K: 256, a: E5M2, b: E4M3, out: F32, scaling: ScaleRow, accum: AccumFast, ep: Default, specials: true},
 		fp8Case{M: 64, N: 96, K: 256, a: E4M3, b: E5M2, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: Bias, specials: true})
