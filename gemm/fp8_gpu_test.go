@@ -288,6 +288,50 @@ func TestFP8MatmulMatchesReference(t *testing.T) {
 	}
 }
 
+// TestFP8MatmulManyTilesABlock: on a grid of three SMs' blocks each block
+// runs several tiles in turn, whole and partial ones mixed, so the ring's
+// slots and phases, the block-scale factors and the stores carry across
+// tile boundaries inside one block (the other tests' grids give most
+// blocks one tile); the bits equal gemm/ref's for every tile width, both
+// accumulations and each way block scales arrive, 16-bit, f32 and fp8
+// outputs, and a D whose rows are too short for whole 16-byte lines (padD
+// 3: store_tile).
+func TestFP8MatmulManyTilesABlock(t *testing.T) {
+	eng, ctx := gpuEngine(t)
+	if !wgArch(eng.arch) {
+		t.Skipf("the fp8 product needs sm_90a; this GPU is %v", eng.arch)
+	}
+	old := eng.device.sms
+	eng.device.sms = 3
+	defer func() { eng.device.sms = old; fp8ForceTile = 0 }()
+	r := newRand(t)
+	for _, c := range []fp8Case{
+		{M: 300, N: 600, K: 384, padD: 8, a: E4M3, b: E4M3, out: BF16, scaling: ScaleTensor, accum: AccumFast, ep: Default},
+		{M: 520, N: 530, K: 272, a: E5M2, b: E4M3, out: F16, scaling: ScaleRow, accum: AccumFast, ep: GeluBias},
+		{M: 260, N: 1030, K: 160, a: E4M3, b: E5M2, out: BF16, scaling: ScaleRow, accum: AccumFast, ep: Relu},
+		{M: 300, N: 600, K: 384, padD: 3, a: E4M3, b: E4M3, out: BF16, scaling: ScaleTensor, accum: AccumFast, ep: Bias},
+		{M: 300, N: 600, K: 256, a: E4M3, b: E4M3, out: F32, scaling: ScaleRow, accum: AccumFast, ep: Default},
+		{M: 300, N: 600, K: 256, a: E4M3, b: E4M3, out: E4M3, scaling: ScaleTensor, accum: AccumFast, ep: Default},
+		// The promoted chain: the consumers' own block-scale loads (M >
+		// 128), the ReLU kernels into bf16 without the lookahead, GELU
+		// without the overlapped partial sets, per-row scales, and the
+		// loader warp's block scales (M <= 128).
+		{M: 300, N: 600, K: 384, a: E4M3, b: E4M3, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: Bias},
+		{M: 270, N: 520, K: 640, a: E5M2, b: E4M3, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: ReluBias},
+		{M: 260, N: 530, K: 400, a: E4M3, b: E4M3, out: F16, scaling: ScaleTensor, accum: AccumPromoted, ep: GeluBias},
+		{M: 390, N: 260, K: 272, a: E4M3, b: E5M2, out: BF16, scaling: ScaleRow, accum: AccumPromoted, ep: Default},
+		{M: 100, N: 1100, K: 512, a: E4M3, b: E4M3, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: Default},
+	} {
+		in := newFP8Inputs(t, ctx, r, c)
+		want, _ := fp8Want(t, c, in, 0, c.M)
+		for _, tile := range []int64{64, 128, 256} {
+			fp8ForceTile = tile
+			got, _ := fp8Run(t, eng, ctx, c, in, 0, c.M)
+			requireSameBits(t, want, got, c.N, fmt.Sprintf("%v tile %d on 3 SMs", c, tile))
+		}
+	}
+}
+
 // TestFP8MatmulBatchInvariance: with per-row and block scales of A, rows
 // computed in batches of 1, 7, 64 and 129 equal the same rows of one
 // 300-row call, in both accumulation modes.
