@@ -509,7 +509,9 @@ func parallelFirstBad(n int, bad func(i int) bool) int {
 
 // TestFP8Throughput times the fp8 product's kernels on constant inputs
 // (DETGEMM_FP8_PERF=1; the bench measures the engine for the record, with
-// cuBLASLt beside it).
+// cuBLASLt beside it). DETGEMM_FP8_PERF_SHAPES names the shapes to run
+// ("4096x4096x1024 64x4096x7168", M×N×K) in place of the default list;
+// DETGEMM_FP8_PERF_MODES the modes (fp8PerfMode's names).
 func TestFP8Throughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_FP8_PERF", "the fp8 kernels")
 	if !wgArch(eng.arch) {
@@ -537,11 +539,19 @@ func TestFP8Throughput(t *testing.T) {
 		require.NoError(t, cudaload.CopyToDevice(ctx, p, h))
 	}
 	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
-	for _, s := range [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 7168, 16384}, {128, 7168, 7168}, {64, 4096, 7168}, {128, 4096, 7168}, {64, 7168, 7168}, {64, 24576, 7168}, {128, 24576, 7168}} {
-		M, N, K := s[0], s[1], s[2]
-		if only := os.Getenv("DETGEMM_FP8_PERF_SHAPES"); only != "" && !strings.Contains(" "+only+" ", fmt.Sprintf(" %dx%dx%d ", M, N, K)) {
-			continue // a narrow run names its shapes: "64x4096x7168 128x4096x7168"
+	shapes := [][3]int{{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 7168, 16384}, {128, 7168, 7168}, {64, 4096, 7168}, {128, 4096, 7168}, {64, 7168, 7168}, {64, 24576, 7168}, {128, 24576, 7168}}
+	if only := os.Getenv("DETGEMM_FP8_PERF_SHAPES"); only != "" {
+		shapes = nil
+		for _, f := range strings.Fields(only) {
+			var M, N, K int
+			_, err := fmt.Sscanf(f, "%dx%dx%d", &M, &N, &K)
+			require.NoError(t, err, "DETGEMM_FP8_PERF_SHAPES: %q is not M×N×K (4096x4096x1024)", f)
+			require.True(t, M > 0 && N > 0 && K > 0 && K%128 == 0, "DETGEMM_FP8_PERF_SHAPES: %q wants positive sizes and K a multiple of 128", f)
+			shapes = append(shapes, [3]int{M, N, K})
 		}
+	}
+	for _, s := range shapes {
+		M, N, K := s[0], s[1], s[2]
 		// B rotates over copies that together pass L2 (a decode product
 		// reads B once; from L2 it would time a cache, not HBM).
 		sets := max(1, min(6, (160<<20)/(N*K)))
@@ -554,14 +564,16 @@ func TestFP8Throughput(t *testing.T) {
 		}
 		d := alloc(t, ctx, uint64(M*N*2))
 		kb := (K + 127) / 128
-		sa := upload(t, ctx, operand{d: F32, values: fp8Ones(M * kb)})
-		sb := upload(t, ctx, operand{d: F32, values: fp8Ones((N + 127) / 128 * kb)})
+		// Enough factors for block scales and for one a row and a column.
+		sa := upload(t, ctx, operand{d: F32, values: fp8Ones(max(M*kb, M))})
+		sb := upload(t, ctx, operand{d: F32, values: fp8Ones(max((N+127)/128*kb, N))})
 		for _, m := range []struct {
 			s FP8Scaling
 			a FP8Accum
-		}{{ScaleTensor, AccumFast}, {ScaleTensor, AccumPromoted}, {ScaleBlock, AccumPromoted}} {
-			if only := os.Getenv("DETGEMM_FP8_PERF_MODES"); only != "" && !strings.Contains(" "+only+" ", " "+fp8PerfMode(m.s, m.a)+" ") {
-				continue // "tensor-fast tensor-prom block"
+		}{{ScaleTensor, AccumFast}, {ScaleTensor, AccumPromoted}, {ScaleBlock, AccumPromoted}, {ScaleRow, AccumFast}, {ScaleRow, AccumPromoted}} {
+			mode := fp8PerfMode(m.s, m.a)
+			if only := os.Getenv("DETGEMM_FP8_PERF_MODES"); (only == "" && m.s == ScaleRow) || only != "" && !strings.Contains(" "+only+" ", " "+mode+" ") {
+				continue // "tensor-fast tensor-prom block row-fast row-prom"; the row modes only when named
 			}
 			p, err := eng.PlanFP8(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: M, N: N, K: K, Scaling: m.s, Accum: m.a})
 			require.NoError(t, err)
@@ -580,6 +592,10 @@ func fp8PerfMode(s FP8Scaling, a FP8Accum) string {
 	switch {
 	case s == ScaleBlock:
 		return "block"
+	case s == ScaleRow && a == AccumFast:
+		return "row-fast"
+	case s == ScaleRow:
+		return "row-prom"
 	case a == AccumFast:
 		return "tensor-fast"
 	}
