@@ -323,11 +323,15 @@ func TestFP8MatmulManyTilesABlock(t *testing.T) {
 		{M: 100, N: 1100, K: 512, a: E4M3, b: E4M3, out: BF16, scaling: ScaleBlock, accum: AccumPromoted, ep: Default},
 	} {
 		in := newFP8Inputs(t, ctx, r, c)
-		want, _ := fp8Want(t, c, in, 0, c.M)
+		want, wantAmax := fp8Want(t, c, in, 0, c.M)
 		for _, tile := range []int64{64, 128, 256} {
 			fp8ForceTile = tile
-			got, _ := fp8Run(t, eng, ctx, c, in, 0, c.M)
-			requireSameBits(t, want, got, c.N, fmt.Sprintf("%v tile %d on 3 SMs", c, tile))
+			got, gotAmax := fp8Run(t, eng, ctx, c, in, 0, c.M)
+			what := fmt.Sprintf("%v tile %d on 3 SMs", c, tile)
+			requireSameBits(t, want, got, c.N, what)
+			if c.out.FP8() {
+				require.Equal(t, wantAmax, gotAmax, "%s: amax %#x, want %#x", what, gotAmax, wantAmax)
+			}
 		}
 	}
 }
@@ -543,9 +547,7 @@ func TestFP8Throughput(t *testing.T) {
 	if only := os.Getenv("DETGEMM_FP8_PERF_SHAPES"); only != "" {
 		shapes = nil
 		for _, f := range strings.Fields(only) {
-			var M, N, K int
-			_, err := fmt.Sscanf(f, "%dx%dx%d", &M, &N, &K)
-			require.NoError(t, err, "DETGEMM_FP8_PERF_SHAPES: %q is not M×N×K (4096x4096x1024)", f)
+			M, N, K := perfDims(t, "DETGEMM_FP8_PERF_SHAPES", f)
 			require.True(t, M > 0 && N > 0 && K > 0 && K%128 == 0, "DETGEMM_FP8_PERF_SHAPES: %q wants positive sizes and K a multiple of 128", f)
 			shapes = append(shapes, [3]int{M, N, K})
 		}
@@ -571,9 +573,8 @@ func TestFP8Throughput(t *testing.T) {
 			s FP8Scaling
 			a FP8Accum
 		}{{ScaleTensor, AccumFast}, {ScaleTensor, AccumPromoted}, {ScaleBlock, AccumPromoted}, {ScaleRow, AccumFast}, {ScaleRow, AccumPromoted}} {
-			mode := fp8PerfMode(m.s, m.a)
-			if only := os.Getenv("DETGEMM_FP8_PERF_MODES"); (only == "" && m.s == ScaleRow) || only != "" && !strings.Contains(" "+only+" ", " "+mode+" ") {
-				continue // "tensor-fast tensor-prom block row-fast row-prom"; the row modes only when named
+			if !perfListed("DETGEMM_FP8_PERF_MODES", fp8PerfMode(m.s, m.a)) {
+				continue // "tensor-fast tensor-prom block row-fast row-prom"
 			}
 			p, err := eng.PlanFP8(FP8Desc{A: E4M3, B: E4M3, Out: BF16, M: M, N: N, K: K, Scaling: m.s, Accum: m.a})
 			require.NoError(t, err)

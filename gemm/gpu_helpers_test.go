@@ -256,6 +256,15 @@ func perfShape(m, r, cols int) bool {
 	return strings.Contains(","+only+",", fmt.Sprintf(",%dx%dx%d,", m, r, cols))
 }
 
+// perfDims parses one shape "AxBxC" of the environment variable env (the
+// perf probes' shape lists), failing the test on anything else.
+func perfDims(t *testing.T, env, s string) (a, b, c int) {
+	t.Helper()
+	_, err := fmt.Sscanf(s, "%dx%dx%d", &a, &b, &c)
+	require.NoError(t, err, "%s: %q is not AxBxC", env, s)
+	return a, b, c
+}
+
 // perfListed reports whether a perf test should time the item named name:
 // the environment variable env, when set, lists the names to keep
 // (DETGEMM_TC_PERF_TILES="auto wg128x256", DETGEMM_TC_PERF_OPS="fwd dx"),

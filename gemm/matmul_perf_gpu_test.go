@@ -49,11 +49,11 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 	// MxKxN/L gives B (K × N) the leading dimension L, to tell a row pitch
 	// from a grid.
 	for _, sh := range strings.Fields(os.Getenv("DETGEMM_MM_PERF_PLAIN")) {
-		var M, K, N, L int
+		var L int
 		dims, pitch, padded := strings.Cut(sh, "/")
-		_, err := fmt.Sscanf(dims, "%dx%dx%d", &M, &K, &N)
-		require.NoError(t, err, "DETGEMM_MM_PERF_PLAIN %q", sh)
+		M, K, N := perfDims(t, "DETGEMM_MM_PERF_PLAIN", dims)
 		if padded {
+			var err error
 			L, err = strconv.Atoi(pitch)
 			require.NoError(t, err, "DETGEMM_MM_PERF_PLAIN %q", sh)
 			require.GreaterOrEqual(t, L, N, "DETGEMM_MM_PERF_PLAIN %q: the leading dimension is at least N", sh)
