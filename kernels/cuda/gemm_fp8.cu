@@ -559,8 +559,6 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
     const wg::MMArgs mm{nullptr, 0, a.bias, nullptr, nullptr, 0, 1.0f, 0.0f, wg::FORM_FOLD};
     constexpr int EPI_OUT = DTOUT == OUT_E4M3 || DTOUT == OUT_E5M2 ? epi::F32 : DTOUT;
     float am = 0.0f;
-    extern __shared__ unsigned char smem_raw[];
-    const float* zeros = reinterpret_cast<const float*>(smem_raw + (bars + 16 * STAGES - wg::smem_addr(smem_raw)));
 
     dg_u32 rank;
     dg_i64 first, step;
@@ -585,11 +583,14 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
         } else {
             // The chain starts at +0, read from shared memory rather than
             // written as constants: constant accumulators make ptxas
-            // serialise the wgmma pipeline (C7515), as in wgmma.cuh.
-            const float* z = zeros;
-            asm volatile("" : "+l"(z));
+            // serialise the wgmma pipeline (C7515), as in wgmma.cuh. Four
+            // a load from the zeros' shared address (a generic pointer cost
+            // a load a value).
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) acc[i] = z[i];
+            for (int i = 0; i < BN / 2; i += 4)
+                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=f"(acc[i]), "=f"(acc[i + 1]), "=f"(acc[i + 2]), "=f"(acc[i + 3])
+                             : "r"(bars + 16 * STAGES + 4 * i));
             wg::fence_acc(acc);
             for (dg_i64 kt = 0; kt < w.ktiles; ++kt, r.next<STAGES>()) {
                 const int s = r.slot;
@@ -613,16 +614,41 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = __fmul_rn(acc[i], (i & 2) ? s1 : s0);
         }
+        // B's: one factor for every column where it is per tensor (stride
+        // 0), a whole tile's columns of a contiguous vector read without the
+        // clamp, else each column's index clamped. The same factors and
+        // products either way; the general loop's index arithmetic and 64
+        // loads ran a 256-column tile's epilogue at about 1 800 instructions
+        // a warp (bench/NOTES-fp8.md, twenty-third session).
+        // (Not in the ReLU kernels into bf16 of 128 columns or more, which
+        // spilled with it under NVRTC 12.4, as with promote_tile's AHEAD.)
+        constexpr bool SB_SHORT = !(ACT == epi::ACT_RELU && BN >= 128 && DTOUT == epi::BF16);
         if (a.sb != nullptr) {
+            if (SB_SHORT && a.sb_rs == 0) {
+                const float sj = a.sb[0];
 #pragma unroll
-            for (int q = 0; q < BN / 8; ++q)
+                for (int i = 0; i < BN / 2; ++i) acc[i] = __fmul_rn(acc[i], sj);
+            } else if (SB_SHORT && a.sb_rs == 1 && j0 + BN <= N) {
+                const float* sbj = a.sb + col0;
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const dg_i64 j = col0 + 8 * q + e;
-                    const float sj = a.sb[(j < N ? j : N - 1) * a.sb_rs];
-                    acc[4 * q + e] = __fmul_rn(acc[4 * q + e], sj);
-                    acc[4 * q + 2 + e] = __fmul_rn(acc[4 * q + 2 + e], sj);
-                }
+                for (int q = 0; q < BN / 8; ++q)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float sj = sbj[8 * q + e];
+                        acc[4 * q + e] = __fmul_rn(acc[4 * q + e], sj);
+                        acc[4 * q + 2 + e] = __fmul_rn(acc[4 * q + 2 + e], sj);
+                    }
+            } else {
+#pragma unroll
+                for (int q = 0; q < BN / 8; ++q)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const dg_i64 j = col0 + 8 * q + e;
+                        const float sj = a.sb[(j < N ? j : N - 1) * a.sb_rs];
+                        acc[4 * q + e] = __fmul_rn(acc[4 * q + e], sj);
+                        acc[4 * q + 2 + e] = __fmul_rn(acc[4 * q + 2 + e], sj);
+                    }
+            }
         }
         wg::mm_tile<BN, EPI_OUT, ACT>(acc, mm, M, N, row0, col0);
         if constexpr (DTOUT == OUT_E4M3 || DTOUT == OUT_E5M2) {
