@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -79,43 +80,62 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 		if !slices.ContainsFunc(pr.eps, keep) || len(shapes) > 0 && !slices.Contains(shapes, fmt.Sprintf("%dx%dx%d", M, K, N)) {
 			continue
 		}
-		block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
-		fill := func(elems int) cudaload.DevicePtr { return tiledRandom(t, ctx, block, 1<<20, BF16, elems) }
-		// D and the aux as wide as a gated backward's (2N).
-		ldb := max(pr.ldb, N)
-		A, B, D, aux := fill(M*K), fill(K*ldb), fill(2*M*N), fill(2*M*N)
-		mask := alloc(t, ctx, uint64(M*N))
-		require.NoError(t, ctx.MemsetD8(mask, 1, uint64(M*N)))
-		bias := upload(t, ctx, randomOperand(r, F32, N))
-		bgrad := upload(t, ctx, randomOperand(r, F32, N))
+		bufs := newMMPerfBuffers(t, ctx, r, M, K, N, max(pr.ldb, N))
 		for _, ep := range pr.eps {
 			if !keep(ep) {
 				continue
 			}
-			spec := specOf(ep)
-			d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: M, N: N, K: K, LDB: ldb, Alpha: 1, Epilogue: ep}
-			a := MatmulArgs{A: A, B: B, D: D}
-			if spec.bias {
-				a.Bias = bias
-			}
-			if spec.bgrad != 0 {
-				a.BiasGrad = bgrad
-			}
-			switch {
-			case spec.mask:
-				a.Aux, d.LDAux = mask, N
-			case ep.Gate() != 0 && spec.aux():
-				_, auxCols := gatedCols(ep, N)
-				a.Aux, d.LDAux = aux, auxCols
-			case spec.auxOut || spec.auxIn:
-				a.Aux, d.LDAux = aux, N
-			}
+			d, a := bufs.request(ep)
 			p, err := eng.Plan(d)
 			require.NoError(t, err, "%v", ep)
 			from := time.Now().UTC()
 			best := bestPerLaunch(t, eng, start, end, launches, func(int) error { return p.Run(a) })
-			t.Logf("mmperf %5dx%5dx%5d ldb %5d %-12v %9.1f us %v %s %s", M, K, N, ldb, ep, float64(best.Nanoseconds())/1e3, p.Kernels(),
+			t.Logf("mmperf %5dx%5dx%5d ldb %5d %-12v %9.1f us %v %s %s", M, K, N, bufs.ldb, ep, float64(best.Nanoseconds())/1e3, p.Kernels(),
 				from.Format("15:04:05.000"), time.Now().UTC().Format("15:04:05.000"))
 		}
 	}
+}
+
+// mmPerfBuffers are the operands of the Matmul probes' requests at one
+// shape: random bf16 A, B (K × ldb), D and the aux (both as wide as a
+// gated backward's 2N), a ReLU mask, a bias and a bias gradient.
+type mmPerfBuffers struct {
+	M, K, N, ldb                 int
+	A, B, D, aux, mask, bias, bg cudaload.DevicePtr
+}
+
+func newMMPerfBuffers(t *testing.T, ctx *cudaload.Context, r *rand.Rand, M, K, N, ldb int) mmPerfBuffers {
+	t.Helper()
+	block := upload(t, ctx, randomOperand(r, BF16, 1<<20))
+	fill := func(elems int) cudaload.DevicePtr { return tiledRandom(t, ctx, block, 1<<20, BF16, elems) }
+	b := mmPerfBuffers{M: M, K: K, N: N, ldb: ldb, A: fill(M * K), B: fill(K * ldb), D: fill(2 * M * N), aux: fill(2 * M * N)}
+	b.mask = alloc(t, ctx, uint64(M*N))
+	require.NoError(t, ctx.MemsetD8(b.mask, 1, uint64(M*N)))
+	b.bias = upload(t, ctx, randomOperand(r, F32, N))
+	b.bg = upload(t, ctx, randomOperand(r, F32, N))
+	return b
+}
+
+// request is the tensor-core bf16 request for ep on b, with the buffers
+// its epilogue reads or writes.
+func (b mmPerfBuffers) request(ep Epilogue) (MatmulDesc, MatmulArgs) {
+	spec := specOf(ep)
+	d := MatmulDesc{Tier: TierTensorCore, In: BF16, Out: BF16, M: b.M, N: b.N, K: b.K, LDB: b.ldb, Alpha: 1, Epilogue: ep}
+	a := MatmulArgs{A: b.A, B: b.B, D: b.D}
+	if spec.bias {
+		a.Bias = b.bias
+	}
+	if spec.bgrad != 0 {
+		a.BiasGrad = b.bg
+	}
+	switch {
+	case spec.mask:
+		a.Aux, d.LDAux = b.mask, b.N
+	case ep.Gate() != 0 && spec.aux():
+		_, auxCols := gatedCols(ep, b.N)
+		a.Aux, d.LDAux = b.aux, auxCols
+	case spec.auxOut || spec.auxIn:
+		a.Aux, d.LDAux = b.aux, b.N
+	}
+	return d, a
 }

@@ -1,0 +1,170 @@
+package gemm
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/detgemm/detgemm/cudaload"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMatmulEpilogueEnergy measures what a Matmul launch costs in energy
+// beside what it costs in time: issue 21 asks a fused GeluAuxBias to cost
+// at most 3 % over the plain product, and a card at its power cap (these
+// products run at the H100's 700 W limit, bench/NOTES-matmul.md, thirteenth
+// session) turns energy into time, whatever the schedule hides.
+//
+// Each launch is followed by a pause (twice the longest request's time,
+// at least 0.5 ms) that keeps the card's average power far under its cap,
+// so every request runs at the same uncapped clock. The card's energy
+// counter (nvidia-smi's total_energy_consumption) is read around each
+// series of launches; a series of the same pauses with no launch gives the
+// idle power, and a launch's energy is its series' energy less that idle
+// power over the series' wall time. Rounds alternate the requests, so that
+// drift (temperature) falls on all of them. It runs only with
+// DETGEMM_MM_ENERGY=1; DETGEMM_MM_ENERGY_SHAPES keeps the shapes it names
+// (MxKxN: 4096x4096x4096, 8192x8192x8192, and the gated projection
+// 4096x4096x22016), DETGEMM_MM_ENERGY_ROUNDS sets the rounds (3) and
+// DETGEMM_MM_ENERGY_SECONDS a series' length (4). DETGEMM_MATMUL_FUSED
+// (read when the engine is made) forces the fused kernel for the plain
+// product too, so that the activation's own cost can be told from the
+// kernel's.
+func TestMatmulEpilogueEnergy(t *testing.T) {
+	eng, ctx := perfEngine(t, "DETGEMM_MM_ENERGY", "the Matmul epilogues' energy")
+	if _, err := readEnergy(); err != nil {
+		t.Skipf("no energy counter: %v", err)
+	}
+	r := newRand(t)
+	start, end := mustEvent(t, ctx), mustEvent(t, ctx)
+	rounds := envInt(t, "DETGEMM_MM_ENERGY_ROUNDS", 3)
+	series := time.Duration(envInt(t, "DETGEMM_MM_ENERGY_SECONDS", 4)) * time.Second
+	type probe struct {
+		M, K, N int
+		eps     []Epilogue
+	}
+	probes := []probe{
+		{4096, 4096, 4096, []Epilogue{Default, Gelu, GeluAuxBias, DGelu, DGeluBgrad}},
+		{8192, 8192, 8192, []Epilogue{Default, Gelu, GeluAuxBias, DGelu, DGeluBgrad}},
+		{4096, 4096, 22016, []Epilogue{Default, GatedSwiGLU}},
+	}
+	shapes := strings.Fields(os.Getenv("DETGEMM_MM_ENERGY_SHAPES"))
+	for _, pr := range probes {
+		if len(shapes) > 0 && !slices.Contains(shapes, fmt.Sprintf("%dx%dx%d", pr.M, pr.K, pr.N)) {
+			continue
+		}
+		bufs := newMMPerfBuffers(t, ctx, r, pr.M, pr.K, pr.N, pr.N)
+		type req struct {
+			ep     Epilogue
+			run    func() error
+			kernel string
+			us     []float64 // each launch's time
+			mj     []float64 // each series' energy a launch, idle power taken off
+			watts  []float64 // the idle power beside it
+		}
+		reqs := make([]*req, len(pr.eps))
+		var longest time.Duration
+		for i, ep := range pr.eps {
+			d, a := bufs.request(ep)
+			p, err := eng.Plan(d)
+			require.NoError(t, err, "%v", ep)
+			reqs[i] = &req{ep: ep, run: func() error { return p.Run(a) }, kernel: fmt.Sprint(p.Kernels())}
+			longest = max(longest, bestPerLaunch(t, eng, start, end, 5, func(int) error { return p.Run(a) }))
+		}
+		pause := max(500*time.Microsecond, 2*longest)
+		launches := max(20, int(series/(pause+longest)))
+		// One series: launches of run (nil: none), each timed by events,
+		// then synchronised and followed by the pause; returns the energy
+		// in mJ, the wall time and the launches' times in µs.
+		one := func(run func() error) (float64, time.Duration, []float64) {
+			us := make([]float64, 0, launches)
+			e0, err := readEnergy()
+			require.NoError(t, err)
+			t0 := time.Now()
+			for range launches {
+				require.NoError(t, start.Record(eng.Stream()))
+				if run != nil {
+					require.NoError(t, run())
+				}
+				require.NoError(t, end.Record(eng.Stream()))
+				require.NoError(t, end.Synchronize())
+				el, err := cudaload.ElapsedTime(start, end)
+				require.NoError(t, err)
+				us = append(us, float64(el.Nanoseconds())/1e3)
+				time.Sleep(pause)
+			}
+			wall := time.Since(t0)
+			e1, err := readEnergy()
+			require.NoError(t, err)
+			return e1 - e0, wall, us
+		}
+		for range rounds {
+			idleMJ, idleWall, _ := one(nil)
+			idleW := idleMJ / idleWall.Seconds() / 1e3
+			for _, q := range reqs {
+				mj, wall, us := one(q.run)
+				q.mj = append(q.mj, (mj-idleW*1e3*wall.Seconds())/float64(launches))
+				q.watts = append(q.watts, idleW)
+				q.us = append(q.us, us...)
+			}
+		}
+		base := reqs[0]
+		for _, q := range reqs {
+			t.Logf("mmenergy %5dx%5dx%5d %-14v %8.1f us  %8.1f mJ a launch (rounds %s; idle %s W)  time %.3f×  energy %.3f×  %s",
+				pr.M, pr.K, pr.N, q.ep, median(q.us), median(q.mj), fmtFloats(q.mj, "%.1f"), fmtFloats(q.watts, "%.0f"),
+				median(q.us)/median(base.us), median(q.mj)/median(base.mj), q.kernel)
+		}
+		t.Logf("mmenergy %5dx%5dx%5d: %d launches a series, %v pauses, %d rounds", pr.M, pr.K, pr.N, launches, pause, rounds)
+	}
+}
+
+// readEnergy is the card's energy counter in mJ (nvidia-smi's
+// total_energy_consumption, first GPU).
+func readEnergy() (float64, error) {
+	out, err := exec.Command("nvidia-smi", "--query-gpu=total_energy_consumption", "--format=csv,noheader,nounits").Output()
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strconv.ParseFloat(strings.TrimSpace(line), 64)
+}
+
+// envInt is the positive integer in env, or def where it is unset.
+func envInt(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, env)
+	require.Positive(t, n, env)
+	return n
+}
+
+// median of xs (not modified); NaN-free input.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// fmtFloats formats xs with format, slash-separated.
+func fmtFloats(xs []float64, format string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(parts, "/")
+}
