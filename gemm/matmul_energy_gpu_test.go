@@ -1,16 +1,19 @@
+//go:build linux
+
 package gemm
 
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/detgemm/detgemm/cudaload"
+	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,21 +26,23 @@ import (
 // Each launch is followed by a pause (twice the longest request's time,
 // at least 0.5 ms) that keeps the card's average power far under its cap,
 // so every request runs at the same uncapped clock. The card's energy
-// counter (nvidia-smi's total_energy_consumption) is read around each
-// series of launches; a series of the same pauses with no launch gives the
-// idle power, and a launch's energy is its series' energy less that idle
-// power over the series' wall time. Rounds alternate the requests, so that
-// drift (temperature) falls on all of them. It runs only with
-// DETGEMM_MM_ENERGY=1; DETGEMM_MM_ENERGY_SHAPES keeps the shapes it names
-// (MxKxN: 4096x4096x4096, 8192x8192x8192, and the gated projection
-// 4096x4096x22016), DETGEMM_MM_ENERGY_ROUNDS sets the rounds (3) and
-// DETGEMM_MM_ENERGY_SECONDS a series' length (4). DETGEMM_MATMUL_FUSED
-// (read when the engine is made) forces the fused kernel for the plain
-// product too, so that the activation's own cost can be told from the
-// kernel's.
+// counter (NVML's nvmlDeviceGetTotalEnergyConsumption of the first GPU,
+// loaded at run time as the engine loads libcuda: run it on a one-GPU
+// machine) is read around each series of launches; a series of the same
+// pauses with no launch gives the idle power, and a launch's energy is its
+// series' energy less that idle power over the series' wall time. Rounds
+// alternate the requests, so that drift (temperature) falls on all of
+// them. It runs only with DETGEMM_MM_ENERGY=1; DETGEMM_MM_ENERGY_SHAPES
+// keeps the shapes it names (MxKxN: 4096x4096x4096, 8192x8192x8192, and
+// the gated projection 4096x4096x22016), DETGEMM_MM_ENERGY_ROUNDS sets
+// the rounds (3) and DETGEMM_MM_ENERGY_SECONDS a series' length (4).
+// DETGEMM_MATMUL_FUSED (read when the engine is made) forces the fused
+// kernel for the plain product too, so that the activation's own cost can
+// be told from the kernel's.
 func TestMatmulEpilogueEnergy(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_MM_ENERGY", "the Matmul epilogues' energy")
-	if _, err := readEnergy(); err != nil {
+	meter, err := openEnergyMeter()
+	if err != nil {
 		t.Skipf("no energy counter: %v", err)
 	}
 	r := newRand(t)
@@ -83,7 +88,7 @@ func TestMatmulEpilogueEnergy(t *testing.T) {
 		// in mJ, the wall time and the launches' times in µs.
 		one := func(run func() error) (float64, time.Duration, []float64) {
 			us := make([]float64, 0, launches)
-			e0, err := readEnergy()
+			e0, err := meter.read()
 			require.NoError(t, err)
 			t0 := time.Now()
 			for range launches {
@@ -99,7 +104,7 @@ func TestMatmulEpilogueEnergy(t *testing.T) {
 				time.Sleep(pause)
 			}
 			wall := time.Since(t0)
-			e1, err := readEnergy()
+			e1, err := meter.read()
 			require.NoError(t, err)
 			return e1 - e0, wall, us
 		}
@@ -123,15 +128,47 @@ func TestMatmulEpilogueEnergy(t *testing.T) {
 	}
 }
 
-// readEnergy is the card's energy counter in mJ (nvidia-smi's
-// total_energy_consumption, first GPU).
-func readEnergy() (float64, error) {
-	out, err := exec.Command("nvidia-smi", "--query-gpu=total_energy_consumption", "--format=csv,noheader,nounits").Output()
+// energyMeter reads the first GPU's energy counter through NVML.
+type energyMeter struct{ get, dev uintptr }
+
+// openEnergyMeter loads libnvidia-ml (the driver's) and checks that the
+// card reports its energy.
+func openEnergyMeter() (*energyMeter, error) {
+	lib, err := purego.Dlopen("libnvidia-ml.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return strconv.ParseFloat(strings.TrimSpace(line), 64)
+	call := func(name string, args ...uintptr) (uintptr, error) {
+		fn, err := purego.Dlsym(lib, name)
+		if err != nil {
+			return 0, err
+		}
+		if r, _, _ := purego.SyscallN(fn, args...); r != 0 {
+			return fn, fmt.Errorf("%s: NVML error %d", name, r)
+		}
+		return fn, nil
+	}
+	if _, err := call("nvmlInit_v2"); err != nil {
+		return nil, err
+	}
+	m := &energyMeter{}
+	if _, err := call("nvmlDeviceGetHandleByIndex_v2", 0, uintptr(unsafe.Pointer(&m.dev))); err != nil {
+		return nil, err
+	}
+	var mj uint64
+	if m.get, err = call("nvmlDeviceGetTotalEnergyConsumption", m.dev, uintptr(unsafe.Pointer(&mj))); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// read is the counter in mJ (since the driver loaded).
+func (m *energyMeter) read() (float64, error) {
+	var mj uint64
+	if r, _, _ := purego.SyscallN(m.get, m.dev, uintptr(unsafe.Pointer(&mj))); r != 0 {
+		return 0, fmt.Errorf("nvmlDeviceGetTotalEnergyConsumption: NVML error %d", r)
+	}
+	return float64(mj), nil
 }
 
 // envInt is the positive integer in env, or def where it is unset.
