@@ -23,9 +23,10 @@ import (
 // products run at the H100's 700 W limit, bench/NOTES-matmul.md, thirteenth
 // session) turns energy into time, whatever the schedule hides.
 //
-// Each launch is followed by a pause (twice the longest request's time,
-// at least 0.5 ms) that keeps the card's average power far under its cap,
-// so every request runs at the same uncapped clock. The card's energy
+// Launches come in pairs, each pair followed by a pause (twice the pair's
+// time for the longest request, at least 0.5 ms) that keeps the card's
+// average power far under its cap, so every request runs at the same
+// uncapped clock; the second launch of a pair is timed. The card's energy
 // counter (NVML's nvmlDeviceGetTotalEnergyConsumption of the first GPU,
 // loaded at run time as the engine loads libcuda: run it on a one-GPU
 // machine) is read around each series of launches; a series of the same
@@ -81,17 +82,22 @@ func TestMatmulEpilogueEnergy(t *testing.T) {
 			reqs[i] = &req{ep: ep, run: func() error { return p.Run(a) }, kernel: fmt.Sprint(p.Kernels())}
 			longest = max(longest, bestPerLaunch(t, eng, start, end, 5, func(int) error { return p.Run(a) }))
 		}
-		pause := max(500*time.Microsecond, 2*longest)
-		launches := max(20, int(series/(pause+longest)))
-		// One series: launches of run (nil: none), each timed by events,
-		// then synchronised and followed by the pause; returns the energy
-		// in mJ, the wall time and the launches' times in µs.
+		pause := max(500*time.Microsecond, 4*longest)
+		pairs := max(20, int(series/(pause+2*longest)))
+		// One series: pairs of launches of run (nil: none), the second of
+		// each timed by events (queued while the first runs, so that its
+		// time holds no launch latency), then synchronised and followed by
+		// the pause; returns the energy in mJ, the wall time and the timed
+		// launches' times in µs.
 		one := func(run func() error) (float64, time.Duration, []float64) {
-			us := make([]float64, 0, launches)
+			us := make([]float64, 0, pairs)
 			e0, err := meter.read()
 			require.NoError(t, err)
 			t0 := time.Now()
-			for range launches {
+			for range pairs {
+				if run != nil {
+					require.NoError(t, run())
+				}
 				require.NoError(t, start.Record(eng.Stream()))
 				if run != nil {
 					require.NoError(t, run())
@@ -113,7 +119,7 @@ func TestMatmulEpilogueEnergy(t *testing.T) {
 			idleW := idleMJ / idleWall.Seconds() / 1e3
 			for _, q := range reqs {
 				mj, wall, us := one(q.run)
-				q.mj = append(q.mj, (mj-idleW*1e3*wall.Seconds())/float64(launches))
+				q.mj = append(q.mj, (mj-idleW*1e3*wall.Seconds())/float64(2*pairs))
 				q.watts = append(q.watts, idleW)
 				q.us = append(q.us, us...)
 			}
@@ -124,7 +130,7 @@ func TestMatmulEpilogueEnergy(t *testing.T) {
 				pr.M, pr.K, pr.N, q.ep, median(q.us), median(q.mj), fmtFloats(q.mj, "%.1f"), fmtFloats(q.watts, "%.0f"),
 				median(q.us)/median(base.us), median(q.mj)/median(base.mj), q.kernel)
 		}
-		t.Logf("mmenergy %5dx%5dx%5d: %d launches a series, %v pauses, %d rounds", pr.M, pr.K, pr.N, launches, pause, rounds)
+		t.Logf("mmenergy %5dx%5dx%5d: %d pairs of launches a series, %v pauses, %d rounds", pr.M, pr.K, pr.N, pairs, pause, rounds)
 	}
 }
 
