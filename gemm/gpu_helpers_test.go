@@ -300,3 +300,16 @@ func checkFunction(t *testing.T, eng *Engine, ctx *cudaload.Context, family, nam
 	require.NoError(t, err)
 	return fn
 }
+
+// envInt is the positive integer in env, or def where it is unset.
+func envInt(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, env)
+	require.Positive(t, n, env)
+	return n
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,19 +174,6 @@ func (m *energyMeter) read() (float64, error) {
 		return 0, fmt.Errorf("nvmlDeviceGetTotalEnergyConsumption: NVML error %d", r)
 	}
 	return float64(mj), nil
-}
-
-// envInt is the positive integer in env, or def where it is unset.
-func envInt(t *testing.T, env string, def int) int {
-	t.Helper()
-	v := os.Getenv(env)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, env)
-	require.Positive(t, n, env)
-	return n
 }
 
 // median of xs (not modified); NaN-free input.

@@ -61,12 +61,7 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 		}
 		probes = append(probes, probe{M, K, N, []Epilogue{Default}, L})
 	}
-	launches := 10
-	if v := os.Getenv("DETGEMM_MM_PERF_LAUNCHES"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, "DETGEMM_MM_PERF_LAUNCHES")
-		launches = max(n, 1)
-	}
+	launches := envInt(t, "DETGEMM_MM_PERF_LAUNCHES", 10)
 	var only []string // DETGEMM_MM_PERF_EPS's names; none: every epilogue
 	if v := os.Getenv("DETGEMM_MM_PERF_EPS"); v != "" {
 		only = strings.Split(v, ",")
