@@ -115,3 +115,18 @@ readme-bench:
 		/<!-- BEGIN bench tables -->/ { print; printf "%s", t; skip = 1; next } \
 		/<!-- END bench tables -->/ { skip = 0 } !skip' .bench-tables.md README.md > README.md.new
 	mv README.md.new README.md && rm -f .bench-tables.md
+
+## sass: a kernel's loops read off an embedded CUBIN (kernels/internal/sassloops: instructions,
+## ptxas' stall cycles, opcodes), with cuobjdump unpacked into .tools/ from Debian trixie's
+## non-free nvidia-cuda-toolkit (the apt source .ci/run adds; nothing is installed):
+##   make sass FAMILY=gemm_wgmma_matmul KERNEL='wgmm128x256_gelu_nn_bf16' [VARIANT=cuda13] [SASS_ARGS=-list]
+CUOBJDUMP := .tools/usr/bin/cuobjdump
+VARIANT ?= base
+.PHONY: sass
+sass: $(CUOBJDUMP)
+	@test -n "$(FAMILY)" || { echo "usage: make sass FAMILY=gemm_wgmma_matmul KERNEL=REGEXP [VARIANT=cuda13] [SASS_ARGS=...]"; exit 2; }
+	$(GO) run ./kernels/internal/sassloops -cuobjdump $(CUOBJDUMP) -variant $(VARIANT) -family $(FAMILY) -kernel '$(or $(KERNEL),.)' $(SASS_ARGS)
+
+$(CUOBJDUMP):
+	mkdir -p .tools
+	cd .tools && apt-get download nvidia-cuda-toolkit && dpkg -x nvidia-cuda-toolkit_*.deb . && rm -f nvidia-cuda-toolkit_*.deb
