@@ -24,6 +24,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -122,12 +123,10 @@ func Loops(fn []Inst, min int) []Loop {
 		if to >= in.Addr {
 			continue
 		}
-		var body []Inst
-		for _, x := range fn {
-			if x.Addr >= to && x.Addr <= in.Addr {
-				body = append(body, x)
-			}
-		}
+		// fn is in address order: the body is the run from the target to the branch.
+		lo, _ := slices.BinarySearchFunc(fn, to, func(x Inst, a uint64) int { return cmp.Compare(x.Addr, a) })
+		hi, _ := slices.BinarySearchFunc(fn, in.Addr, func(x Inst, a uint64) int { return cmp.Compare(x.Addr, a) })
+		body := fn[lo : hi+1]
 		if len(body) >= min {
 			ls = append(ls, Loop{Lo: to, Hi: in.Addr, Body: body})
 		}
