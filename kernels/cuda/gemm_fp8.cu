@@ -650,7 +650,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
                     }
             }
         }
-        wg::mm_tile<BN, EPI_OUT, ACT>(acc, mm, M, N, row0, col0);
+        wg::mm_tile<BN, EPI_OUT, ACT>(acc, mm, M, N, row0, col0, i0 + T::BM <= M && j0 + BN <= N);
         if constexpr (DTOUT == OUT_E4M3 || DTOUT == OUT_E5M2) {
             store8<BN, DTOUT>(acc, a, a.sd != nullptr ? *a.sd : 1.0f, M, N, row0, col0, am);
         } else {
