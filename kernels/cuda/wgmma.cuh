@@ -782,7 +782,7 @@ DETGEMM_INLINE void mm_fetch_rows(dg_u32 (&raw)[W], char* const (&arow)[2], unsi
     constexpr int ES = DTOUT == F32 ? 4 : 2;
 #pragma unroll
     for (int u = 0; u < W; u += 2) {
-        const int h = (u / 2) % 2, c = 32 * t + 8 * (u / 4);
+        const int h = (u / 2) % 2, c = 2 * W * t + 8 * (u / 4);
         if constexpr (ACT == epi::ACT_DRELU) {
             raw[u / 2] = (dg_u32) * reinterpret_cast<const dg_u16*>(mrow[h] + c);
         } else if constexpr (DTOUT == F32) {
@@ -797,7 +797,7 @@ DETGEMM_INLINE void mm_fetch_rows(dg_u32 (&raw)[W], char* const (&arow)[2], unsi
 
 // mm_tile's turns. FAST: the tile wholly inside D, the aux and mask (where
 // given) aligned for pairs; the elements of turn t sit at row bases
-// (row0, row0 + 8) plus the constant columns 32·t + 8·(u/4) + u%2 from
+// (row0, row0 + 8) plus the constant columns 2W·t + 8·(u/4) + u%2 from
 // col0, and the bias of a column is read once for both rows. Otherwise
 // every element is tested and indexed (an element outside D reads element
 // 0 of C, the aux and the mask and is not stored: mm_elem's rule). A turn
@@ -851,7 +851,7 @@ DETGEMM_INLINE void mm_turns(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, d
         float bias[W / 2];  // FAST: column 8·(u/4) + u%2 of the turn at bias[2·(u/4) + u%2]
         if constexpr (FAST) {
             if (mm.form == FORM_FOLD && mm.bias != nullptr) {
-                const float* b = mm.bias + col0 + 32 * t;
+                const float* b = mm.bias + col0 + 2 * W * t;
 #pragma unroll
                 for (int k = 0; k < W / 2; ++k) bias[k] = b[8 * (k / 2) + k % 2];
             }
@@ -866,7 +866,7 @@ DETGEMM_INLINE void mm_turns(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, d
                 if (mm.form == FORM_FOLD) {
                     x = mm.C != nullptr
                             ? __fmaf_rn(mm.alpha, x,
-                                        __fmul_rn(mm.beta, epi::widen<DTOUT>(crow[h] + (dg_i64)(32 * t + c) * ES, 0)))
+                                        __fmul_rn(mm.beta, epi::widen<DTOUT>(crow[h] + (dg_i64)(2 * W * t + c) * ES, 0)))
                             : __fmul_rn(mm.alpha, x);
                     if (mm.bias != nullptr) x = epi::bias_add(x, bias[2 * (u / 4) + u % 2]);
                 }
@@ -889,7 +889,7 @@ DETGEMM_INLINE void mm_turns(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, d
                 for (int u = 0; u < W; u += 2) {
                     if constexpr (FAST) {
                         const int h = (u / 2) % 2, c = 8 * (u / 4);
-                        sel::store2<DTOUT>(arow[h] + (dg_i64)(32 * t + c) * ES, 0, v[u], v[u + 1]);
+                        sel::store2<DTOUT>(arow[h] + (dg_i64)(2 * W * t + c) * ES, 0, v[u], v[u + 1]);
                     } else if (apairs && in[u + 1]) {
                         sel::store2<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
                     } else {
@@ -919,7 +919,7 @@ DETGEMM_INLINE void mm_turns(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, d
                     const unsigned char b0 = epi::mm_mask<DTOUT>(v[u]), b1 = epi::mm_mask<DTOUT>(v[u + 1]);
                     if constexpr (FAST) {
                         const int h = (u / 2) % 2, c = 8 * (u / 4);
-                        *reinterpret_cast<dg_u16*>(mrow[h] + 32 * t + c) = (dg_u16)(b0 | (b1 << 8));
+                        *reinterpret_cast<dg_u16*>(mrow[h] + 2 * W * t + c) = (dg_u16)(b0 | (b1 << 8));
                     } else if (mpairs && in[u + 1]) {
                         *reinterpret_cast<dg_u16*>(mm.mask + ax[u]) = (dg_u16)(b0 | (b1 << 8));
                     } else {
