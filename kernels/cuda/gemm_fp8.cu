@@ -650,7 +650,9 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const wg::Work& w, int c, 
                     }
             }
         }
-        wg::mm_tile<BN, EPI_OUT, ACT>(acc, mm, M, N, row0, col0);
+        // Every tile through mm_tile's general turns: its whole-tile turns made
+        // ptxas spill in the 128-column GELU kernels into bf16.
+        wg::mm_tile<BN, EPI_OUT, ACT>(acc, mm, M, N, row0, col0, false);
         if constexpr (DTOUT == OUT_E4M3 || DTOUT == OUT_E5M2) {
             store8<BN, DTOUT>(acc, a, a.sd != nullptr ? *a.sd : 1.0f, M, N, row0, col0, am);
         } else {

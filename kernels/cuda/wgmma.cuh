@@ -774,20 +774,195 @@ DETGEMM_INLINE void mm_gated_fetch(dg_u32 (&ra)[W], dg_u32 (&rb)[W], const MMArg
     }
 }
 
+// mm_fetch for mm_turns' FAST path: the same raw bits of turn t, read at
+// the row bases arow (the aux, bytes) and mrow (the mask) plus the turn's
+// constant columns, every pair one access.
+template <int DTOUT, int ACT, int W>
+DETGEMM_INLINE void mm_fetch_rows(dg_u32 (&raw)[W], char* const (&arow)[2], unsigned char* const (&mrow)[2], int t) {
+    constexpr int ES = DTOUT == F32 ? 4 : 2;
+#pragma unroll
+    for (int u = 0; u < W; u += 2) {
+        const int h = (u / 2) % 2, c = 2 * W * t + 8 * (u / 4);
+        if constexpr (ACT == epi::ACT_DRELU) {
+            raw[u / 2] = (dg_u32) * reinterpret_cast<const dg_u16*>(mrow[h] + c);
+        } else if constexpr (DTOUT == F32) {
+            const float2 p = *reinterpret_cast<const float2*>(arow[h] + (dg_i64)c * ES);
+            raw[u] = __float_as_uint(p.x);
+            raw[u + 1] = __float_as_uint(p.y);
+        } else {
+            raw[u / 2] = *reinterpret_cast<const dg_u32*>(arow[h] + (dg_i64)c * ES);
+        }
+    }
+}
+
+// mm_tile's turns. FAST: the tile wholly inside D, the aux and mask (where
+// given) aligned for pairs; the elements of turn t sit at row bases
+// (row0, row0 + 8) plus the constant columns 2W·t + 8·(u/4) + u%2 from
+// col0, and the bias of a column is read once for both rows. Otherwise
+// every element is tested and indexed (an element outside D reads element
+// 0 of C, the aux and the mask and is not stored: mm_elem's rule). A turn
+// computes the fold form's values, then the activation as elementwise.cuh's
+// select forms (the contract's operations in its order, no branch: the
+// turn's values interleave), and reads or writes the aux and the mask a
+// column pair per access where they are aligned for it.
+template <int BN, int DTOUT, int ACT, bool FAST>
+DETGEMM_INLINE void mm_turns(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0, dg_i64 col0,
+                             bool apairs, bool mpairs) {
+    constexpr int W = 16;  // a turn: four 8-column chunks of both rows
+    constexpr int ES = DTOUT == F32 ? 4 : 2;
+    constexpr int TURNS = BN / 2 / W;
+    // FAST's row bases (bytes): C, the aux and the mask at (row0 + 8h, col0).
+    const char* crow[2] = {nullptr, nullptr};
+    char* arow[2] = {nullptr, nullptr};
+    unsigned char* mrow[2] = {nullptr, nullptr};
+    if constexpr (FAST) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const dg_i64 i = row0 + 8 * h;
+            if (mm.C != nullptr) crow[h] = static_cast<const char*>(mm.C) + (i * mm.ldc + col0) * ES;
+            if (mm.aux != nullptr) arow[h] = static_cast<char*>(mm.aux) + (i * mm.ldaux + col0) * ES;
+            if (mm.mask != nullptr) mrow[h] = mm.mask + i * mm.ldaux + col0;
+        }
+    }
+    // The backward's aux (DGELU) or mask (DRELU) of turn t + 1 is loaded
+    // during turn t: in a rolled loop, loads issued where they are used
+    // leave every turn waiting on their latency.
+    constexpr bool READS = ACT == epi::ACT_DGELU || ACT == epi::ACT_DRELU;
+    dg_u32 cur[W], nxt[W];
+    if constexpr (READS) {
+        if constexpr (FAST) mm_fetch_rows<DTOUT, ACT, W>(nxt, arow, mrow, 0);
+        else mm_fetch<DTOUT, ACT, W>(nxt, mm, M, N, row0, col0, 0, apairs, mpairs);
+    }
+#pragma unroll 1
+    for (int t = 0; t < TURNS; ++t) {
+        if constexpr (READS) {
+#pragma unroll
+            for (int u = 0; u < W; ++u) cur[u] = nxt[u];
+            if (t + 1 < TURNS) {
+                if constexpr (FAST) mm_fetch_rows<DTOUT, ACT, W>(nxt, arow, mrow, t + 1);
+                else mm_fetch<DTOUT, ACT, W>(nxt, mm, M, N, row0, col0, t + 1, apairs, mpairs);
+            }
+        }
+        // acc[u] holds accumulator t·W + u: element (row0 + 8·((u/2)%2),
+        // col0 + 8·(t·W/4 + u/4) + u%2).
+        float v[W];
+        bool in[W];
+        dg_i64 ax[W];
+        float bias[W / 2];  // FAST: column 8·(u/4) + u%2 of the turn at bias[2·(u/4) + u%2]
+        if constexpr (FAST) {
+            if (mm.form == FORM_FOLD && mm.bias != nullptr) {
+                const float* b = mm.bias + col0 + 2 * W * t;
+#pragma unroll
+                for (int k = 0; k < W / 2; ++k) bias[k] = b[8 * (k / 2) + k % 2];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < W; ++u) {
+            const int h = (u / 2) % 2, c = 8 * (u / 4) + u % 2;  // column in the turn
+            float x = acc[u];
+            if constexpr (FAST) {
+                in[u] = true;
+                ax[u] = 0;
+                if (mm.form == FORM_FOLD) {
+                    x = mm.C != nullptr
+                            ? __fmaf_rn(mm.alpha, x,
+                                        __fmul_rn(mm.beta, epi::widen<DTOUT>(crow[h] + (dg_i64)(2 * W * t + c) * ES, 0)))
+                            : __fmul_rn(mm.alpha, x);
+                    if (mm.bias != nullptr) x = epi::bias_add(x, bias[2 * (u / 4) + u % 2]);
+                }
+            } else {
+                const dg_i64 ii = row0 + 8 * h, jj = col0 + 8 * (t * (W / 4) + u / 4) + u % 2;
+                in[u] = ii < M && jj < N;
+                const dg_i64 i = in[u] ? ii : 0, j = in[u] ? jj : 0;
+                ax[u] = i * mm.ldaux + j;
+                if (mm.form == FORM_FOLD) {
+                    x = mm.C != nullptr ? __fmaf_rn(mm.alpha, x, __fmul_rn(mm.beta, epi::widen<DTOUT>(mm.C, i * mm.ldc + j)))
+                                        : __fmul_rn(mm.alpha, x);
+                    if (mm.bias != nullptr) x = epi::bias_add(x, mm.bias[j]);
+                }
+            }
+            v[u] = x;
+        }
+        if constexpr (ACT == epi::ACT_GELU) {
+            if (mm.aux != nullptr) {  // the pre-activation, rounded as D is
+#pragma unroll
+                for (int u = 0; u < W; u += 2) {
+                    if constexpr (FAST) {
+                        const int h = (u / 2) % 2, c = 8 * (u / 4);
+                        sel::store2<DTOUT>(arow[h] + (dg_i64)(2 * W * t + c) * ES, 0, v[u], v[u + 1]);
+                    } else if (apairs && in[u + 1]) {
+                        sel::store2<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
+                    } else {
+                        if (in[u]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u], v[u]);
+                        if (in[u + 1]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u + 1], v[u + 1]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < W; ++u) v[u] = sel::gelu(v[u]);
+        } else if constexpr (ACT == epi::ACT_DGELU) {
+            float x[W];
+#pragma unroll
+            for (int u = 0; u < W; ++u) x[u] = mm_raw_value<DTOUT>(cur, u);
+#pragma unroll
+            for (int u = 0; u < W; ++u) {
+                float act, grad;
+                sel::gelu_grad(x[u], &act, &grad);
+                v[u] = __fmul_rn(v[u], grad);
+            }
+        } else if constexpr (ACT == epi::ACT_RELU) {
+#pragma unroll
+            for (int u = 0; u < W; ++u) v[u] = dg_relu(v[u]);
+            if (mm.mask != nullptr) {
+#pragma unroll
+                for (int u = 0; u < W; u += 2) {
+                    const unsigned char b0 = epi::mm_mask<DTOUT>(v[u]), b1 = epi::mm_mask<DTOUT>(v[u + 1]);
+                    if constexpr (FAST) {
+                        const int h = (u / 2) % 2, c = 8 * (u / 4);
+                        *reinterpret_cast<dg_u16*>(mrow[h] + 2 * W * t + c) = (dg_u16)(b0 | (b1 << 8));
+                    } else if (mpairs && in[u + 1]) {
+                        *reinterpret_cast<dg_u16*>(mm.mask + ax[u]) = (dg_u16)(b0 | (b1 << 8));
+                    } else {
+                        if (in[u]) mm.mask[ax[u]] = b0;
+                        if (in[u + 1]) mm.mask[ax[u + 1]] = b1;
+                    }
+                }
+            }
+        } else if constexpr (ACT == epi::ACT_DRELU) {
+#pragma unroll
+            for (int u = 0; u < W; ++u) {
+                const unsigned char m = (unsigned char)(cur[u / 2] >> (8 * (u % 2)));
+                const float x = v[u];
+                v[u] = m == epi::MASK_ZERO ? 0.0f : (m == epi::MASK_PASS && x == x ? x : DG_F(0x7FFFFFFF));
+            }
+        }
+        // The next turn's accumulators to the front, this turn's
+        // results to the back (after all turns, each is home).
+#pragma unroll
+        for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
+#pragma unroll
+        for (int u = 0; u < W; ++u) acc[BN / 2 - W + u] = v[u];
+    }
+}
+
 // Matmul's epilogue on a consumer thread's accumulators (INIT_MM), for
 // the activation ACT compiled in; store_tile stores D after. Accumulator
 // 4q + 2h + e is element (row0 + 8h, col0 + 8q + e). The activations run
-// in a rolled loop, W accumulators a turn, the array rotated by W after
-// each (register moves) so that every turn finds its values at the same
-// indices: inlined at all 128 accumulators, their code (with the aux and
-// mask accesses) far outgrew the instruction caches and the epilogue cost
-// more than the product. A turn computes the fold form's values, then the
-// activation as elementwise.cuh's select forms (the contract's operations
-// in its order, no branch: the turn's values interleave), and reads or
-// writes the aux and the mask a column pair per access where they are
-// aligned for it.
+// in a rolled loop (mm_turns), W accumulators a turn, the array rotated by
+// W after each (register moves) so that every turn finds its values at the
+// same indices: inlined at all 128 accumulators, their code (with the aux
+// and mask accesses) far outgrew the instruction caches and the epilogue
+// cost more than the product. whole is the block's condition that the
+// tile lies wholly inside D (tile origin and arguments only, as the
+// callers' store_whole test: a branch ptxas cannot prove uniform, around
+// code that reads the accumulators, serialises the wgmma pipeline); with
+// it, and the aux and mask aligned for pairs, the turns take their
+// addresses as row bases and constant columns (no element test, no 64-bit
+// index an element). Both paths run the same operations on the same
+// values: the same bits.
 template <int BN, int DTOUT, int ACT>
-DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0, dg_i64 col0) {
+DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg_i64 N, dg_i64 row0, dg_i64 col0,
+                            bool whole) {
     if constexpr (ACT == epi::ACT_NONE) {
 #pragma unroll
         for (int q = 0; q < BN / 8; ++q)
@@ -797,151 +972,90 @@ DETGEMM_INLINE void mm_tile(float (&acc)[BN / 2], const MMArgs& mm, dg_i64 M, dg
                 for (int e = 0; e < 2; ++e)
                     acc[4 * q + 2 * h + e] = mm_elem<DTOUT, ACT>(acc[4 * q + 2 * h + e], mm, M, N, row0 + 8 * h, col0 + 8 * q + e);
     } else {
-        constexpr int W = 16;  // a turn: four 8-column chunks of both rows
         constexpr dg_u64 PAIR_ALIGN = DTOUT == F32 ? 7u : 3u;
         const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & PAIR_ALIGN) == 0;
         const bool mpairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.mask) & 1u) == 0;
-        // The backward's aux (DGELU) or mask (DRELU) of turn t + 1 is loaded
-        // during turn t: in a rolled loop, loads issued where they are used
-        // leave every turn waiting on their latency.
-        constexpr bool READS = ACT == epi::ACT_DGELU || ACT == epi::ACT_DRELU;
-        dg_u32 cur[W], nxt[W];
-        if constexpr (READS) mm_fetch<DTOUT, ACT, W>(nxt, mm, M, N, row0, col0, 0, apairs, mpairs);
-#pragma unroll 1
-        for (int t = 0; t < BN / 2 / W; ++t) {
-            if constexpr (READS) {
-#pragma unroll
-                for (int u = 0; u < W; ++u) cur[u] = nxt[u];
-                if (t + 1 < BN / 2 / W) mm_fetch<DTOUT, ACT, W>(nxt, mm, M, N, row0, col0, t + 1, apairs, mpairs);
-            }
-            // acc[u] holds accumulator t·W + u: element (row0 + 8·((u/2)%2),
-            // col0 + 8·(t·W/4 + u/4) + u%2). An element outside D reads element 0
-            // of C, the aux and the mask and is not stored (mm_elem's rule).
-            float v[W];
-            bool in[W];
-            dg_i64 ax[W];
-#pragma unroll
-            for (int u = 0; u < W; ++u) {
-                const dg_i64 ii = row0 + 8 * ((u / 2) % 2), jj = col0 + 8 * (t * (W / 4) + u / 4) + u % 2;
-                in[u] = ii < M && jj < N;
-                const dg_i64 i = in[u] ? ii : 0, j = in[u] ? jj : 0;
-                ax[u] = i * mm.ldaux + j;
-                float x = acc[u];
-                if (mm.form == FORM_FOLD) {
-                    x = mm.C != nullptr ? __fmaf_rn(mm.alpha, x, __fmul_rn(mm.beta, epi::widen<DTOUT>(mm.C, i * mm.ldc + j)))
-                                        : __fmul_rn(mm.alpha, x);
-                    if (mm.bias != nullptr) x = epi::bias_add(x, mm.bias[j]);
-                }
-                v[u] = x;
-            }
-            if constexpr (ACT == epi::ACT_GELU) {
-                if (mm.aux != nullptr) {  // the pre-activation, rounded as D is
-#pragma unroll
-                    for (int u = 0; u < W; u += 2) {
-                        if (apairs && in[u + 1]) {
-                            sel::store2<DTOUT>(mm.aux, ax[u], v[u], v[u + 1]);
-                        } else {
-                            if (in[u]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u], v[u]);
-                            if (in[u + 1]) epi::store<DTOUT, epi::RNE_CVT>(mm.aux, ax[u + 1], v[u + 1]);
-                        }
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < W; ++u) v[u] = sel::gelu(v[u]);
-            } else if constexpr (ACT == epi::ACT_DGELU) {
-                float x[W];
-#pragma unroll
-                for (int u = 0; u < W; ++u) x[u] = mm_raw_value<DTOUT>(cur, u);
-#pragma unroll
-                for (int u = 0; u < W; ++u) {
-                    float act, grad;
-                    sel::gelu_grad(x[u], &act, &grad);
-                    v[u] = __fmul_rn(v[u], grad);
-                }
-            } else if constexpr (ACT == epi::ACT_RELU) {
-#pragma unroll
-                for (int u = 0; u < W; ++u) v[u] = dg_relu(v[u]);
-                if (mm.mask != nullptr) {
-#pragma unroll
-                    for (int u = 0; u < W; u += 2) {
-                        const unsigned char b0 = epi::mm_mask<DTOUT>(v[u]), b1 = epi::mm_mask<DTOUT>(v[u + 1]);
-                        if (mpairs && in[u + 1]) {
-                            *reinterpret_cast<dg_u16*>(mm.mask + ax[u]) = (dg_u16)(b0 | (b1 << 8));
-                        } else {
-                            if (in[u]) mm.mask[ax[u]] = b0;
-                            if (in[u + 1]) mm.mask[ax[u + 1]] = b1;
-                        }
-                    }
-                }
-            } else if constexpr (ACT == epi::ACT_DRELU) {
-#pragma unroll
-                for (int u = 0; u < W; ++u) {
-                    const unsigned char m = (unsigned char)(cur[u / 2] >> (8 * (u % 2)));
-                    const float x = v[u];
-                    v[u] = m == epi::MASK_ZERO ? 0.0f : (m == epi::MASK_PASS && x == x ? x : DG_F(0x7FFFFFFF));
-                }
-            }
-            // The next turn's accumulators to the front, this turn's
-            // results to the back (after all turns, each is home).
-#pragma unroll
-            for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
-#pragma unroll
-            for (int u = 0; u < W; ++u) acc[BN / 2 - W + u] = v[u];
+        if (whole && (mm.aux == nullptr || apairs) && (mm.mask == nullptr || mpairs)) {
+            mm_turns<BN, DTOUT, ACT, true>(acc, mm, M, N, row0, col0, true, true);
+        } else {
+            mm_turns<BN, DTOUT, ACT, false>(acc, mm, M, N, row0, col0, apairs, mpairs);
         }
     }
 }
 
-// Matmul's gated epilogues on a consumer thread's accumulators (INIT_MM,
-// beta = 0; docs/contract.md, "Gated epilogues"). The product's columns
-// come in 8-column blocks alternating a and b, so chunk 2p of a thread
-// (accumulators 8p .. 8p+3) holds a and chunk 2p+1 (8p+4 .. 8p+7) the b of
-// the same outputs: output (row0 + 8h, j0/2 + 8p + (col0 − j0) + e) from
-// accumulators 8p + 2h + e and 8p + 4 + 2h + e. The forward stores the
-// pre-activation to the aux (rounded as D is), then D = a·act(b), N/2
-// wide; the backward reads a and b from the aux (2N
-// wide) at the blocks of its product column j and stores da, db there in
-// D. The gates run in a rolled loop (W accumulators a turn, the array
-// rotated as mm_tile's), as elementwise.cuh's select forms, the
-// backward's aux fetched a turn ahead.
-template <int BN, int DTOUT, int MMACT>
-DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg_i64 M, dg_i64 N, dg_i64 ldd,
-                             dg_i64 row0, dg_i64 col0, dg_i64 j0, int lane) {
-    constexpr bool BWD = MMACT >= epi::ACT_DGATE;
-    constexpr int G = BWD ? MMACT - epi::ACT_DGATE : MMACT - epi::ACT_GATE;
-    if (mm.form == FORM_FOLD) {  // alpha != 1: the chain was from +0
-#pragma unroll
-        for (int u = 0; u < BN / 2; ++u) {
-            const dg_i64 j = col0 + 8 * (u / 4) + (u % 2);
-            float v = __fmul_rn(mm.alpha, acc[u]);
-            if (!BWD && mm.bias != nullptr) v = epi::bias_add(v, mm.bias[j < N ? j : 0]);
-            acc[u] = v;
+// Elements e and e + 1 at p (bytes; e even) rounded as D is, stored where
+// ok: one access where pairs (the pair aligned for it), else one an
+// element. The 16-bit halves are round_pair's, whose bits on sm_90 are
+// round16's (RNE, NaN the canonical 0x7fff) for each half alone: the
+// single stores' bits too. Predicated stores, no branch.
+template <int DTOUT>
+DETGEMM_INLINE void store_pair_if(char* p, float v0, float v1, bool ok, bool pairs) {
+    if constexpr (DTOUT == F32) {
+        if (ok && pairs) *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+        if (ok && !pairs) {
+            reinterpret_cast<float*>(p)[0] = v0;
+            reinterpret_cast<float*>(p)[1] = v1;
+        }
+    } else {
+        const dg_u32 w = sel::round_pair<DTOUT>(v0, v1);
+        if (ok && pairs) *reinterpret_cast<dg_u32*>(p) = w;
+        if (ok && !pairs) {
+            reinterpret_cast<dg_u16*>(p)[0] = (dg_u16)w;
+            reinterpret_cast<dg_u16*>(p)[1] = (dg_u16)(w >> 16);
         }
     }
+}
+
+// mm_gated_fetch for the FAST path: the same raw bits of turn t, read at
+// the aux row bases arow (bytes, at column 2·j0 + t2) plus the turn's
+// constant columns, every pair one access.
+template <int DTOUT, int W>
+DETGEMM_INLINE void mm_gated_fetch_rows(dg_u32 (&ra)[W], dg_u32 (&rb)[W], char* const (&arow)[2], int t) {
+    constexpr int ES = DTOUT == F32 ? 4 : 2;
+#pragma unroll
+    for (int u = 0; u < W; u += 2) {
+        const int q = t * (W / 4) + u / 4, h = (u / 2) % 2;
+        const char* p = arow[h] + (dg_i64)(16 * q) * ES;
+        if constexpr (DTOUT == F32) {
+            const float2 x = *reinterpret_cast<const float2*>(p), y = *reinterpret_cast<const float2*>(p + 8 * ES);
+            ra[u] = __float_as_uint(x.x), ra[u + 1] = __float_as_uint(x.y);
+            rb[u] = __float_as_uint(y.x), rb[u + 1] = __float_as_uint(y.y);
+        } else {
+            ra[u / 2] = *reinterpret_cast<const dg_u32*>(p);
+            rb[u / 2] = *reinterpret_cast<const dg_u32*>(p + 8 * ES);
+        }
+    }
+}
+
+template <int BN, int DTOUT, int MMACT, bool FAST>
+DETGEMM_INLINE void mm_gated_turns(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg_i64 M, dg_i64 N, dg_i64 ldd,
+                                   dg_i64 row0, dg_i64 col0, dg_i64 j0, bool apairs, bool dpairs) {
+    constexpr bool BWD = MMACT >= epi::ACT_DGATE;
+    constexpr int G = BWD ? MMACT - epi::ACT_DGATE : MMACT - epi::ACT_GATE;
+    constexpr int ES = DTOUT == F32 ? 4 : 2;
     const dg_i64 t2 = col0 - j0;  // 2·(lane % 4)
     if constexpr (!BWD) {
         // The aux (the pre-activation, rounded as D is) is stored turn by
         // turn, a pair a store: store_tile's shuffles beside the live
-        // accumulators made ptxas spill.
-        const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & (DTOUT == F32 ? 7u : 3u)) == 0;
+        // accumulators made ptxas spill. One loop for every tile: the
+        // addresses are row bases (row0 + 8h; the aux at col0, D at j0/2 +
+        // t2) plus constant columns, each pair's store predicated on its row
+        // and column (a second loop for the tiles wholly inside, beside
+        // this one, made ptxas spill the accumulators in it).
+        const bool rowok[2] = {row0 < M, row0 + 8 < M};
         constexpr int W = G == 4 ? 16 : 32;  // two or four output chunks a turn (GELU: two)
 #pragma unroll 1
         for (int t = 0; t < BN / 2 / W; ++t) {
             if (mm.aux != nullptr) {
 #pragma unroll
-                for (int k = 0; k < W / 4; ++k) {
-                    const dg_i64 j = col0 + 8 * (t * (W / 4) + k);
-                    if (j >= N) continue;
+                for (int h = 0; h < 2; ++h) {
+                    // Formed in the turn, not held across the loop: registers.
+                    char* arow = static_cast<char*>(mm.aux) + ((row0 + 8 * h) * mm.ldaux + col0) * ES;
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const dg_i64 i = row0 + 8 * h;
-                        if (i >= M) continue;
-                        const float v0 = acc[4 * k + 2 * h], v1 = acc[4 * k + 2 * h + 1];
-                        if (apairs) {
-                            sel::store2<DTOUT>(mm.aux, i * mm.ldaux + j, v0, v1);
-                        } else {
-                            epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j, v0);
-                            epi::store<DTOUT, epi::RNE_CVT>(mm.aux, i * mm.ldaux + j + 1, v1);
-                        }
+                    for (int k = 0; k < W / 4; ++k) {
+                        const int c = 8 * (t * (W / 4) + k);
+                        store_pair_if<DTOUT>(arow + (dg_i64)c * ES, acc[4 * k + 2 * h], acc[4 * k + 2 * h + 1],
+                                             rowok[h] && col0 + c < N, apairs);
                     }
                 }
             }
@@ -961,38 +1075,43 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
             for (int u = 0; u < W / 2; ++u) acc[BN / 2 - W + u] = y[u];
         }
         // After the turns, turn t's outputs sit at acc[W·t .. W·t + W/2).
-        const bool pairs = (ldd & 1) == 0 && (reinterpret_cast<dg_u64>(D) & (DTOUT == F32 ? 7u : 3u)) == 0;
 #pragma unroll
-        for (int p = 0; p < BN / 16; ++p) {
-            const int base = (p / (W / 8)) * W + 4 * (p % (W / 8));
-            const dg_i64 c = col0 + 16 * p, j = j0 / 2 + 8 * p + t2;
-            if (c >= N) continue;
+        for (int h = 0; h < 2; ++h) {
+            char* drow = static_cast<char*>(D) + ((row0 + 8 * h) * ldd + j0 / 2 + t2) * ES;
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const dg_i64 i = row0 + 8 * h;
-                if (i >= M) continue;
-                const float v0 = acc[base + 2 * h], v1 = acc[base + 2 * h + 1];
-                if (pairs) {
-                    sel::store2<DTOUT>(D, i * ldd + j, v0, v1);
-                } else {
-                    epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j, v0);
-                    epi::store<DTOUT, epi::RNE_CVT>(D, i * ldd + j + 1, v1);
-                }
+            for (int p = 0; p < BN / 16; ++p) {
+                const int base = (p / (W / 8)) * W + 4 * (p % (W / 8));
+                store_pair_if<DTOUT>(drow + 8 * p * ES, acc[base + 2 * h], acc[base + 2 * h + 1],
+                                     rowok[h] && col0 + 16 * p < N, dpairs);
             }
         }
     } else {
-        const bool pairs = (ldd & 1) == 0 && (mm.ldaux & 1) == 0 &&
-                           ((reinterpret_cast<dg_u64>(D) | reinterpret_cast<dg_u64>(mm.aux)) & (DTOUT == F32 ? 7u : 3u)) == 0;
+        const bool pairs = dpairs && apairs;
         constexpr int W = 16;  // four chunks a turn
         // A turn's a and b (the aux at the blocks of its product columns),
-        // fetched a turn ahead as mm_tile's backward does.
+        // fetched a turn ahead as mm_tile's backward does. FAST: the aux and
+        // D rows at (row0 + 8h, 2·j0 + t2), bytes.
+        char* arow[2] = {nullptr, nullptr};
+        char* drow[2] = {nullptr, nullptr};
+        if constexpr (FAST) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const dg_i64 i = row0 + 8 * h;
+                arow[h] = static_cast<char*>(mm.aux) + (i * mm.ldaux + 2 * j0 + t2) * ES;
+                drow[h] = static_cast<char*>(D) + (i * ldd + 2 * j0 + t2) * ES;
+            }
+        }
         dg_u32 ra[W], rb[W], na[W], nb[W];
-        mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, 0, pairs);
+        if constexpr (FAST) mm_gated_fetch_rows<DTOUT, W>(na, nb, arow, 0);
+        else mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, 0, pairs);
 #pragma unroll 1
         for (int t = 0; t < BN / 2 / W; ++t) {
 #pragma unroll
             for (int u = 0; u < W; ++u) ra[u] = na[u], rb[u] = nb[u];
-            if (t + 1 < BN / 2 / W) mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, t + 1, pairs);
+            if (t + 1 < BN / 2 / W) {
+                if constexpr (FAST) mm_gated_fetch_rows<DTOUT, W>(na, nb, arow, t + 1);
+                else mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, t + 1, pairs);
+            }
             float a[W], b[W], act[W], grad[W];
 #pragma unroll
             for (int u = 0; u < W; ++u) {
@@ -1004,8 +1123,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
             for (int u = 0; u < W; u += 2) {
                 const int q = t * (W / 4) + u / 4, h = (u / 2) % 2;
                 const dg_i64 j = col0 + 8 * q, ca = 2 * j0 + 16 * q + t2, i = row0 + 8 * h;  // ca: (j/8)·16 + j%8
-                if (j >= N || i >= M) continue;
-                const dg_i64 xd = i * ldd + ca;
+                if (!FAST && (j >= N || i >= M)) continue;
                 float da[2], db[2];
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
@@ -1013,20 +1131,65 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
                     da[e] = __fmul_rn(dy, act[u + e]);
                     db[e] = __fmul_rn(__fmul_rn(dy, a[u + e]), grad[u + e]);
                 }
-                if (pairs) {
-                    sel::store2<DTOUT>(D, xd, da[0], da[1]);
-                    sel::store2<DTOUT>(D, xd + 8, db[0], db[1]);
+                if constexpr (FAST) {
+                    char* o = drow[h] + (dg_i64)(16 * q) * ES;
+                    sel::store2<DTOUT>(o, 0, da[0], da[1]);
+                    sel::store2<DTOUT>(o, 8, db[0], db[1]);
                 } else {
+                    const dg_i64 xd = i * ldd + ca;
+                    if (pairs) {
+                        sel::store2<DTOUT>(D, xd, da[0], da[1]);
+                        sel::store2<DTOUT>(D, xd + 8, db[0], db[1]);
+                    } else {
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        epi::store<DTOUT, epi::RNE_CVT>(D, xd + e, da[e]);
-                        epi::store<DTOUT, epi::RNE_CVT>(D, xd + 8 + e, db[e]);
+                        for (int e = 0; e < 2; ++e) {
+                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + e, da[e]);
+                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + 8 + e, db[e]);
+                        }
                     }
                 }
             }
 #pragma unroll
             for (int k = 0; k < BN / 2 - W; ++k) acc[k] = acc[k + W];
         }
+    }
+}
+
+// Matmul's gated epilogues on a consumer thread's accumulators (INIT_MM,
+// beta = 0; docs/contract.md, "Gated epilogues"). The product's columns
+// come in 8-column blocks alternating a and b, so chunk 2p of a thread
+// (accumulators 8p .. 8p+3) holds a and chunk 2p+1 (8p+4 .. 8p+7) the b of
+// the same outputs: output (row0 + 8h, j0/2 + 8p + (col0 − j0) + e) from
+// accumulators 8p + 2h + e and 8p + 4 + 2h + e. The forward stores the
+// pre-activation to the aux (rounded as D is), then D = a·act(b), N/2
+// wide; the backward reads a and b from the aux (2N
+// wide) at the blocks of its product column j and stores da, db there in
+// D. The gates run in a rolled loop (W accumulators a turn, the array
+// rotated as mm_tile's), as elementwise.cuh's select forms, the
+// backward's aux fetched a turn ahead (mm_gated_turns). whole is the
+// block's condition that the tile lies wholly inside the product (as
+// mm_tile's); with it and every pair aligned, the turns take row bases
+// and constant columns. Both paths: the same operations, the same bits.
+template <int BN, int DTOUT, int MMACT>
+DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg_i64 M, dg_i64 N, dg_i64 ldd,
+                             dg_i64 row0, dg_i64 col0, dg_i64 j0, int lane, bool whole) {
+    constexpr bool BWD = MMACT >= epi::ACT_DGATE;
+    if (mm.form == FORM_FOLD) {  // alpha != 1: the chain was from +0
+#pragma unroll
+        for (int u = 0; u < BN / 2; ++u) {
+            const dg_i64 j = col0 + 8 * (u / 4) + (u % 2);
+            float v = __fmul_rn(mm.alpha, acc[u]);
+            if (!BWD && mm.bias != nullptr) v = epi::bias_add(v, mm.bias[j < N ? j : 0]);
+            acc[u] = v;
+        }
+    }
+    constexpr dg_u64 PAIR_ALIGN = DTOUT == F32 ? 7u : 3u;
+    const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & PAIR_ALIGN) == 0;
+    const bool dpairs = (ldd & 1) == 0 && (reinterpret_cast<dg_u64>(D) & PAIR_ALIGN) == 0;
+    if (BWD && whole && dpairs && apairs) {
+        mm_gated_turns<BN, DTOUT, MMACT, true>(acc, mm, D, M, N, ldd, row0, col0, j0, true, true);
+    } else {
+        mm_gated_turns<BN, DTOUT, MMACT, false>(acc, mm, D, M, N, ldd, row0, col0, j0, apairs, dpairs);
     }
 }
 
@@ -1236,10 +1399,10 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         // running sum that gemm_fold rounds for 16-bit outputs) may still
         // be folded; a sliced call's activation belongs to its last step.
         if constexpr (INIT == INIT_MM && MMACT >= epi::ACT_GATE) {
-            mm_gated<BN, DTOUT, MMACT>(acc, mm, out, M, N, ldo, row0, col0, j0, lane);
+            mm_gated<BN, DTOUT, MMACT>(acc, mm, out, M, N, ldo, row0, col0, j0, lane, i0 + T::BM <= M && j0 + BN <= N);
             continue;  // it stores D itself
         } else if constexpr (INIT == INIT_MM) {
-            mm_tile<BN, DTOUT, MMACT>(acc, mm, M, N, row0, col0);
+            mm_tile<BN, DTOUT, MMACT>(acc, mm, M, N, row0, col0, i0 + T::BM <= M && j0 + BN <= N);
         } else if constexpr (INIT != INIT_OLD && (!T::SLABS || T::REGSUM)) {
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = epi::act<Act>(acc[i]);
