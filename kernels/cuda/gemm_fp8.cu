@@ -251,8 +251,6 @@ DETGEMM_INLINE void each_free_slot(dg_u32 bars, const wg::Work& w, dg_i64 M, dg_
 template <class T>
 DETGEMM_INLINE void produce(const wg::tensor_map& tmA, const wg::tensor_map& tmB, dg_u32 ring, dg_u32 bars,
                             const wg::Work& w, dg_i64 M, dg_i64 N, bool half) {
-    tma::prefetch_map(tmA);
-    tma::prefetch_map(tmB);
     const dg_u32 bytes = half ? T::STAGE_BYTES - (dg_u32)wg::BOX : T::STAGE_BYTES;
     each_free_slot<T>(bars, w, M, N, [&](int s, dg_u32 rank, dg_i64 i0, dg_i64 j0, dg_i64 kt) {
         const dg_u32 full = bars + 8 * s;
@@ -684,6 +682,14 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     extern __shared__ unsigned char smem_raw[];
     const dg_u32 ring = (wg::smem_addr(smem_raw) + 1023u) & ~1023u;
     const dg_u32 bars = ring + STAGES * T::STAGE_BYTES;  // full[STAGES], empty[STAGES], zeros[BN]
+    // Everything up to dg_grid_dependency_wait touches only this block's
+    // shared memory and the kernel's parameters (the tensor maps among
+    // them), never global memory: launched overlapped, it runs while the
+    // grid ahead in the stream still finishes.
+    if (threadIdx.x == 0) {
+        tma::prefetch_map(tmA);
+        tma::prefetch_map(tmB);
+    }
     if (threadIdx.x < T::BN) {
         asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(bars + 16 * STAGES + 4 * threadIdx.x) : "memory");
     }
@@ -704,6 +710,7 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
     } else {
         __syncthreads();
     }
+    dg_grid_dependency_wait();
     wg::Work w;
     w.tiles = ((M + T::BM - 1) / T::BM) * ((N + T::BN * T::CLUSTER - 1) / (T::BN * T::CLUSTER));
     w.ktiles = (K + 127) / 128;
@@ -739,7 +746,6 @@ DETGEMM_INLINE void gemm(const wg::tensor_map& tmA, const wg::tensor_map& tmB, d
              dg_i64 N, dg_i64 K, void* D, dg_i64 ldd, const float* sa, dg_i64 sa_rs, const float* sb,             \
              dg_i64 sb_rs, const float* ba, dg_i64 ba_ld, const float* bb, dg_i64 bb_ld, const float* bias,       \
              const float* sd, dg_u32* amax) {                                                                       \
-        dg_grid_dependency_wait();                                                                                 \
         const f8::Args a{D, ldd, sa, sa_rs, sb, sb_rs, ba, ba_ld, bb, bb_ld, bias, sd, amax};                     \
         f8::gemm<TILE, TA, TB, DTOUT, PROMOTE, ACT>(tmA, tmB, M, N, K, a);                                               \
     }

@@ -131,7 +131,7 @@ DETGEMM_INLINE void finish_half(float (&acc)[T::BN / 2], const MMArgs& mm, void*
     constexpr int BN = T::BN;
     const dg_i64 row0 = hrow + warp * 16 + lane / 4, col0 = j0 + 2 * (lane % 4);
     if constexpr (MMACT >= epi::ACT_GATE) {
-        mm_gated<BN, DTOUT, MMACT>(acc, mm, D, M, N, ldd, row0, col0, j0, lane, i0 + T::BM <= M && j0 + BN <= N);
+        mm_gated<BN, DTOUT, MMACT>(acc, mm, D, M, N, ldd, row0, col0, j0, lane);
     } else {
         mm_tile<BN, DTOUT, MMACT>(acc, mm, M, N, row0, col0, i0 + T::BM <= M && j0 + BN <= N);
         // The block's condition (tile origin and arguments), as in consume.

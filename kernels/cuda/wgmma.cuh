@@ -1006,28 +1006,7 @@ DETGEMM_INLINE void store_pair_if(char* p, float v0, float v1, bool ok, bool pai
     }
 }
 
-// mm_gated_fetch for the FAST path: the same raw bits of turn t, read at
-// the aux row bases arow (bytes, at column 2·j0 + t2) plus the turn's
-// constant columns, every pair one access.
-template <int DTOUT, int W>
-DETGEMM_INLINE void mm_gated_fetch_rows(dg_u32 (&ra)[W], dg_u32 (&rb)[W], char* const (&arow)[2], int t) {
-    constexpr int ES = DTOUT == F32 ? 4 : 2;
-#pragma unroll
-    for (int u = 0; u < W; u += 2) {
-        const int q = t * (W / 4) + u / 4, h = (u / 2) % 2;
-        const char* p = arow[h] + (dg_i64)(16 * q) * ES;
-        if constexpr (DTOUT == F32) {
-            const float2 x = *reinterpret_cast<const float2*>(p), y = *reinterpret_cast<const float2*>(p + 8 * ES);
-            ra[u] = __float_as_uint(x.x), ra[u + 1] = __float_as_uint(x.y);
-            rb[u] = __float_as_uint(y.x), rb[u + 1] = __float_as_uint(y.y);
-        } else {
-            ra[u / 2] = *reinterpret_cast<const dg_u32*>(p);
-            rb[u / 2] = *reinterpret_cast<const dg_u32*>(p + 8 * ES);
-        }
-    }
-}
-
-template <int BN, int DTOUT, int MMACT, bool FAST>
+template <int BN, int DTOUT, int MMACT>
 DETGEMM_INLINE void mm_gated_turns(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg_i64 M, dg_i64 N, dg_i64 ldd,
                                    dg_i64 row0, dg_i64 col0, dg_i64 j0, bool apairs, bool dpairs) {
     constexpr bool BWD = MMACT >= epi::ACT_DGATE;
@@ -1089,29 +1068,14 @@ DETGEMM_INLINE void mm_gated_turns(float (&acc)[BN / 2], const MMArgs& mm, void*
         const bool pairs = dpairs && apairs;
         constexpr int W = 16;  // four chunks a turn
         // A turn's a and b (the aux at the blocks of its product columns),
-        // fetched a turn ahead as mm_tile's backward does. FAST: the aux and
-        // D rows at (row0 + 8h, 2·j0 + t2), bytes.
-        char* arow[2] = {nullptr, nullptr};
-        char* drow[2] = {nullptr, nullptr};
-        if constexpr (FAST) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const dg_i64 i = row0 + 8 * h;
-                arow[h] = static_cast<char*>(mm.aux) + (i * mm.ldaux + 2 * j0 + t2) * ES;
-                drow[h] = static_cast<char*>(D) + (i * ldd + 2 * j0 + t2) * ES;
-            }
-        }
+        // fetched a turn ahead as mm_tile's backward does.
         dg_u32 ra[W], rb[W], na[W], nb[W];
-        if constexpr (FAST) mm_gated_fetch_rows<DTOUT, W>(na, nb, arow, 0);
-        else mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, 0, pairs);
+        mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, 0, pairs);
 #pragma unroll 1
         for (int t = 0; t < BN / 2 / W; ++t) {
 #pragma unroll
             for (int u = 0; u < W; ++u) ra[u] = na[u], rb[u] = nb[u];
-            if (t + 1 < BN / 2 / W) {
-                if constexpr (FAST) mm_gated_fetch_rows<DTOUT, W>(na, nb, arow, t + 1);
-                else mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, t + 1, pairs);
-            }
+            if (t + 1 < BN / 2 / W) mm_gated_fetch<DTOUT, W>(na, nb, mm, M, N, row0, col0, j0, t + 1, pairs);
             float a[W], b[W], act[W], grad[W];
 #pragma unroll
             for (int u = 0; u < W; ++u) {
@@ -1123,7 +1087,7 @@ DETGEMM_INLINE void mm_gated_turns(float (&acc)[BN / 2], const MMArgs& mm, void*
             for (int u = 0; u < W; u += 2) {
                 const int q = t * (W / 4) + u / 4, h = (u / 2) % 2;
                 const dg_i64 j = col0 + 8 * q, ca = 2 * j0 + 16 * q + t2, i = row0 + 8 * h;  // ca: (j/8)·16 + j%8
-                if (!FAST && (j >= N || i >= M)) continue;
+                if (j >= N || i >= M) continue;
                 float da[2], db[2];
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
@@ -1131,21 +1095,15 @@ DETGEMM_INLINE void mm_gated_turns(float (&acc)[BN / 2], const MMArgs& mm, void*
                     da[e] = __fmul_rn(dy, act[u + e]);
                     db[e] = __fmul_rn(__fmul_rn(dy, a[u + e]), grad[u + e]);
                 }
-                if constexpr (FAST) {
-                    char* o = drow[h] + (dg_i64)(16 * q) * ES;
-                    sel::store2<DTOUT>(o, 0, da[0], da[1]);
-                    sel::store2<DTOUT>(o, 8, db[0], db[1]);
+                const dg_i64 xd = i * ldd + ca;
+                if (pairs) {
+                    sel::store2<DTOUT>(D, xd, da[0], da[1]);
+                    sel::store2<DTOUT>(D, xd + 8, db[0], db[1]);
                 } else {
-                    const dg_i64 xd = i * ldd + ca;
-                    if (pairs) {
-                        sel::store2<DTOUT>(D, xd, da[0], da[1]);
-                        sel::store2<DTOUT>(D, xd + 8, db[0], db[1]);
-                    } else {
 #pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + e, da[e]);
-                            epi::store<DTOUT, epi::RNE_CVT>(D, xd + 8 + e, db[e]);
-                        }
+                    for (int e = 0; e < 2; ++e) {
+                        epi::store<DTOUT, epi::RNE_CVT>(D, xd + e, da[e]);
+                        epi::store<DTOUT, epi::RNE_CVT>(D, xd + 8 + e, db[e]);
                     }
                 }
             }
@@ -1166,13 +1124,10 @@ DETGEMM_INLINE void mm_gated_turns(float (&acc)[BN / 2], const MMArgs& mm, void*
 // wide) at the blocks of its product column j and stores da, db there in
 // D. The gates run in a rolled loop (W accumulators a turn, the array
 // rotated as mm_tile's), as elementwise.cuh's select forms, the
-// backward's aux fetched a turn ahead (mm_gated_turns). whole is the
-// block's condition that the tile lies wholly inside the product (as
-// mm_tile's); with it and every pair aligned, the turns take row bases
-// and constant columns. Both paths: the same operations, the same bits.
+// backward's aux fetched a turn ahead (mm_gated_turns).
 template <int BN, int DTOUT, int MMACT>
 DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg_i64 M, dg_i64 N, dg_i64 ldd,
-                             dg_i64 row0, dg_i64 col0, dg_i64 j0, int lane, bool whole) {
+                             dg_i64 row0, dg_i64 col0, dg_i64 j0, int lane) {
     constexpr bool BWD = MMACT >= epi::ACT_DGATE;
     if (mm.form == FORM_FOLD) {  // alpha != 1: the chain was from +0
 #pragma unroll
@@ -1186,11 +1141,7 @@ DETGEMM_INLINE void mm_gated(float (&acc)[BN / 2], const MMArgs& mm, void* D, dg
     constexpr dg_u64 PAIR_ALIGN = DTOUT == F32 ? 7u : 3u;
     const bool apairs = (mm.ldaux & 1) == 0 && (reinterpret_cast<dg_u64>(mm.aux) & PAIR_ALIGN) == 0;
     const bool dpairs = (ldd & 1) == 0 && (reinterpret_cast<dg_u64>(D) & PAIR_ALIGN) == 0;
-    if (BWD && whole && dpairs && apairs) {
-        mm_gated_turns<BN, DTOUT, MMACT, true>(acc, mm, D, M, N, ldd, row0, col0, j0, true, true);
-    } else {
-        mm_gated_turns<BN, DTOUT, MMACT, false>(acc, mm, D, M, N, ldd, row0, col0, j0, apairs, dpairs);
-    }
+    mm_gated_turns<BN, DTOUT, MMACT>(acc, mm, D, M, N, ldd, row0, col0, j0, apairs, dpairs);
 }
 
 // WS_RUNSUM: the running sum of a tile's slabs, kept in ws where only the
@@ -1399,7 +1350,7 @@ DETGEMM_INLINE void consume(dg_u32 ring, dg_u32 bars, const Work& w, int c, void
         // running sum that gemm_fold rounds for 16-bit outputs) may still
         // be folded; a sliced call's activation belongs to its last step.
         if constexpr (INIT == INIT_MM && MMACT >= epi::ACT_GATE) {
-            mm_gated<BN, DTOUT, MMACT>(acc, mm, out, M, N, ldo, row0, col0, j0, lane, i0 + T::BM <= M && j0 + BN <= N);
+            mm_gated<BN, DTOUT, MMACT>(acc, mm, out, M, N, ldo, row0, col0, j0, lane);
             continue;  // it stores D itself
         } else if constexpr (INIT == INIT_MM) {
             mm_tile<BN, DTOUT, MMACT>(acc, mm, M, N, row0, col0, i0 + T::BM <= M && j0 + BN <= N);
