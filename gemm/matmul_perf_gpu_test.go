@@ -23,7 +23,9 @@ import (
 // a timing (10), so that a run can be long enough to sample the card's
 // power and clock beside it: each timing logs its UTC start and end;
 // DETGEMM_MM_PERF_SHAPES keeps the shapes it names, DETGEMM_MM_PERF_PLAIN
-// adds plain products); the
+// adds plain products, DETGEMM_MM_PERF_LAYOUTS times each request in the
+// layouts it names, comma-separated, of NN, NT, TN and TT (NN alone
+// unless set); the
 // bench measures the engine for the record, with cuBLASLt beside it.
 func TestMatmulEpilogueThroughput(t *testing.T) {
 	eng, ctx := perfEngine(t, "DETGEMM_MM_PERF", "the Matmul epilogues")
@@ -70,6 +72,13 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 	// DETGEMM_MM_PERF_SHAPES keeps the probes it names (MxKxN, spaces
 	// between), e.g. one shape under a profiler.
 	shapes := strings.Fields(os.Getenv("DETGEMM_MM_PERF_SHAPES"))
+	layouts := []string{"NN"}
+	if v := os.Getenv("DETGEMM_MM_PERF_LAYOUTS"); v != "" {
+		layouts = strings.Split(v, ",")
+		for _, l := range layouts {
+			require.Contains(t, []string{"NN", "NT", "TN", "TT"}, l, "DETGEMM_MM_PERF_LAYOUTS")
+		}
+	}
 	for _, pr := range probes {
 		M, K, N := pr.M, pr.K, pr.N
 		if !slices.ContainsFunc(pr.eps, keep) || len(shapes) > 0 && !slices.Contains(shapes, fmt.Sprintf("%dx%dx%d", M, K, N)) {
@@ -80,13 +89,22 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 			if !keep(ep) {
 				continue
 			}
-			d, a := bufs.request(ep)
-			p, err := eng.Plan(d)
-			require.NoError(t, err, "%v", ep)
-			from := time.Now().UTC()
-			best := bestPerLaunch(t, eng, start, end, launches, func(int) error { return p.Run(a) })
-			t.Logf("mmperf %5dx%5dx%5d ldb %5d %-12v %9.1f us %v %s %s", M, K, N, bufs.ldb, ep, float64(best.Nanoseconds())/1e3, p.Kernels(),
-				from.Format("15:04:05.000"), time.Now().UTC().Format("15:04:05.000"))
+			for _, l := range layouts {
+				d, a := bufs.request(ep)
+				// The same buffers serve every layout: A holds M·K and B K·ldb
+				// elements either way; a transposed B (N × K) takes K as its
+				// leading dimension.
+				d.TransA, d.TransB = l[0] == 'T', l[1] == 'T'
+				if d.TransB {
+					d.LDB = 0
+				}
+				p, err := eng.Plan(d)
+				require.NoError(t, err, "%v %s", ep, l)
+				from := time.Now().UTC()
+				best := bestPerLaunch(t, eng, start, end, launches, func(int) error { return p.Run(a) })
+				t.Logf("mmperf %5dx%5dx%5d ldb %5d %-12v %s %9.1f us %v %s %s", M, K, N, bufs.ldb, ep, l, float64(best.Nanoseconds())/1e3, p.Kernels(),
+					from.Format("15:04:05.000"), time.Now().UTC().Format("15:04:05.000"))
+			}
 		}
 	}
 }
