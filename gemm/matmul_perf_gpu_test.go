@@ -95,14 +95,15 @@ func TestMatmulEpilogueThroughput(t *testing.T) {
 				// elements either way; a transposed B (N × K) takes K as its
 				// leading dimension.
 				d.TransA, d.TransB = l[0] == 'T', l[1] == 'T'
+				ldb := bufs.ldb
 				if d.TransB {
-					d.LDB = 0
+					d.LDB, ldb = 0, K
 				}
 				p, err := eng.Plan(d)
 				require.NoError(t, err, "%v %s", ep, l)
 				from := time.Now().UTC()
 				best := bestPerLaunch(t, eng, start, end, launches, func(int) error { return p.Run(a) })
-				t.Logf("mmperf %5dx%5dx%5d ldb %5d %-12v %s %9.1f us %v %s %s", M, K, N, bufs.ldb, ep, l, float64(best.Nanoseconds())/1e3, p.Kernels(),
+				t.Logf("mmperf %5dx%5dx%5d ldb %5d %-12v %s %9.1f us %v %s %s", M, K, N, ldb, ep, l, float64(best.Nanoseconds())/1e3, p.Kernels(),
 					from.Format("15:04:05.000"), time.Now().UTC().Format("15:04:05.000"))
 			}
 		}
